@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// The last stage of a sample: write the resized RGB image into its place in the batch
+// tensor, flipped if asked, as uint8 or as float32 normalised like torchvision's
+// ToTensor + Normalize (bit-identical: the same float32 operations, via a lookup table).
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace stoker {
+
+enum class DType { u8, f32 };
+enum class Layout { nchw, nhwc };
+
+DType parse_dtype(const std::string& s);
+Layout parse_layout(const std::string& s);
+const char* dtype_name(DType d);
+const char* layout_name(Layout l);
+
+struct OutputSpec {
+  DType dtype = DType::f32;
+  Layout layout = Layout::nchw;
+  int width = 224, height = 224;
+  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // on the 0..1 scale, as torchvision
+  std::array<float, 3> std{0.229f, 0.224f, 0.225f};
+
+  size_t element_bytes() const { return dtype == DType::f32 ? 4 : 1; }
+  size_t sample_bytes() const { return size_t(3) * width * height * element_bytes(); }
+};
+
+// Precomputed per-channel value tables; build once per OutputSpec.
+struct Normalizer {
+  explicit Normalizer(const OutputSpec& spec);
+  OutputSpec spec;
+  std::array<std::array<float, 256>, 3> lut;
+};
+
+// rgb: spec.height x spec.width x 3 uint8. dst: one sample's place in the batch tensor,
+// [3, h, w] (nchw) or [h, w, 3] (nhwc), of spec.dtype.
+void collate_sample(const cv::Mat& rgb, bool flip, const Normalizer& norm, void* dst);
+
+}  // namespace stoker

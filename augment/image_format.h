@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// Recognises an image by its first bytes (never by its file name) and, where the header is
+// cheap to parse, reads its dimensions so a decompression bomb is refused before decoding.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace stoker {
+
+enum class ImageFormat { unknown, jpeg, png, bmp, webp, tiff, pnm };
+
+const char* format_name(ImageFormat f);
+
+struct ImageInfo {
+  ImageFormat format = ImageFormat::unknown;
+  int width = 0, height = 0;  // 0 when the header was not parsed here
+};
+
+// Sniffs the format and, for PNG, BMP and WebP, the dimensions. JPEG dimensions come from
+// libjpeg (decode_jpeg.cc), which reads the header properly.
+ImageInfo sniff_image(std::span<const uint8_t> bytes);
+
+// A printable description of the first bytes, for "not an image" errors.
+std::string describe_prefix(std::span<const uint8_t> bytes);
+
+}  // namespace stoker

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common/system_info.h"
+
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace stoker {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto pos = line.find(':');
+      if (pos != std::string::npos) return line.substr(line.find_first_not_of(' ', pos + 1));
+    }
+  }
+  return "unknown";
+}
+
+int online_cpus() { return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); }
+
+std::string kernel_release() {
+  utsname u{};
+  return uname(&u) == 0 ? std::string(u.release) : "unknown";
+}
+
+uint64_t rss_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  return got == 2 ? resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec * 1e-6; };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
+
+}  // namespace stoker

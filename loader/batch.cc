@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "loader/batch.h"
+
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace stoker {
+
+void Batch::finalize_checksum() {
+  const uint64_t h = XXH3_64bits(labels.data(), size * sizeof(int32_t));
+  checksum = XXH3_64bits_withSeed(sample_hash.data(), size * sizeof(uint64_t), h);
+}
+
+BatchPool::BatchPool(size_t count, size_t capacity, const OutputSpec& spec) {
+  STOKER_CHECK(count > 0 && capacity > 0);
+  batches_.resize(count);
+  const size_t tensor = capacity * spec.sample_bytes();
+  const size_t rounded = (tensor + 4095) / 4096 * 4096;
+  for (Batch& b : batches_) {
+    b.spec = spec;
+    b.capacity = capacity;
+    b.data = std::aligned_alloc(4096, rounded);
+    if (!b.data) fail("cannot allocate a batch of {} bytes", rounded);
+    std::memset(b.data, 0, rounded);  // touch now: resident memory is flat from here on
+    b.labels.assign(capacity, 0);
+    b.indices.assign(capacity, 0);
+    b.sample_hash.assign(capacity, 0);
+    b.timing.assign(capacity, {});
+    bytes_ += rounded;
+  }
+}
+
+BatchPool::~BatchPool() {
+  for (Batch& b : batches_) std::free(b.data);
+}
+
+}  // namespace stoker

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// A batch: one contiguous tensor plus labels, sample indices and per-stage timings, from a
+// pool allocated once. The pool's size (prefetch depth + 1 batches) is the loader's whole
+// pixel memory, whatever the dataset size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "augment/collate.h"
+
+namespace stoker {
+
+struct SampleTiming {
+  int64_t read_ns = 0, decode_ns = 0, augment_ns = 0, collate_ns = 0;
+  uint64_t bytes = 0;    // bytes read from storage for this sample (replacements included)
+  uint32_t attempts = 1; // 1, or more when failed samples were replaced by later ones
+};
+
+struct Batch {
+  OutputSpec spec;
+  size_t capacity = 0;  // samples the tensor has room for
+  size_t size = 0;      // samples filled (the last batch of an epoch may be short)
+  // [capacity, 3, h, w] (nchw) or [capacity, h, w, 3] (nhwc) of spec.dtype
+  void* data = nullptr;
+  std::vector<int32_t> labels;         // [capacity]
+  std::vector<uint32_t> indices;       // [capacity] dataset index of each sample
+  std::vector<uint64_t> sample_hash;   // [capacity] hash of each sample's tensor bytes
+  std::vector<SampleTiming> timing;    // [capacity]
+  uint64_t epoch = 0, number = 0;      // which batch of which epoch
+  uint64_t checksum = 0;               // over labels and sample hashes, in order
+  int64_t ready_ns = 0;                // when the last sample was written
+
+  void* sample(size_t i) const {
+    return static_cast<char*>(data) + i * spec.sample_bytes();
+  }
+  size_t bytes() const { return size * spec.sample_bytes(); }
+  void finalize_checksum();
+};
+
+// `count` batches of `capacity` samples, allocated and touched up front.
+class BatchPool {
+ public:
+  BatchPool(size_t count, size_t capacity, const OutputSpec& spec);
+  ~BatchPool();
+  BatchPool(const BatchPool&) = delete;
+  BatchPool& operator=(const BatchPool&) = delete;
+  size_t count() const { return batches_.size(); }
+  Batch& operator[](size_t i) { return batches_[i]; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<Batch> batches_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace stoker

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// ImageFolder scanning with openat/readdir/fstatat (one stat per file, for its size),
+// class directories scanned in parallel, names kept in flat pools while sorting.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "common/error.h"
+#include "loader/index.h"
+
+namespace stoker {
+
+namespace {
+
+struct Listing {
+  std::vector<char> pool;          // names, NUL-terminated
+  std::vector<uint32_t> files;     // offsets of regular files with an image extension
+  std::vector<uint64_t> file_size; // parallel to `files`
+  std::vector<uint32_t> dirs;      // offsets of sub-directories
+};
+
+uint32_t push_name(std::vector<char>& pool, const char* name) {
+  const auto off = static_cast<uint32_t>(pool.size());
+  pool.insert(pool.end(), name, name + std::strlen(name) + 1);
+  return off;
+}
+
+// Lists one directory (non-hidden entries only), resolving types and sizes with fstatat.
+// `display` names the directory in errors.
+void list_dir(int dfd, const std::string& display, Listing& out) {
+  const int fd2 = dup(dfd);
+  DIR* dir = fd2 >= 0 ? fdopendir(fd2) : nullptr;
+  if (!dir) {
+    if (fd2 >= 0) close(fd2);
+    fail("cannot list directory '{}': {}", display, errno_text(errno));
+  }
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;  // ".", "..", and hidden entries
+    struct stat st {};
+    if (fstatat(dfd, e->d_name, &st, 0) != 0) continue;  // dangling symlink: not a sample
+    if (S_ISDIR(st.st_mode)) {
+      out.dirs.push_back(push_name(out.pool, e->d_name));
+    } else if (S_ISREG(st.st_mode) && has_image_extension(e->d_name)) {
+      out.files.push_back(push_name(out.pool, e->d_name));
+      out.file_size.push_back(static_cast<uint64_t>(st.st_size));
+    }
+  }
+  closedir(dir);
+}
+
+void sort_names(const std::vector<char>& pool, std::vector<uint32_t>& offs,
+                std::vector<uint64_t>* sizes) {
+  std::vector<uint32_t> order(offs.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::strcmp(pool.data() + offs[a], pool.data() + offs[b]) < 0;
+  });
+  std::vector<uint32_t> o2(offs.size());
+  std::vector<uint64_t> s2(sizes ? sizes->size() : 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    o2[i] = offs[order[i]];
+    if (sizes) s2[i] = (*sizes)[order[i]];
+  }
+  offs.swap(o2);
+  if (sizes) sizes->swap(s2);
+}
+
+// The samples of one class, in torchvision's order: sorted(os.walk(class_dir)) visits
+// directories in sorted path order; files are sorted within each directory.
+struct ClassFiles {
+  std::vector<char> paths;  // relative to the dataset root, NUL-terminated
+  std::vector<uint64_t> sizes;
+};
+
+void walk_class(int root_fd, const std::string& root, const std::string& cls, ClassFiles& out) {
+  struct Dir {
+    std::string rel;  // relative to the dataset root
+    Listing listing;
+  };
+  std::vector<Dir> dirs;
+  std::vector<std::string> pending = {cls};
+  while (!pending.empty()) {
+    std::string rel = std::move(pending.back());
+    pending.pop_back();
+    if (std::count(rel.begin(), rel.end(), '/') > 64) {
+      fail("'{}/{}': directories nested more than 64 deep (a symlink loop?)", root, rel);
+    }
+    const int fd = openat(root_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) fail("cannot open directory '{}/{}': {}", root, rel, errno_text(errno));
+    Dir d{rel, {}};
+    try {
+      list_dir(fd, root + "/" + rel, d.listing);
+    } catch (...) {
+      close(fd);
+      throw;
+    }
+    close(fd);
+    for (uint32_t off : d.listing.dirs) pending.push_back(rel + "/" + (d.listing.pool.data() + off));
+    dirs.push_back(std::move(d));
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const Dir& a, const Dir& b) { return a.rel < b.rel; });
+  for (Dir& d : dirs) {
+    sort_names(d.listing.pool, d.listing.files, &d.listing.file_size);
+    for (size_t i = 0; i < d.listing.files.size(); ++i) {
+      out.paths.insert(out.paths.end(), d.rel.begin(), d.rel.end());
+      out.paths.push_back('/');
+      const char* name = d.listing.pool.data() + d.listing.files[i];
+      out.paths.insert(out.paths.end(), name, name + std::strlen(name) + 1);
+      out.sizes.push_back(d.listing.file_size[i]);
+    }
+  }
+}
+
+}  // namespace
+
+Index index_image_folder(const std::string& root_in) {
+  std::string root = root_in;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) {
+    fail("dataset root '{}': {} (expected a directory laid out as root/<class>/<image>)", root,
+         errno_text(errno));
+  }
+  Index index;
+  index.root = root;
+  Listing top;
+  try {
+    list_dir(root_fd, root, top);
+  } catch (...) {
+    close(root_fd);
+    throw;
+  }
+  sort_names(top.pool, top.dirs, nullptr);
+  for (uint32_t off : top.dirs) index.classes.emplace_back(top.pool.data() + off);
+  if (index.classes.empty()) {
+    close(root_fd);
+    fail("dataset root '{}' has no class directories (expected root/<class>/<image>{})", root,
+         top.files.empty() ? "" : "; it holds images directly, which ImageFolder does not accept");
+  }
+
+  std::vector<ClassFiles> per_class(index.classes.size());
+  std::exception_ptr error;
+  std::mutex error_mu;
+  tbb::parallel_for(size_t{0}, per_class.size(), [&](size_t c) {
+    try {
+      walk_class(root_fd, root, index.classes[c], per_class[c]);
+    } catch (...) {
+      std::lock_guard lock(error_mu);
+      if (!error) error = std::current_exception();
+    }
+  });
+  close(root_fd);
+  if (error) std::rethrow_exception(error);
+
+  size_t n = 0, chars = 0;
+  for (const auto& c : per_class) {
+    n += c.sizes.size();
+    chars += c.paths.size();
+  }
+  index.names.reserve(chars);
+  index.name_offset.reserve(n);
+  index.bytes.reserve(n);
+  index.label.reserve(n);
+  for (size_t c = 0; c < per_class.size(); ++c) {
+    const ClassFiles& cf = per_class[c];
+    if (cf.sizes.empty()) index.empty_classes.push_back(index.classes[c]);
+    const char* p = cf.paths.data();
+    for (uint64_t size : cf.sizes) {
+      const std::string_view rel(p);
+      index.add(rel, size, static_cast<uint32_t>(c));
+      p += rel.size() + 1;
+    }
+    per_class[c] = {};  // release as we go: peak memory stays near one copy
+  }
+  return index;
+}
+
+}  // namespace stoker

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// List files: "relative/path label" per line. The label is the last whitespace-separated
+// field, so paths may contain spaces. Sizes come from stat, in parallel.
+#include <sys/stat.h>
+
+#include <tbb/parallel_for.h>
+
+#include <charconv>
+#include <fstream>
+
+#include "common/error.h"
+#include "loader/index.h"
+
+namespace stoker {
+
+Index index_list_file(const std::string& list_file, const std::string& root_in) {
+  std::ifstream in(list_file);
+  if (!in) fail("list file '{}': {}", list_file, errno_text(errno));
+  Index index;
+  if (!root_in.empty()) {
+    index.root = root_in;
+  } else {
+    const size_t slash = list_file.rfind('/');
+    index.root = slash == std::string::npos ? "." : list_file.substr(0, slash);
+  }
+  std::string line;
+  size_t line_no = 0;
+  uint32_t max_label = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const size_t last = line.find_last_not_of(" \t");
+    const size_t sep = line.find_last_of(" \t", last);
+    if (sep == std::string::npos || sep < first) {
+      fail("{}:{}: expected 'relative/path label', found '{}'", list_file, line_no, line);
+    }
+    const std::string_view label_text(line.data() + sep + 1, last - sep);
+    uint32_t label = 0;
+    const auto [end, ec] = std::from_chars(label_text.begin(), label_text.end(), label);
+    if (ec != std::errc() || end != label_text.end()) {
+      fail("{}:{}: label '{}' is not a non-negative integer", list_file, line_no, label_text);
+    }
+    const size_t path_end = line.find_last_not_of(" \t", sep);
+    index.add(std::string_view(line.data() + first, path_end - first + 1), 0, label);
+    max_label = std::max(max_label, label);
+  }
+  if (index.size() == 0) fail("list file '{}' lists no samples", list_file);
+  for (uint32_t c = 0; c <= max_label; ++c) index.classes.push_back(std::to_string(c));
+
+  // Missing files are an error here, naming the line: a list is a promise about the tree.
+  std::vector<int> missing_errno(index.size(), 0);
+  tbb::parallel_for(size_t{0}, index.size(), [&](size_t i) {
+    struct stat st {};
+    if (stat(index.path(i).c_str(), &st) != 0) {
+      missing_errno[i] = errno;
+    } else {
+      index.bytes[i] = static_cast<uint64_t>(st.st_size);
+    }
+  });
+  for (size_t i = 0; i < index.size(); ++i) {
+    if (missing_errno[i]) {
+      fail("list file '{}': sample {} '{}': {}", list_file, i, index.path(i),
+           errno_text(missing_errno[i]));
+    }
+  }
+  return index;
+}
+
+}  // namespace stoker

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one object a trainer pulls batches from. The reader policy (serial, threads:N) is
+// chosen at run time; whatever it is, batches come out in sampler order, with the same
+// contents for the same seed, and the iterator keeps a checksum of each epoch's data.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loader/index.h"
+#include "loader/loader_config.h"
+#include "loader/producer.h"
+#include "loader/sample_pipeline.h"
+
+namespace stoker {
+
+class Iterator {
+ public:
+  // `index` must outlive the iterator.
+  Iterator(const Index& index, const LoaderConfig& config);
+  ~Iterator();
+
+  // Begins `epoch` at sample `start` of it (a batch boundary; non-zero to resume a run).
+  void start_epoch(uint64_t epoch, uint64_t start = 0);
+  // The next batch in sampler order, or nullptr when the epoch is done. The batch stays
+  // valid until the next call. Throws stoker::Error under --on-error fail.
+  const Batch* next();
+
+  // Samples consumed so far: resuming from here continues with exactly the next batch.
+  Position position() const { return {ctx_->sampler.epoch(), consumed_}; }
+  // Checksum of the batches returned so far in this epoch (the whole epoch once next()
+  // has returned nullptr).
+  uint64_t epoch_checksum() const { return checksum_; }
+  size_t batches_per_epoch() const { return ctx_->sampler.batches(); }
+  const Sampler& sampler() const { return ctx_->sampler; }
+  const BadSamples& bad_samples() const { return ctx_->bad; }
+  const LoaderConfig& config() const { return ctx_->config; }
+  size_t pool_bytes() const { return producer_->pool_bytes(); }
+
+ private:
+  std::unique_ptr<LoaderContext> ctx_;
+  std::unique_ptr<Producer> producer_;
+  size_t next_batch_ = 0;
+  uint64_t consumed_ = 0;
+  bool started_ = false;
+  uint64_t checksum_ = 0;  // chained over the epoch's batch checksums
+};
+
+}  // namespace stoker

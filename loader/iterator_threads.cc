@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+// threads:N: a oneTBB arena of N worker threads keeps `prefetch` batches in flight, the
+// samples of each batch spread over the workers. Batches finish in any order; the consumer
+// waits for the next one in sampler order. Each worker has its own Decoder and buffers.
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+
+#include "common/error.h"
+#include "loader/producer.h"
+#include "loader/sample_pipeline.h"
+
+namespace stoker {
+
+namespace {
+
+class ThreadsProducer final : public Producer {
+ public:
+  ThreadsProducer(LoaderContext& ctx, int threads)
+      // The consumer thread only waits, so the arena needs N workers of its own; TBB's
+      // default pool has one fewer than the cores, hence the raised global limit.
+      : control_(tbb::global_control::max_allowed_parallelism,
+                 std::max<size_t>(threads + 1, tbb::info::default_concurrency())),
+        arena_(threads, 0),
+        ctx_(ctx),
+        pool_(ctx.config.prefetch + 1, ctx.config.sampler.batch_size, ctx.config.output),
+        workers_([&ctx] { return Worker(ctx.config.decode); }),
+        jobs_(pool_.count()) {
+    for (size_t i = 0; i < pool_.count(); ++i) free_.push_back(i);
+  }
+
+  ~ThreadsProducer() noexcept override { stop(); }
+
+  void begin(size_t first) override {
+    std::lock_guard lock(mu_);
+    next_submit_ = first;
+    submit_more();
+  }
+
+  Batch& wait(size_t b) override {
+    std::unique_lock lock(mu_);
+    if (held_ >= 0) {
+      free_.push_back(static_cast<size_t>(held_));
+      held_ = -1;
+    }
+    submit_more();
+    STOKER_CHECK(!in_flight_.empty());
+    const size_t i = in_flight_.front();
+    STOKER_CHECK(pool_[i].number == b);
+    int waited_s = 0;
+    while (!jobs_[i].done) {
+      if (!done_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return jobs_[i].done; })) {
+        waited_s += 60;
+        std::fprintf(stderr,
+                     "stoker: still waiting for batch %zu of epoch %llu after %d s "
+                     "(%zu of %zu samples done; slow storage or a stuck read?)\n",
+                     b, static_cast<unsigned long long>(pool_[i].epoch), waited_s,
+                     jobs_[i].samples_done.load(), pool_[i].size);
+      }
+    }
+    in_flight_.pop_front();
+    held_ = static_cast<int>(i);
+    if (jobs_[i].error) std::rethrow_exception(jobs_[i].error);
+    return pool_[i];
+  }
+
+  void stop() override {
+    cancel_ = true;
+    arena_.execute([&] { group_.wait(); });
+    std::lock_guard lock(mu_);
+    for (size_t i : in_flight_) free_.push_back(i);
+    in_flight_.clear();
+    if (held_ >= 0) free_.push_back(static_cast<size_t>(held_));
+    held_ = -1;
+    cancel_ = false;
+  }
+
+  size_t pool_bytes() const override { return pool_.bytes(); }
+
+ private:
+  struct Job {
+    bool done = false;
+    std::exception_ptr error;
+    std::atomic<size_t> samples_done{0};
+  };
+
+  // Called with mu_ held.
+  void submit_more() {
+    const size_t last = ctx_.sampler.batches();
+    while (!free_.empty() && next_submit_ < last && in_flight_.size() < ctx_.config.prefetch) {
+      const size_t i = free_.front();
+      free_.pop_front();
+      Batch& batch = pool_[i];
+      begin_batch(ctx_, batch, next_submit_);
+      jobs_[i].done = false;
+      jobs_[i].error = nullptr;
+      jobs_[i].samples_done = 0;
+      in_flight_.push_back(i);
+      ++next_submit_;
+      arena_.execute([&, i] { group_.run([this, i] { run(i); }); });
+    }
+  }
+
+  void run(size_t i) {
+    Batch& batch = pool_[i];
+    Job& job = jobs_[i];
+    std::exception_ptr error;
+    std::mutex error_mu;
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, batch.size, 1),
+        [&](const tbb::blocked_range<size_t>& r) {
+          for (size_t s = r.begin(); s != r.end(); ++s) {
+            if (cancel_) return;
+            try {
+              load_sample(ctx_, workers_.local(), batch, batch.number, s);
+            } catch (...) {
+              std::lock_guard lock(error_mu);
+              if (!error) error = std::current_exception();
+            }
+            ++job.samples_done;
+          }
+        },
+        tbb::simple_partitioner());
+    finish_batch(batch);
+    std::lock_guard lock(mu_);
+    job.error = error;
+    job.done = true;
+    done_cv_.notify_all();
+  }
+
+  tbb::global_control control_;
+  tbb::task_arena arena_;
+  tbb::task_group group_;
+  LoaderContext& ctx_;
+  BatchPool pool_;
+  tbb::enumerable_thread_specific<Worker> workers_;
+  std::vector<Job> jobs_;
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::deque<size_t> free_, in_flight_;
+  int held_ = -1;
+  size_t next_submit_ = 0;
+  std::atomic<bool> cancel_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<Producer> make_threads_producer(LoaderContext& ctx, int threads) {
+  return std::make_unique<ThreadsProducer>(ctx, threads);
+}
+
+}  // namespace stoker

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The narrow interface behind the iterator: a reader policy (serial, threads:N, and later
+// processes:N and uring:QD) fills batches of the current epoch, in any order, into buffers
+// it owns; the iterator hands them out in order. Three hooks:
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "loader/batch.h"
+
+namespace stoker {
+
+struct LoaderContext;
+struct ReaderPolicy;
+
+class Producer {
+ public:
+  virtual ~Producer() = default;
+  // Start producing batches first, first+1, ... of the sampler's current epoch.
+  virtual void begin(size_t first) = 0;
+  // Block until batch `b` (always the next in order) is complete and return it. The batch
+  // returned by the previous call may be reused from now on. Rethrows a sample's error.
+  virtual Batch& wait(size_t b) = 0;
+  // Abandon work in flight and return once no worker touches any buffer or the sampler.
+  virtual void stop() = 0;
+  // Bytes of batch memory this producer holds.
+  virtual size_t pool_bytes() const = 0;
+};
+
+std::unique_ptr<Producer> make_serial_producer(LoaderContext& ctx);
+std::unique_ptr<Producer> make_threads_producer(LoaderContext& ctx, int threads);
+
+}  // namespace stoker

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// One sample from storage to its place in the batch: read -> decode -> crop/resize ->
+// collate, with a timestamp after each stage. The on-error policy lives here: under `skip`
+// a failed sample is replaced by the next one in the epoch's order, so batches stay full
+// and the result does not depend on which worker ran what.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <string>
+#include <vector>
+
+#include "augment/collate.h"
+#include "augment/decoder.h"
+#include "loader/bad_samples.h"
+#include "loader/batch.h"
+#include "loader/index.h"
+#include "loader/loader_config.h"
+#include "loader/sampler.h"
+
+namespace stoker {
+
+// What every worker shares, read-only during an epoch (BadSamples is thread-safe).
+struct LoaderContext {
+  LoaderContext(const Index& index, const LoaderConfig& config);
+  const Index& index;
+  LoaderConfig config;
+  Sampler sampler;
+  Normalizer normalizer;
+  BadSamples bad;
+};
+
+// Per-worker scratch, sized by the largest image seen and then reused.
+struct Worker {
+  explicit Worker(const DecodeOptions& options) : decoder(options) {}
+  std::string path;
+  std::vector<uint8_t> file;
+  Decoder decoder;
+  cv::Mat resized;
+};
+
+// Sets the batch's size and identity for batch `b` of the sampler's current epoch.
+void begin_batch(const LoaderContext& ctx, Batch& batch, size_t b);
+// Fills sample `slot` of batch `b`. Throws stoker::Error under --on-error fail, or when
+// max_replacements samples in a row failed under skip.
+void load_sample(LoaderContext& ctx, Worker& worker, Batch& batch, size_t b, size_t slot);
+void finish_batch(Batch& batch);
+
+}  // namespace stoker
