@@ -19,8 +19,12 @@ Layout parse_layout(const std::string& s) {
   fail("unknown layout '{}': expected nchw or nhwc", s);
 }
 
-const char* dtype_name(DType d) { return d == DType::f32 ? "f32" : "u8"; }
-const char* layout_name(Layout l) { return l == Layout::nchw ? "nchw" : "nhwc"; }
+const char* dtype_name(DType d) {
+  return d == DType::f32 ? "f32" : "u8";
+}
+const char* layout_name(Layout l) {
+  return l == Layout::nchw ? "nchw" : "nhwc";
+}
 
 Normalizer::Normalizer(const OutputSpec& s) : spec(s) {
   for (int c = 0; c < 3; ++c) {

@@ -12,16 +12,20 @@ TransformKind parse_transform(const std::string& name) {
   if (name == "rrc" || name == "random-resized-crop") return TransformKind::random_resized_crop;
   if (name == "crop" || name == "random-crop") return TransformKind::random_crop;
   if (name == "center" || name == "center-crop") return TransformKind::center_crop;
-  fail("unknown transform '{}': expected one of random-resized-crop (rrc), random-crop (crop), "
-       "center-crop (center)",
-       name);
+  fail(
+      "unknown transform '{}': expected one of random-resized-crop (rrc), random-crop (crop), "
+      "center-crop (center)",
+      name);
 }
 
 const char* transform_name(TransformKind kind) {
   switch (kind) {
-    case TransformKind::random_resized_crop: return "random-resized-crop";
-    case TransformKind::random_crop: return "random-crop";
-    case TransformKind::center_crop: return "center-crop";
+    case TransformKind::random_resized_crop:
+      return "random-resized-crop";
+    case TransformKind::random_crop:
+      return "random-crop";
+    case TransformKind::center_crop:
+      return "center-crop";
   }
   return "?";
 }

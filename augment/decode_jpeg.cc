@@ -124,8 +124,13 @@ bool JpegDecoder::decode(const DecodeRequest& req, const DecodeOptions& opt, Dec
 
   JDIMENSION crop_x = 0, crop_w = static_cast<JDIMENSION>(ow);
   if (opt.allow_partial && x1 - x0 < ow) {
-    crop_x = static_cast<JDIMENSION>(x0);  // widened by libjpeg to iMCU boundaries
-    crop_w = static_cast<JDIMENSION>(x1 - x0);
+    // Fancy chroma upsampling treats the window's edges as image edges, so the outermost
+    // columns of a cropped decode differ from a full decode: keep a margin beyond the
+    // region. libjpeg widens the start further, down to an iMCU boundary.
+    constexpr int kMargin = 2;
+    const int cx0 = std::max(0, x0 - kMargin), cx1 = std::min(ow, x1 + kMargin);
+    crop_x = static_cast<JDIMENSION>(cx0);
+    crop_w = static_cast<JDIMENSION>(cx1 - cx0);
     jpeg_crop_scanline(c, &crop_x, &crop_w);
   }
   const bool partial_rows = opt.allow_partial && s_->has_eoi;

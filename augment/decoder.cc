@@ -38,9 +38,10 @@ ImageInfo Decoder::open(std::span<const uint8_t> bytes, std::string_view name) {
   auto check_size = [&] {
     const uint64_t px = static_cast<uint64_t>(info_.width) * static_cast<uint64_t>(info_.height);
     if (px > options_.max_pixels) {
-      fail("{}: {} header claims {}x{} = {} pixels, more than the limit of {} (a decompression "
-           "bomb?); raise --max-pixels if the image is genuine",
-           name, format_name(info_.format), info_.width, info_.height, px, options_.max_pixels);
+      fail(
+          "{}: {} header claims {}x{} = {} pixels, more than the limit of {} (a decompression "
+          "bomb?); raise --max-pixels if the image is genuine",
+          name, format_name(info_.format), info_.width, info_.height, px, options_.max_pixels);
     }
   };
   check_size();
@@ -50,8 +51,7 @@ ImageInfo Decoder::open(std::span<const uint8_t> bytes, std::string_view name) {
     try {
       bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
     } catch (const cv::Exception& e) {
-      fail("{}: OpenCV could not decode this {} file: {}", name, format_name(info_.format),
-           e.err);
+      fail("{}: OpenCV could not decode this {} file: {}", name, format_name(info_.format), e.err);
     }
     if (bgr.empty()) {
       fail("{}: OpenCV could not decode this {} file (corrupt or truncated data)", name,
@@ -63,8 +63,8 @@ ImageInfo Decoder::open(std::span<const uint8_t> bytes, std::string_view name) {
     check_size();
   }
   if (info_.width <= 0 || info_.height <= 0) {
-    fail("{}: {} header gives an empty image ({}x{})", name, format_name(info_.format),
-         info_.width, info_.height);
+    fail("{}: {} header gives an empty image ({}x{})", name, format_name(info_.format), info_.width,
+         info_.height);
   }
   return info_;
 }

@@ -9,23 +9,38 @@ namespace stoker {
 
 const char* format_name(ImageFormat f) {
   switch (f) {
-    case ImageFormat::jpeg: return "JPEG";
-    case ImageFormat::png: return "PNG";
-    case ImageFormat::bmp: return "BMP";
-    case ImageFormat::webp: return "WebP";
-    case ImageFormat::tiff: return "TIFF";
-    case ImageFormat::pnm: return "PNM";
-    case ImageFormat::unknown: break;
+    case ImageFormat::jpeg:
+      return "JPEG";
+    case ImageFormat::png:
+      return "PNG";
+    case ImageFormat::bmp:
+      return "BMP";
+    case ImageFormat::webp:
+      return "WebP";
+    case ImageFormat::tiff:
+      return "TIFF";
+    case ImageFormat::pnm:
+      return "PNM";
+    case ImageFormat::unknown:
+      break;
   }
   return "unknown";
 }
 
 namespace {
 
-uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
-uint32_t le32(const uint8_t* p) { return uint32_t(p[3]) << 24 | p[2] << 16 | p[1] << 8 | p[0]; }
-uint32_t le24(const uint8_t* p) { return uint32_t(p[2]) << 16 | p[1] << 8 | p[0]; }
-uint32_t le16(const uint8_t* p) { return uint32_t(p[1]) << 8 | p[0]; }
+uint32_t be32(const uint8_t* p) {
+  return uint32_t(p[0]) << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+uint32_t le32(const uint8_t* p) {
+  return uint32_t(p[3]) << 24 | p[2] << 16 | p[1] << 8 | p[0];
+}
+uint32_t le24(const uint8_t* p) {
+  return uint32_t(p[2]) << 16 | p[1] << 8 | p[0];
+}
+uint32_t le16(const uint8_t* p) {
+  return uint32_t(p[1]) << 8 | p[0];
+}
 
 void webp_size(std::span<const uint8_t> b, ImageInfo& info) {
   if (b.size() < 30) return;

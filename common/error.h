@@ -24,18 +24,19 @@ template <class... Args>
 // strerror for an errno value, thread-safe.
 std::string errno_text(int err);
 
-[[noreturn]] void check_failed(const char* file, int line, const char* expr, const std::string& msg);
+[[noreturn]] void check_failed(const char* file, int line, const char* expr,
+                               const std::string& msg);
 
 }  // namespace stoker
 
-#define STOKER_CHECK(cond)                                                \
-  do {                                                                    \
-    if (!(cond)) [[unlikely]]                                             \
-      ::stoker::check_failed(__FILE__, __LINE__, #cond, std::string());   \
+#define STOKER_CHECK(cond)                                              \
+  do {                                                                  \
+    if (!(cond)) [[unlikely]]                                           \
+      ::stoker::check_failed(__FILE__, __LINE__, #cond, std::string()); \
   } while (0)
 
-#define STOKER_CHECK_MSG(cond, ...)                                                   \
-  do {                                                                                \
-    if (!(cond)) [[unlikely]]                                                         \
-      ::stoker::check_failed(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__));    \
+#define STOKER_CHECK_MSG(cond, ...)                                                \
+  do {                                                                             \
+    if (!(cond)) [[unlikely]]                                                      \
+      ::stoker::check_failed(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
   } while (0)

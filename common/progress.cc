@@ -16,7 +16,9 @@ Progress::Progress(std::string what, uint64_t total, std::string unit)
   tty_ = isatty(STDERR_FILENO);
 }
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+  finish();
+}
 
 void Progress::add(uint64_t items, uint64_t bytes) {
   done_ += items;
@@ -47,8 +49,8 @@ void Progress::draw(bool final) {
   const int filled = static_cast<int>(frac * kWidth);
   std::string bar(filled, '#');
   bar.resize(kWidth, ' ');
-  std::string line = fmt::format("{} [{}] {}/{} {}  {:.1f} MB  {:.1f} s", what_, bar, done,
-                                 total_, unit_, bytes_.load() / 1e6, secs);
+  std::string line = fmt::format("{} [{}] {}/{} {}  {:.1f} MB  {:.1f} s", what_, bar, done, total_,
+                                 unit_, bytes_.load() / 1e6, secs);
   if (!final) line += fmt::format("  ETA {:.0f} s", eta);
   if (tty_) {
     std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), final ? "\n" : "");

@@ -22,7 +22,9 @@ std::string cpu_model() {
   return "unknown";
 }
 
-int online_cpus() { return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); }
+int online_cpus() {
+  return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+}
 
 std::string kernel_release() {
   utsname u{};

@@ -10,7 +10,7 @@ namespace stoker {
 std::string cpu_model();
 int online_cpus();
 std::string kernel_release();
-uint64_t rss_bytes();            // resident set size now
-double process_cpu_seconds();    // user + system time of all threads so far
+uint64_t rss_bytes();          // resident set size now
+double process_cpu_seconds();  // user + system time of all threads so far
 
 }  // namespace stoker

@@ -13,7 +13,9 @@ ErrorPolicy parse_error_policy(const std::string& s) {
   fail("unknown --on-error policy '{}': expected skip or fail", s);
 }
 
-const char* error_policy_name(ErrorPolicy p) { return p == ErrorPolicy::skip ? "skip" : "fail"; }
+const char* error_policy_name(ErrorPolicy p) {
+  return p == ErrorPolicy::skip ? "skip" : "fail";
+}
 
 BadSamples::BadSamples(size_t dataset_size, bool warn_on_stderr)
     : flags_(new std::atomic<uint64_t>[(dataset_size + 63) / 64]()), warn_(warn_on_stderr) {}

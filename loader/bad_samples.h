@@ -36,7 +36,8 @@ class BadSamples {
   void add(uint32_t index, const std::string& path, const std::string& reason);
   std::vector<BadSample> list() const;
   size_t count() const;
-  // Replacements made (a bad file skipped again in a later epoch counts again).
+  // Failed attempts at filling a slot: each time a bad sample was met, including a known
+  // bad file met again in a later epoch or by a neighbouring slot's replacement search.
   std::atomic<uint64_t> skipped{0};
 
  private:

@@ -15,8 +15,8 @@ namespace stoker {
 
 struct SampleTiming {
   int64_t read_ns = 0, decode_ns = 0, augment_ns = 0, collate_ns = 0;
-  uint64_t bytes = 0;    // bytes read from storage for this sample (replacements included)
-  uint32_t attempts = 1; // 1, or more when failed samples were replaced by later ones
+  uint64_t bytes = 0;     // bytes read from storage for this sample (replacements included)
+  uint32_t attempts = 1;  // 1, or more when failed samples were replaced by later ones
 };
 
 struct Batch {
@@ -25,17 +25,15 @@ struct Batch {
   size_t size = 0;      // samples filled (the last batch of an epoch may be short)
   // [capacity, 3, h, w] (nchw) or [capacity, h, w, 3] (nhwc) of spec.dtype
   void* data = nullptr;
-  std::vector<int32_t> labels;         // [capacity]
-  std::vector<uint32_t> indices;       // [capacity] dataset index of each sample
-  std::vector<uint64_t> sample_hash;   // [capacity] hash of each sample's tensor bytes
-  std::vector<SampleTiming> timing;    // [capacity]
-  uint64_t epoch = 0, number = 0;      // which batch of which epoch
-  uint64_t checksum = 0;               // over labels and sample hashes, in order
-  int64_t ready_ns = 0;                // when the last sample was written
+  std::vector<int32_t> labels;        // [capacity]
+  std::vector<uint32_t> indices;      // [capacity] dataset index of each sample
+  std::vector<uint64_t> sample_hash;  // [capacity] hash of each sample's tensor bytes
+  std::vector<SampleTiming> timing;   // [capacity]
+  uint64_t epoch = 0, number = 0;     // which batch of which epoch
+  uint64_t checksum = 0;              // over labels and sample hashes, in order
+  int64_t ready_ns = 0;               // when the last sample was written
 
-  void* sample(size_t i) const {
-    return static_cast<char*>(data) + i * spec.sample_bytes();
-  }
+  void* sample(size_t i) const { return static_cast<char*>(data) + i * spec.sample_bytes(); }
   size_t bytes() const { return size * spec.sample_bytes(); }
   void finalize_checksum();
 };

@@ -18,7 +18,9 @@ std::string Index::path(size_t i) const {
   return p;
 }
 
-uint64_t Index::total_bytes() const { return std::accumulate(bytes.begin(), bytes.end(), uint64_t{0}); }
+uint64_t Index::total_bytes() const {
+  return std::accumulate(bytes.begin(), bytes.end(), uint64_t{0});
+}
 
 size_t Index::memory_bytes() const {
   return names.capacity() + name_offset.capacity() * sizeof(uint64_t) +
@@ -34,24 +36,26 @@ void Index::add(std::string_view relative, uint64_t size, uint32_t lab) {
 }
 
 bool has_image_extension(std::string_view name) {
-  static constexpr std::array<std::string_view, 9> kExt = {
-      ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"};
+  static constexpr std::array<std::string_view, 9> kExt = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
+                                                           ".pgm", ".tif",  ".tiff", ".webp"};
   const size_t dot = name.rfind('.');
   if (dot == std::string_view::npos) return false;
   const std::string_view ext = name.substr(dot);
   return std::any_of(kExt.begin(), kExt.end(), [&](std::string_view e) {
     return e.size() == ext.size() &&
-           std::equal(e.begin(), e.end(), ext.begin(),
-                      [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+           std::equal(e.begin(), e.end(), ext.begin(), [](char a, char b) {
+             return a == std::tolower(static_cast<unsigned char>(b));
+           });
   });
 }
 
 Index open_index(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    fail("dataset '{}': {} (expected an ImageFolder directory or a list file; `stoker gen` "
-         "makes a synthetic one)",
-         path, errno_text(errno));
+    fail(
+        "dataset '{}': {} (expected an ImageFolder directory or a list file; `stoker gen` "
+        "makes a synthetic one)",
+        path, errno_text(errno));
   }
   if (S_ISDIR(st.st_mode)) return index_image_folder(path);
   return index_list_file(path);

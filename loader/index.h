@@ -13,12 +13,12 @@
 namespace stoker {
 
 struct Index {
-  std::string root;                  // directory the relative paths start from
-  std::vector<std::string> classes;  // label -> class name
-  std::vector<char> names;           // relative paths, each NUL-terminated, back to back
-  std::vector<uint64_t> name_offset; // [n] start of sample i's path in `names`
-  std::vector<uint64_t> bytes;       // [n] file size when indexed
-  std::vector<uint32_t> label;       // [n]
+  std::string root;                        // directory the relative paths start from
+  std::vector<std::string> classes;        // label -> class name
+  std::vector<char> names;                 // relative paths, each NUL-terminated, back to back
+  std::vector<uint64_t> name_offset;       // [n] start of sample i's path in `names`
+  std::vector<uint64_t> bytes;             // [n] file size when indexed
+  std::vector<uint32_t> label;             // [n]
   std::vector<std::string> empty_classes;  // class directories with no image (label kept)
 
   size_t size() const { return label.size(); }

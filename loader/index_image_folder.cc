@@ -20,10 +20,10 @@ namespace stoker {
 namespace {
 
 struct Listing {
-  std::vector<char> pool;          // names, NUL-terminated
-  std::vector<uint32_t> files;     // offsets of regular files with an image extension
-  std::vector<uint64_t> file_size; // parallel to `files`
-  std::vector<uint32_t> dirs;      // offsets of sub-directories
+  std::vector<char> pool;           // names, NUL-terminated
+  std::vector<uint32_t> files;      // offsets of regular files with an image extension
+  std::vector<uint64_t> file_size;  // parallel to `files`
+  std::vector<uint32_t> dirs;       // offsets of sub-directories
 };
 
 uint32_t push_name(std::vector<char>& pool, const char* name) {
@@ -102,7 +102,8 @@ void walk_class(int root_fd, const std::string& root, const std::string& cls, Cl
       throw;
     }
     close(fd);
-    for (uint32_t off : d.listing.dirs) pending.push_back(rel + "/" + (d.listing.pool.data() + off));
+    for (uint32_t off : d.listing.dirs)
+      pending.push_back(rel + "/" + (d.listing.pool.data() + off));
     dirs.push_back(std::move(d));
   }
   std::sort(dirs.begin(), dirs.end(), [](const Dir& a, const Dir& b) { return a.rel < b.rel; });

@@ -41,7 +41,9 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config)
   }
 }
 
-Iterator::~Iterator() { producer_->stop(); }
+Iterator::~Iterator() {
+  producer_->stop();
+}
 
 void Iterator::start_epoch(uint64_t epoch, uint64_t start) {
   producer_->stop();

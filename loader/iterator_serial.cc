@@ -11,7 +11,8 @@ namespace {
 class SerialProducer final : public Producer {
  public:
   explicit SerialProducer(LoaderContext& ctx)
-      : ctx_(ctx), pool_(1, ctx.config.sampler.batch_size, ctx.config.output),
+      : ctx_(ctx),
+        pool_(1, ctx.config.sampler.batch_size, ctx.config.output),
         worker_(ctx.config.decode) {}
 
   void begin(size_t) override {}

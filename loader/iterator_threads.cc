@@ -8,7 +8,6 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
-#include <tbb/task_group.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -39,7 +38,7 @@ class ThreadsProducer final : public Producer {
     for (size_t i = 0; i < pool_.count(); ++i) free_.push_back(i);
   }
 
-  ~ThreadsProducer() noexcept override { stop(); }
+  ~ThreadsProducer() override { stop(); }
 
   void begin(size_t first) override {
     std::lock_guard lock(mu_);
@@ -76,8 +75,8 @@ class ThreadsProducer final : public Producer {
 
   void stop() override {
     cancel_ = true;
-    arena_.execute([&] { group_.wait(); });
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [&] { return running_ == 0; });
     for (size_t i : in_flight_) free_.push_back(i);
     in_flight_.clear();
     if (held_ >= 0) free_.push_back(static_cast<size_t>(held_));
@@ -107,7 +106,10 @@ class ThreadsProducer final : public Producer {
       jobs_[i].samples_done = 0;
       in_flight_.push_back(i);
       ++next_submit_;
-      arena_.execute([&, i] { group_.run([this, i] { run(i); }); });
+      ++running_;
+      // enqueue, not execute: execute would block this thread (holding mu_) until an arena
+      // slot frees, while the workers that hold the slots wait for mu_ to report completion.
+      arena_.enqueue([this, i] { run(i); });
     }
   }
 
@@ -135,12 +137,12 @@ class ThreadsProducer final : public Producer {
     std::lock_guard lock(mu_);
     job.error = error;
     job.done = true;
+    --running_;
     done_cv_.notify_all();
   }
 
   tbb::global_control control_;
   tbb::task_arena arena_;
-  tbb::task_group group_;
   LoaderContext& ctx_;
   BatchPool pool_;
   tbb::enumerable_thread_specific<Worker> workers_;
@@ -150,6 +152,7 @@ class ThreadsProducer final : public Producer {
   std::deque<size_t> free_, in_flight_;
   int held_ = -1;
   size_t next_submit_ = 0;
+  size_t running_ = 0;  // jobs enqueued and not finished
   std::atomic<bool> cancel_{false};
 };
 

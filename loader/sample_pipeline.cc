@@ -93,10 +93,11 @@ void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t b, size_t s
     batch.timing[slot] = t;
     return;
   }
-  fail("{} samples in a row failed from position {} of epoch {} (last: {}); the dataset looks "
-       "unreadable",
-       ctx.config.max_replacements + 1, pos, sampler.epoch(),
-       last_error.empty() ? "all known bad" : last_error);
+  fail(
+      "{} samples in a row failed from position {} of epoch {} (last: {}); the dataset looks "
+      "unreadable",
+      ctx.config.max_replacements + 1, pos, sampler.epoch(),
+      last_error.empty() ? "all known bad" : last_error);
 }
 
 }  // namespace stoker

@@ -1,1 +1,29 @@
-int main() { return 0; }
+// SPDX-License-Identifier: Apache-2.0
+// `stoker`: parse, run, map errors to exit codes (0 ok, 1 failure, 2 usage).
+#include <cstdio>
+
+#include "common/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"stoker: keeps an accelerator fed, and measures every stage"};
+  app.set_version_flag("--version", "stoker " STOKER_VERSION);
+  app.require_subcommand(1);
+  stoker::add_gen_command(app);
+  stoker::add_bench_command(app);
+  stoker::add_peek_command(app);
+  stoker::add_index_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const stoker::Error& e) {
+    std::fprintf(stderr, "stoker: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stoker: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

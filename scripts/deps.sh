@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs what Stoker needs from Debian 12's packages, only what is missing (idempotent,
+# non-interactive). `--test` adds the test oracles; `--bench` what the benchmarks compare with.
+set -euo pipefail
+
+packages=(g++ cmake ninja-build pkg-config libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
+  libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev)
+for arg in "$@"; do
+  case "$arg" in
+    # djpeg/cjpeg: pixel oracle; torchvision: ImageFolder order oracle; opencv-doc: real photos.
+    --test) packages+=(libgtest-dev libjpeg-turbo-progs python3 python3-torchvision opencv-doc) ;;
+    --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision) ;;
+    *) echo "deps.sh: unknown option '$arg' (expected --test or --bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+echo "deps.sh: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

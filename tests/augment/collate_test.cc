@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// Collate: layouts, flip, and float values bit-identical to ToTensor + Normalize's float32
+// arithmetic ((v / 255 - mean) / std).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "augment/collate.h"
+#include "common/rng.h"
+
+namespace stoker {
+namespace {
+
+cv::Mat random_image(int w, int h) {
+  cv::Mat m(h, w, CV_8UC3);
+  Rng rng(1, 2, 3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w * 3; ++x) m.ptr<uint8_t>(y)[x] = static_cast<uint8_t>(rng.below(256));
+  return m;
+}
+
+TEST(Collate, FloatNchwIsNormalisedLikeTorchvision) {
+  OutputSpec spec;
+  spec.width = 7;
+  spec.height = 5;
+  const Normalizer norm(spec);
+  const cv::Mat img = random_image(7, 5);
+  std::vector<float> out(3 * 5 * 7);
+  collate_sample(img, false, norm, out.data());
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 5; ++y)
+      for (int x = 0; x < 7; ++x) {
+        const float v = static_cast<float>(img.at<cv::Vec3b>(y, x)[c]) / 255.0f;
+        const float want = (v - spec.mean[c]) / spec.std[c];
+        ASSERT_EQ(out[(c * 5 + y) * 7 + x], want);
+      }
+}
+
+TEST(Collate, NhwcFlipAndUint8) {
+  OutputSpec spec;
+  spec.width = 6;
+  spec.height = 4;
+  spec.dtype = DType::u8;
+  spec.layout = Layout::nhwc;
+  const Normalizer norm(spec);
+  const cv::Mat img = random_image(6, 4);
+  std::vector<uint8_t> out(3 * 4 * 6), flipped(3 * 4 * 6);
+  collate_sample(img, false, norm, out.data());
+  collate_sample(img, true, norm, flipped.data());
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 6; ++x)
+      for (int c = 0; c < 3; ++c) {
+        ASSERT_EQ(out[(y * 6 + x) * 3 + c], img.at<cv::Vec3b>(y, x)[c]);
+        ASSERT_EQ(flipped[(y * 6 + x) * 3 + c], img.at<cv::Vec3b>(y, 5 - x)[c]);
+      }
+}
+
+TEST(Collate, Uint8NchwPlanes) {
+  OutputSpec spec;
+  spec.width = 3;
+  spec.height = 2;
+  spec.dtype = DType::u8;
+  const Normalizer norm(spec);
+  const cv::Mat img = random_image(3, 2);
+  std::vector<uint8_t> out(18);
+  collate_sample(img, true, norm, out.data());
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 2; ++y)
+      for (int x = 0; x < 3; ++x)
+        ASSERT_EQ(out[(c * 2 + y) * 3 + x], img.at<cv::Vec3b>(y, 2 - x)[c]);
+}
+
+TEST(Collate, ParsersNameTheValidChoices) {
+  EXPECT_EQ(parse_dtype("u8"), DType::u8);
+  EXPECT_EQ(parse_layout("nhwc"), Layout::nhwc);
+  try {
+    parse_layout("chw");
+    FAIL();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("nchw or nhwc"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace stoker

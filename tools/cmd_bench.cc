@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: Apache-2.0
+// stoker bench: loader-only throughput. `#` lines give the context (versions, machine,
+// dataset, options), then one fixed-width row per (dataset, reader); --json writes one
+// {context, results[]} document. With no dataset, the built-in default is generated.
+#include <tbb/version.h>
+#include <xxhash.h>
+#include <opencv2/core/version.hpp>
+
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <memory>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/progress.h"
+#include "common/system_info.h"
+#include "loader/index.h"
+#include "loader/iterator.h"
+#include "loader/loader_stats.h"
+#include "loader/source.h"
+#include "tools/commands.h"
+#include "tools/gen_dataset.h"
+#include "tools/loader_options.h"
+
+namespace stoker {
+
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> data;
+  std::string readers;
+  int epochs = 1;
+  size_t max_batches = 0;
+  bool cold = false;
+  std::string json;
+  std::string default_root = "data/default";
+  LoaderOptions loader;
+};
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = s.find(sep, start);
+    const std::string part = s.substr(start, end == std::string::npos ? end : end - start);
+    if (!part.empty()) out.push_back(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string short_name(const std::string& root) {
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  const size_t slash = r.rfind('/');
+  return slash == std::string::npos ? r : r.substr(slash + 1);
+}
+
+// Reads every file once so a warm run measures the loader, not the first touch of storage.
+void warm_page_cache(const Index& index) {
+  tbb::parallel_for(size_t{0}, index.size(), [&](size_t i) {
+    std::vector<uint8_t> buf;
+    try {
+      read_file(index.path(i), buf);
+    } catch (const Error&) {
+      // Reported by the run itself, under the on-error policy.
+    }
+  });
+}
+
+LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
+                    nlohmann::json& result) {
+  LoaderStats stats;
+  Iterator it(index, config);
+  const size_t per_epoch = it.batches_per_epoch();
+  size_t total = per_epoch * static_cast<size_t>(o.epochs);
+  if (o.max_batches) total = std::min(total, o.max_batches);
+  uint64_t total_images = 0;
+  for (size_t b = 0; b < total; ++b) total_images += it.sampler().batch_length(b % per_epoch);
+  Progress progress(fmt::format("bench {}", config.reader.text()), total_images, "images");
+  const double cpu0 = process_cpu_seconds();
+  const int64_t t0 = now_ns();
+  size_t done = 0;
+  for (int e = 0; e < o.epochs && done < total; ++e) {
+    it.start_epoch(static_cast<uint64_t>(e));
+    bool epoch_done = false;
+    while (done < total && !epoch_done) {
+      const int64_t w0 = now_ns();
+      const Batch* b = it.next();
+      if (!b) {
+        epoch_done = true;
+        break;
+      }
+      stats.add_batch(*b, now_ns() - w0);
+      progress.add(b->size, 0);
+      ++done;
+    }
+    // A checksum covers a whole epoch; a run cut short by --max-batches has none for it.
+    if (epoch_done || it.next() == nullptr) {
+      stats.epoch_checksums.push_back(hex64(it.epoch_checksum()));
+    }
+  }
+  stats.wall_ns = now_ns() - t0;
+  stats.cpu_seconds = process_cpu_seconds() - cpu0;
+  progress.finish();
+  result = stats.to_json(it);
+  return stats;
+}
+
+void print_row(const std::string& dataset, const std::string& reader, const LoaderStats& s,
+               const nlohmann::json& r) {
+  const double n = s.images ? static_cast<double>(s.images) : 1.0;
+  const auto& w = s.batch_wait;
+  const std::string checksum =
+      s.epoch_checksums.empty() ? "-" : s.epoch_checksums.front().substr(0, 12);
+  fmt::print(
+      "{:<12} {:<11} {:>9.1f} {:>8.1f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>8.1f} {:>8.1f} "
+      "{:>8.1f} {:>6.2f} {:>6} {}\n",
+      dataset, reader, s.images_per_s(), s.mb_per_s(), s.read_ns / 1e6 / n, s.decode_ns / 1e6 / n,
+      s.augment_ns / 1e6 / n, s.collate_ns / 1e6 / n, w.quantile_ns(0.5) / 1e6,
+      w.quantile_ns(0.9) / 1e6, w.quantile_ns(0.99) / 1e6, r["cpu_cores_used"].get<double>(),
+      r["errors"]["files"].get<size_t>(), checksum);
+  std::fflush(stdout);
+}
+
+void run_bench(BenchOptions& o) {
+  LoaderConfig base = o.loader.to_config();
+  if (o.epochs < 1) fail("--epochs must be at least 1");
+  if (o.readers.empty()) o.readers = fmt::format("serial,threads:{}", online_cpus());
+  std::vector<ReaderPolicy> readers;
+  for (const auto& r : split(o.readers, ',')) readers.push_back(parse_reader(r));
+  if (readers.empty()) fail("--reader: no reader given");
+
+  if (o.data.empty()) {
+    GenConfig g;
+    g.out = o.default_root;
+    g.sizes = {256, 512, 1024};
+    g.classes = 10;
+    g.per_class = 40;
+    fmt::print(
+        "# no dataset given: using the built-in default in {} (stoker gen {} --sizes "
+        "256,512,1024 --classes {} --per-class {} --seed {}; made once, then reused)\n",
+        g.out, g.out, g.classes, g.per_class, g.seed);
+    std::fflush(stdout);
+    o.data = generate_dataset(g).roots;
+  }
+
+  nlohmann::json context = {
+      {"tool", "stoker bench"},
+      {"version", STOKER_VERSION},
+      {"date", utc_now()},
+      {"cpu", cpu_model()},
+      {"online_cpus", online_cpus()},
+      {"kernel", kernel_release()},
+      {"libraries",
+       {{"libjpeg-turbo", STOKER_LIBJPEG_TURBO_VERSION},
+        {"opencv", CV_VERSION},
+        {"onetbb", fmt::format("{}.{}", TBB_VERSION_MAJOR, TBB_VERSION_MINOR)},
+        {"xxhash", XXH_versionNumber()}}},
+      {"transform", transform_name(base.transform.kind)},
+      {"size", base.transform.size},
+      {"flip", base.transform.flip},
+      {"dtype", dtype_name(base.output.dtype)},
+      {"layout", layout_name(base.output.layout)},
+      {"batch", base.sampler.batch_size},
+      {"prefetch", base.prefetch},
+      {"seed", base.sampler.seed},
+      {"shuffle", base.sampler.shuffle},
+      {"drop_last", base.sampler.drop_last},
+      {"on_error", error_policy_name(base.on_error)},
+      {"epochs", o.epochs},
+      {"max_batches", o.max_batches},
+      {"page_cache", o.cold ? "cold" : "warm"},
+      {"dct_scaling", base.decode.allow_dct_scaling},
+      {"partial_decode", base.decode.allow_partial},
+  };
+  fmt::print("# stoker {} bench, {}\n", STOKER_VERSION, context["date"].get<std::string>());
+  fmt::print("# cpu: {}, {} online cpus, kernel {}\n", cpu_model(), online_cpus(),
+             kernel_release());
+  fmt::print("# libraries: libjpeg-turbo {}, OpenCV {}, oneTBB {}.{}\n",
+             STOKER_LIBJPEG_TURBO_VERSION, CV_VERSION, TBB_VERSION_MAJOR, TBB_VERSION_MINOR);
+  fmt::print(
+      "# loader: {} {} flip {}, output {} {}, batch {}, prefetch {}, seed {}, shuffle {}, "
+      "on-error {}, epochs {}{}\n",
+      transform_name(base.transform.kind), base.transform.size, base.transform.flip,
+      dtype_name(base.output.dtype), layout_name(base.output.layout), base.sampler.batch_size,
+      base.prefetch, base.sampler.seed, base.sampler.shuffle ? "on" : "off",
+      error_policy_name(base.on_error), o.epochs,
+      o.max_batches ? fmt::format(", at most {} batches", o.max_batches) : "");
+  fmt::print("# page cache: {}\n",
+             o.cold ? "cold (files evicted with posix_fadvise(DONTNEED) before each run)"
+                    : "warm (every file read once before the runs)");
+
+  nlohmann::json results = nlohmann::json::array();
+  bool header_printed = false;
+  for (const std::string& root : o.data) {
+    const int64_t i0 = now_ns();
+    const Index index = open_index(root);
+    const double index_s = (now_ns() - i0) * 1e-9;
+    const uint64_t total = index.total_bytes();
+    fmt::print(
+        "# dataset {}: {} images, {} classes, {:.1f} MB (mean {:.1f} KB), indexed in {:.3f} s\n",
+        root, index.size(), index.classes.size(), total / 1e6,
+        index.size() ? total / 1e3 / index.size() : 0.0, index_s);
+    if (!index.empty_classes.empty()) {
+      fmt::print("# warning: {} class directories hold no image (first: {})\n",
+                 index.empty_classes.size(), index.empty_classes.front());
+    }
+    if (!o.cold) warm_page_cache(index);
+    for (const ReaderPolicy& reader : readers) {
+      if (!header_printed) {
+        fmt::print(
+            "{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
+            "dataset", "reader", "img/s", "MB/s", "read", "decode", "augment", "collate", "wait50",
+            "wait90", "wait99", "cores", "errors", "checksum");
+        fmt::print(
+            "{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
+            "", "", "", "", "ms/img", "ms/img", "ms/img", "ms/img", "ms", "ms", "ms", "", "",
+            "(epoch 0)");
+        header_printed = true;
+      }
+      if (o.cold) {
+        const size_t failed = evict_from_page_cache(index);
+        if (failed)
+          fmt::print("# warning: {} files could not be evicted from the page cache\n", failed);
+      }
+      LoaderConfig config = base;
+      config.reader = reader;
+      nlohmann::json r;
+      const LoaderStats s = run_one(index, config, o, r);
+      print_row(short_name(root), reader.text(), s, r);
+      r["dataset"] = root;
+      r["dataset_images"] = index.size();
+      r["dataset_bytes"] = total;
+      r["index_seconds"] = index_s;
+      results.push_back(std::move(r));
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    out << nlohmann::json{{"context", context}, {"results", results}}.dump(2) << "\n";
+    if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Loader-only throughput: images/s, MB/s, time per stage");
+  auto o = std::make_shared<BenchOptions>();
+  cmd->add_option("data", o->data,
+                  "Dataset roots (ImageFolder directories or list files); none: the built-in "
+                  "default at three resolutions");
+  cmd->add_option("--reader", o->readers,
+                  "Comma-separated readers: serial, threads:N (default: serial,threads:<cpus>)");
+  cmd->add_option("--epochs", o->epochs, "Epochs per run")->capture_default_str();
+  cmd->add_option("--max-batches", o->max_batches, "Stop each run after this many batches");
+  cmd->add_flag("--cold", o->cold,
+                "Evict the dataset's files from the page cache before each run (measure storage)");
+  cmd->add_option("--json", o->json, "Write results as one JSON document");
+  cmd->add_option("--default-root", o->default_root,
+                  "Where the built-in default dataset is made when no dataset is given")
+      ->capture_default_str();
+  o->loader.add_to(*cmd);
+  cmd->callback([o] { run_bench(*o); });
+}
+
+}  // namespace stoker

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// stoker gen OUT: write a synthetic ImageNet-like dataset (see gen_dataset.h).
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "common/error.h"
+#include "tools/commands.h"
+#include "tools/gen_dataset.h"
+
+namespace stoker {
+
+void add_gen_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("gen", "Write a deterministic synthetic ImageNet-like dataset");
+  auto c = std::make_shared<GenConfig>();
+  auto aspect = std::make_shared<std::vector<double>>(std::vector<double>{3.0 / 4.0, 4.0 / 3.0});
+  auto pattern = std::make_shared<std::string>("photo");
+  cmd->add_option("out", c->out, "Output directory")->required();
+  cmd->add_option("--sizes", c->sizes,
+                  "About this many pixels a side (w*h = size^2); several make out/<size>px/")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--classes", c->classes, "Number of classes")->capture_default_str();
+  cmd->add_option("--per-class", c->per_class, "Images per class")->capture_default_str();
+  cmd->add_option("--aspect", *aspect, "Width/height spread, lo,hi (log-uniform)")
+      ->delimiter(',')
+      ->expected(2);
+  cmd->add_option("--quality", c->quality, "JPEG quality")->capture_default_str();
+  cmd->add_option("--seed", c->seed, "Seed: same seed and options, same bytes")
+      ->capture_default_str();
+  cmd->add_option("--pattern", *pattern,
+                  "photo (textured, class-dependent) or index (flat colour encoding the sample "
+                  "index, for tests)")
+      ->capture_default_str();
+  cmd->callback([c, aspect, pattern] {
+    if (*pattern == "photo") {
+      c->pattern = GenPattern::photo;
+    } else if (*pattern == "index") {
+      c->pattern = GenPattern::index;
+    } else {
+      fail("unknown --pattern '{}': expected photo or index", *pattern);
+    }
+    c->aspect_lo = (*aspect)[0];
+    c->aspect_hi = (*aspect)[1];
+    if (!(c->aspect_lo > 0 && c->aspect_lo <= c->aspect_hi)) {
+      fail("--aspect {},{}: expected 0 < lo <= hi", c->aspect_lo, c->aspect_hi);
+    }
+    const GenResult r = generate_dataset(*c);
+    for (const auto& root : r.roots) fmt::print("{}\n", root);
+  });
+}
+
+}  // namespace stoker

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// stoker peek: a PNG contact sheet of one augmented batch, each tile captioned with its
+// class and sample index, so a user sees what the network will see.
+#include <fmt/format.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <cmath>
+#include <memory>
+
+#include "common/error.h"
+#include "loader/index.h"
+#include "loader/iterator.h"
+#include "tools/commands.h"
+#include "tools/loader_options.h"
+
+namespace stoker {
+
+namespace {
+
+struct PeekOptions {
+  std::string data;
+  std::string out = "peek.png";
+  uint64_t epoch = 0;
+  size_t batch_number = 0;
+  LoaderOptions loader;
+};
+
+void run_peek(const PeekOptions& o) {
+  const Index index = open_index(o.data);
+  LoaderConfig config = o.loader.to_config();
+  config.output.dtype = DType::u8;  // the sheet shows pixels as the decoder made them
+  config.output.layout = Layout::nhwc;
+  Iterator it(index, config);
+  it.start_epoch(o.epoch);
+  const Batch* batch = nullptr;
+  for (size_t i = 0; i <= o.batch_number; ++i) {
+    batch = it.next();
+    if (!batch) fail("peek: epoch {} has only {} batches", o.epoch, i);
+  }
+  const int size = config.transform.size;
+  const int n = static_cast<int>(batch->size);
+  const int cols = static_cast<int>(std::ceil(std::sqrt(n)));
+  const int rows = (n + cols - 1) / cols;
+  constexpr int kCaption = 22, kGap = 4;
+  const int tile_h = size + kCaption;
+  cv::Mat sheet(rows * (tile_h + kGap) + kGap, cols * (size + kGap) + kGap, CV_8UC3,
+                cv::Scalar(32, 32, 32));
+  const double font = std::clamp(size / 240.0, 0.3, 0.8);
+  for (int i = 0; i < n; ++i) {
+    const int x = kGap + (i % cols) * (size + kGap);
+    const int y = kGap + (i / cols) * (tile_h + kGap);
+    const cv::Mat rgb(size, size, CV_8UC3, batch->sample(static_cast<size_t>(i)));
+    cv::Mat bgr;
+    cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+    bgr.copyTo(sheet(cv::Rect(x, y, size, size)));
+    const int label = batch->labels[static_cast<size_t>(i)];
+    const std::string text = fmt::format("{} #{}", index.classes[static_cast<size_t>(label)],
+                                         batch->indices[static_cast<size_t>(i)]);
+    cv::putText(sheet, text, cv::Point(x + 2, y + size + kCaption - 6), cv::FONT_HERSHEY_SIMPLEX,
+                font, cv::Scalar(235, 235, 235), 1, cv::LINE_AA);
+  }
+  if (!cv::imwrite(o.out, sheet)) fail("peek: cannot write '{}'", o.out);
+  fmt::print("{}: {} samples of batch {} (epoch {}), {} {}x{}, {} bad files skipped\n", o.out, n,
+             o.batch_number, o.epoch, transform_name(config.transform.kind), size, size,
+             it.bad_samples().count());
+}
+
+}  // namespace
+
+void add_peek_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("peek", "Write a PNG contact sheet of one augmented batch");
+  auto o = std::make_shared<PeekOptions>();
+  cmd->add_option("data", o->data, "Dataset root (ImageFolder directory or list file)")->required();
+  cmd->add_option("--out", o->out, "PNG file to write")->capture_default_str();
+  cmd->add_option("--epoch", o->epoch, "Epoch to draw from")->capture_default_str();
+  cmd->add_option("--batch-number", o->batch_number, "Which batch of the epoch")
+      ->capture_default_str();
+  o->loader.batch = 16;
+  o->loader.add_to(*cmd);
+  cmd->callback([o] { run_peek(*o); });
+}
+
+}  // namespace stoker

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/loader_options.h"
+
+namespace stoker {
+
+void LoaderOptions::add_to(CLI::App& app) {
+  app.add_option("--batch", batch, "Samples per batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prefetch", prefetch, "Batches prepared ahead of the consumer (threads:N)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--transform", transform,
+                 "random-resized-crop (rrc), random-crop (crop: the study's fixed window), "
+                 "center-crop (center: evaluation)")
+      ->capture_default_str();
+  app.add_option("--size", size, "Output is size x size pixels")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 8192));
+  app.add_option("--flip", flip, "Probability of a horizontal flip")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--dtype", dtype, "f32 (normalised with ImageNet mean/std) or u8")
+      ->capture_default_str();
+  app.add_option("--layout", layout, "nchw or nhwc")->capture_default_str();
+  app.add_option("--seed", seed, "Seed for shuffling and augmentation")->capture_default_str();
+  app.add_flag("--no-shuffle", no_shuffle, "Visit samples in index order");
+  app.add_flag("--drop-last", drop_last, "Drop the short last batch of an epoch");
+  app.add_option("--on-error", on_error,
+                 "Bad sample policy: skip (replace by the next sample, count and list) or fail")
+      ->capture_default_str();
+  app.add_option("--max-pixels", max_pixels, "Refuse images whose header claims more pixels")
+      ->capture_default_str();
+  app.add_flag("--no-dct-scaling", no_dct_scaling, "Always decode JPEGs at full resolution");
+  app.add_flag("--no-partial-decode", no_partial_decode,
+               "Decode whole JPEGs even where the crop needs only some rows and columns");
+}
+
+LoaderConfig LoaderOptions::to_config() const {
+  LoaderConfig c;
+  c.sampler.batch_size = batch;
+  c.sampler.shuffle = !no_shuffle;
+  c.sampler.drop_last = drop_last;
+  c.sampler.seed = seed;
+  c.prefetch = prefetch;
+  c.transform.kind = parse_transform(transform);
+  c.transform.size = size;
+  c.transform.flip = c.transform.kind == TransformKind::center_crop ? 0.0 : flip;
+  c.output.dtype = parse_dtype(dtype);
+  c.output.layout = parse_layout(layout);
+  c.output.width = c.output.height = size;
+  c.decode.max_pixels = max_pixels;
+  c.decode.allow_dct_scaling = !no_dct_scaling;
+  c.decode.allow_partial = !no_partial_decode;
+  c.on_error = parse_error_policy(on_error);
+  return c;
+}
+
+}  // namespace stoker
