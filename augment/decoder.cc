@@ -11,7 +11,11 @@
 namespace stoker {
 
 int choose_dct_scale(int region_w, int region_h, int out_w, int out_h) {
-  for (int n = 1; n < 8; ++n) {
+  // Powers of two only: libjpeg-turbo has SIMD IDCTs for 1/8, 1/4, 1/2 and 1/1; the other
+  // scales use plain-C IDCTs (10x10..14x14 ones for subsampled chroma) and decode slower
+  // than the next power of two up, 5/8 and 6/8 slower even than 8/8 (tjbench -scale on a
+  // 1024px `stoker gen` image: docs/PERFORMANCE.md).
+  for (int n = 1; n < 8; n *= 2) {
     if (region_w * n / 8 >= out_w && region_h * n / 8 >= out_h) return n;
   }
   return 8;

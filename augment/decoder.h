@@ -67,7 +67,7 @@ class Decoder {
   DecodedRegion out_;
 };
 
-// Smallest DCT scale numerator n (scale n/8, 1 <= n <= 8) that keeps a region of
+// Smallest DCT scale numerator n (scale n/8, n in 1, 2, 4, 8) that keeps a region of
 // region_w x region_h full-resolution pixels at least out_w x out_h.
 int choose_dct_scale(int region_w, int region_h, int out_w, int out_h);
 

@@ -86,7 +86,7 @@ TEST_F(DjpegOracle, FullScaleIsPixelIdenticalForEveryEncodingMode) {
 TEST_F(DjpegOracle, DctScaledDecodeIsPixelIdentical) {
   for (const Variant& v : kVariants) {
     const std::string jpg = make_jpeg(dir, v.name, 517, 389, v.flags);
-    for (int n : {1, 2, 3, 4, 5, 6, 7}) expect_matches_djpeg(jpg, n, dir);
+    for (int n : {1, 2, 4}) expect_matches_djpeg(jpg, n, dir);  // the scales the loader uses
   }
 }
 
@@ -109,7 +109,7 @@ TEST_F(DjpegOracle, RealPhotographs) {
     const std::string path = folder + "/" + name;
     if (!std::filesystem::exists(path)) continue;
     expect_matches_djpeg(path, 8, dir);
-    expect_matches_djpeg(path, 3, dir);
+    expect_matches_djpeg(path, 2, dir);
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no photographs in " << folder << " (Debian: opencv-doc)";
@@ -195,14 +195,17 @@ TEST_F(DjpegOracle, PartialDecodeEqualsRegionOfFullDecode) {
 TEST(DctScale, SmallestScaleThatKeepsEnoughPixels) {
   EXPECT_EQ(choose_dct_scale(1024, 1024, 224, 224), 2);  // 256 >= 224
   EXPECT_EQ(choose_dct_scale(1792, 1792, 224, 224), 1);
-  EXPECT_EQ(choose_dct_scale(800, 600, 224, 224), 3);  // 300x225
+  EXPECT_EQ(choose_dct_scale(800, 600, 224, 224), 4);  // 400x300: no 3/8, it is slower
   EXPECT_EQ(choose_dct_scale(224, 224, 224, 224), 8);
   EXPECT_EQ(choose_dct_scale(100, 100, 224, 224), 8);  // upscaling: full resolution
   for (int w = 8; w < 3000; w += 37) {
     const int n = choose_dct_scale(w, w, 224, 224);
+    EXPECT_TRUE(n == 1 || n == 2 || n == 4 || n == 8) << n;
     if (n < 8) {
       EXPECT_GE(w * n / 8, 224);
-      EXPECT_LT(w * (n - 1) / 8, 224);
+    }
+    if (n > 1) {
+      EXPECT_LT(w * (n / 2) / 8, 224);
     }
   }
 }
