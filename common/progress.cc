@@ -10,8 +10,8 @@
 
 namespace stoker {
 
-Progress::Progress(std::string what, uint64_t total, std::string unit)
-    : what_(std::move(what)), unit_(std::move(unit)), total_(total) {
+Progress::Progress(std::string what, uint64_t total, std::string unit, bool enabled)
+    : what_(std::move(what)), unit_(std::move(unit)), total_(total), enabled_(enabled) {
   start_ns_ = last_draw_ns_ = now_ns();
   tty_ = isatty(STDERR_FILENO);
 }
@@ -25,7 +25,7 @@ void Progress::add(uint64_t items, uint64_t bytes) {
   bytes_ += bytes;
   const int64_t t = now_ns();
   const int64_t interval = tty_ ? 100'000'000 : 5'000'000'000;
-  if (t - last_draw_ns_ < interval) return;
+  if (!enabled_ || t - last_draw_ns_ < interval) return;
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock || t - last_draw_ns_ < interval || finished_) return;
   last_draw_ns_ = t;
@@ -36,7 +36,7 @@ void Progress::finish() {
   std::lock_guard lock(mu_);
   if (finished_) return;
   finished_ = true;
-  draw(true);
+  if (enabled_) draw(true);
 }
 
 void Progress::draw(bool final) {

@@ -12,7 +12,8 @@ namespace stoker {
 
 class Progress {
  public:
-  Progress(std::string what, uint64_t total, std::string unit);
+  // enabled = false: counts, draws nothing (library callers that must stay quiet).
+  Progress(std::string what, uint64_t total, std::string unit, bool enabled = true);
   ~Progress();
   void add(uint64_t items, uint64_t bytes = 0);
   void finish();
@@ -23,7 +24,7 @@ class Progress {
   uint64_t total_;
   std::atomic<uint64_t> done_{0}, bytes_{0};
   int64_t start_ns_, last_draw_ns_;
-  bool tty_, finished_ = false;
+  bool tty_, enabled_, finished_ = false;
   std::mutex mu_;
 };
 

@@ -23,6 +23,9 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg)
       }()),
       bad(idx.size(), cfg.warn) {
   config.output = normalizer.spec;
+  // The loader parallelises across samples; OpenCV's own pool inside resize would only
+  // oversubscribe the cores the reader policy was given.
+  cv::setNumThreads(0);
 }
 
 void begin_batch(const LoaderContext& ctx, Batch& batch, size_t b) {

@@ -83,7 +83,7 @@ GenResult generate_dataset(const GenConfig& c) {
   }
   GenResult result;
   const uint64_t per_size = static_cast<uint64_t>(c.classes) * c.per_class;
-  Progress progress("gen", per_size * c.sizes.size(), "images");
+  Progress progress("gen", per_size * c.sizes.size(), "images", c.progress);
   for (int size : c.sizes) {
     const std::string root = c.sizes.size() == 1 ? c.out : fmt::format("{}/{}px", c.out, size);
     result.roots.push_back(root);
