@@ -3,41 +3,25 @@
 
 #include <xxhash.h>
 
-#include <charconv>
 
 #include "common/error.h"
 
 namespace stoker {
 
-std::string ReaderPolicy::text() const {
-  return kind == Kind::serial ? "serial" : "threads:" + std::to_string(workers);
-}
-
-ReaderPolicy parse_reader(const std::string& text) {
-  ReaderPolicy p;
-  if (text == "serial") return p;
-  const std::string prefix = "threads:";
-  if (text.rfind(prefix, 0) == 0) {
-    const char* b = text.data() + prefix.size();
-    const char* e = text.data() + text.size();
-    int n = 0;
-    const auto [end, ec] = std::from_chars(b, e, n);
-    if (ec == std::errc() && end == e && n >= 1 && n <= 1024) {
-      p.kind = ReaderPolicy::Kind::threads;
-      p.workers = n;
-      return p;
-    }
-  }
-  fail("unknown reader '{}': expected serial or threads:N (N decode threads, 1..1024)", text);
-}
-
 Iterator::Iterator(const Index& index, const LoaderConfig& config)
     : ctx_(std::make_unique<LoaderContext>(index, config)) {
   if (config.prefetch == 0) fail("prefetch depth must be at least 1");
-  if (config.reader.kind == ReaderPolicy::Kind::serial) {
-    producer_ = make_serial_producer(*ctx_);
-  } else {
-    producer_ = make_threads_producer(*ctx_, config.reader.workers);
+  switch (config.reader.kind) {
+    case ReaderPolicy::Kind::serial: producer_ = make_serial_producer(*ctx_); break;
+    case ReaderPolicy::Kind::threads:
+      producer_ = make_threads_producer(*ctx_, config.reader.workers);
+      break;
+    case ReaderPolicy::Kind::processes:
+      producer_ = make_processes_producer(*ctx_, config.reader.workers);
+      break;
+    case ReaderPolicy::Kind::uring:
+      producer_ = make_uring_producer(*ctx_, config.reader.queue_depth, config.reader.workers);
+      break;
   }
 }
 

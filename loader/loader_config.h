@@ -10,18 +10,10 @@
 #include "augment/crop.h"
 #include "augment/decoder.h"
 #include "loader/bad_samples.h"
+#include "loader/reader_policy.h"
 #include "loader/sampler.h"
 
 namespace stoker {
-
-struct ReaderPolicy {
-  enum class Kind { serial, threads } kind = Kind::serial;
-  int workers = 1;
-  std::string text() const;
-};
-
-// "serial" or "threads:N". Lists the valid forms when given anything else.
-ReaderPolicy parse_reader(const std::string& text);
 
 struct LoaderConfig {
   ReaderPolicy reader;
@@ -33,6 +25,9 @@ struct LoaderConfig {
   ErrorPolicy on_error = ErrorPolicy::skip;
   size_t max_replacements = 64;  // consecutive failures before giving up under `skip`
   bool warn = true;              // one-line warning per bad file on stderr
+  bool no_decode = false;        // read only: measure the storage path through the reader
+  bool evict_after_read = false; // drop each file from the page cache once read (--cold)
+  bool direct = false;           // O_DIRECT reads (uring:QD)
 };
 
 }  // namespace stoker

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The narrow interface behind the iterator: a reader policy (serial, threads:N, and later
-// processes:N and uring:QD) fills batches of the current epoch, in any order, into buffers
+// The narrow interface behind the iterator: a reader policy (serial, threads:N,
+// processes:N, uring:QD) fills batches of the current epoch, in any order, into buffers
 // it owns; the iterator hands them out in order. Three hooks:
 #pragma once
 
@@ -30,5 +30,7 @@ class Producer {
 
 std::unique_ptr<Producer> make_serial_producer(LoaderContext& ctx);
 std::unique_ptr<Producer> make_threads_producer(LoaderContext& ctx, int threads);
+std::unique_ptr<Producer> make_processes_producer(LoaderContext& ctx, int processes);
+std::unique_ptr<Producer> make_uring_producer(LoaderContext& ctx, int queue_depth, int threads);
 
 }  // namespace stoker

@@ -39,37 +39,43 @@ void finish_batch(Batch& batch) {
   batch.ready_ns = now_ns();
 }
 
-namespace {
-
-// One attempt at one dataset sample. Throws stoker::Error naming the file.
-void process(LoaderContext& ctx, Worker& w, uint32_t idx, uint32_t attempt, void* dst,
-             SampleTiming& t) {
+uint64_t try_sample(const LoaderContext& ctx, Worker& w, uint64_t epoch, uint32_t idx,
+                    uint32_t attempt, void* dst, const PreRead* pre_read, SampleTiming& t) {
+  const size_t dst_bytes = ctx.normalizer.spec.sample_bytes();
   const Index& index = ctx.index;
   w.path.assign(index.root);
   w.path += '/';
   w.path += index.relative_path(idx);
   const int64_t t0 = now_ns();
-  const std::span<const uint8_t> bytes = read_file(w.path, w.file);
+  std::span<const uint8_t> bytes;
+  if (pre_read) {
+    bytes = pre_read->bytes;
+    t.read_ns += pre_read->read_ns;
+  } else {
+    bytes = read_file(w.path, w.file, ctx.config.evict_after_read);
+    t.read_ns += now_ns() - t0;
+  }
   t.bytes += bytes.size();
+  if (ctx.config.no_decode) return XXH3_64bits(bytes.data(), bytes.size());
   const int64_t t1 = now_ns();
   const ImageInfo info = w.decoder.open(bytes, w.path);
-  Rng rng(ctx.config.sampler.seed, ctx.sampler.epoch(), idx, attempt);
+  Rng rng(ctx.config.sampler.seed, epoch, idx, attempt);
   const CropPlan plan = plan_crop(ctx.config.transform, info.width, info.height, rng);
   const DecodedRegion& region = w.decoder.decode({plan.region, plan.out_w, plan.out_h});
   const int64_t t2 = now_ns();
   resize_region(region.rgb, plan.out_w, plan.out_h, w.resized);
   const int64_t t3 = now_ns();
   collate_sample(w.resized, plan.flip, ctx.normalizer, dst);
+  const uint64_t hash = XXH3_64bits(dst, dst_bytes);
   const int64_t t4 = now_ns();
-  t.read_ns += t1 - t0;
   t.decode_ns += t2 - t1;
   t.augment_ns += t3 - t2;
   t.collate_ns += t4 - t3;
+  return hash;
 }
 
-}  // namespace
-
-void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t b, size_t slot) {
+void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t b, size_t slot,
+                 const PreRead* pre_read) {
   const Sampler& sampler = ctx.sampler;
   const size_t pos = sampler.batch_begin(b) + slot;
   const size_t n = sampler.epoch_size();
@@ -82,8 +88,10 @@ void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t b, size_t s
     ++t.attempts;
     if (k > 0) ++ctx.bad.skipped;
     if (ctx.bad.known_bad(idx)) continue;
+    uint64_t hash = 0;
     try {
-      process(ctx, w, idx, static_cast<uint32_t>(k), dst, t);
+      hash = try_sample(ctx, w, sampler.epoch(), idx, static_cast<uint32_t>(k), dst,
+                        k == 0 ? pre_read : nullptr, t);
     } catch (const Error& e) {
       if (ctx.config.on_error == ErrorPolicy::fail) throw;
       last_error = e.what();
@@ -92,7 +100,7 @@ void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t b, size_t s
     }
     batch.labels[slot] = static_cast<int32_t>(ctx.index.label[idx]);
     batch.indices[slot] = idx;
-    batch.sample_hash[slot] = XXH3_64bits(dst, batch.spec.sample_bytes());
+    batch.sample_hash[slot] = hash;
     batch.timing[slot] = t;
     return;
   }

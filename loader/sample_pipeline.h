@@ -7,6 +7,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,25 @@ struct Worker {
 
 // Sets the batch's size and identity for batch `b` of the sampler's current epoch.
 void begin_batch(const LoaderContext& ctx, Batch& batch, size_t b);
+// The bytes of a slot's own sample when the reader has already fetched them (uring), and
+// how long that took; replacements of a bad sample are always read with pread.
+struct PreRead {
+  std::span<const uint8_t> bytes;
+  int64_t read_ns = 0;
+};
+
+// One attempt at dataset sample `idx` (the `attempt`-th candidate for its slot, which
+// keys its random crop with the seed and epoch): read (or take pre_read), decode, augment
+// and collate into `dst`. Returns the hash of what it wrote (of the file's bytes with
+// no_decode) and adds to `t`. Throws stoker::Error naming the file. No policy here: the
+// caller decides what a failure means (load_sample below, or a process-pool parent).
+uint64_t try_sample(const LoaderContext& ctx, Worker& worker, uint64_t epoch, uint32_t idx,
+                    uint32_t attempt, void* dst, const PreRead* pre_read, SampleTiming& t);
+
 // Fills sample `slot` of batch `b`. Throws stoker::Error under --on-error fail, or when
 // max_replacements samples in a row failed under skip.
-void load_sample(LoaderContext& ctx, Worker& worker, Batch& batch, size_t b, size_t slot);
+void load_sample(LoaderContext& ctx, Worker& worker, Batch& batch, size_t b, size_t slot,
+                 const PreRead* pre_read = nullptr);
 void finish_batch(Batch& batch);
 
 }  // namespace stoker

@@ -13,9 +13,11 @@ namespace stoker {
 
 struct Index;
 
-// Reads all of `path` into buf (grown, never shrunk). Returns the bytes read.
+// Reads all of `path` into buf (grown, never shrunk). Returns the bytes read. With `evict`,
+// drops the file from the page cache afterwards, so the next epoch reads storage again.
 // Throws stoker::Error naming the file and the reason.
-std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>& buf);
+std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>& buf,
+                                   bool evict = false);
 
 // posix_fadvise(DONTNEED) on every file of the index, so the next read comes from storage.
 // Returns the number of files that could not be evicted (missing, unreadable).

@@ -13,7 +13,7 @@
 
 namespace stoker {
 
-std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>& buf) {
+std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>& buf, bool evict) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("{}: cannot open: {}", path, errno_text(errno));
   struct stat st {};
@@ -42,6 +42,7 @@ std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }
+  if (evict) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   close(fd);
   return {buf.data(), got};
 }

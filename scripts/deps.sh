@@ -5,12 +5,12 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
-  libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev)
+  libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev liburing-dev)
 for arg in "$@"; do
   case "$arg" in
     # djpeg/cjpeg: pixel oracle; torchvision: ImageFolder order oracle; opencv-doc: real photos.
     --test) packages+=(libgtest-dev libjpeg-turbo-progs python3 python3-torchvision opencv-doc) ;;
-    --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision) ;;
+    --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision fio) ;;
     *) echo "deps.sh: unknown option '$arg' (expected --test or --bench)" >&2; exit 2 ;;
   esac
 done

@@ -25,6 +25,7 @@
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
 #include "tools/loader_options.h"
+#include "train/emulated_accelerator.h"
 
 namespace stoker {
 
@@ -38,6 +39,9 @@ struct BenchOptions {
   bool cold = false;
   std::string json;
   std::string default_root = "data/default";
+  std::string emulate;
+  double au_target = 0.9;
+  EmulatedAccelerator accelerator;  // from `emulate`
   LoaderOptions loader;
 };
 
@@ -95,29 +99,47 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   const double cpu0 = process_cpu_seconds();
   const int64_t t0 = now_ns();
   size_t done = 0;
+  Utilisation use;
+  int64_t first_arrival = 0;
   for (int e = 0; e < o.epochs && done < total; ++e) {
     it.start_epoch(static_cast<uint64_t>(e));
-    bool epoch_done = false;
-    while (done < total && !epoch_done) {
+    size_t in_epoch = 0;
+    while (done < total && in_epoch < per_epoch) {
       const int64_t w0 = now_ns();
       const Batch* b = it.next();
-      if (!b) {
-        epoch_done = true;
-        break;
+      STOKER_CHECK(b != nullptr);
+      const int64_t arrived = now_ns();
+      stats.add_batch(*b, arrived - w0);
+      if (o.accelerator.enabled()) {
+        // AU's window opens when the first batch arrives: start-up is not counted.
+        if (done == 0) {
+          first_arrival = arrived;
+        } else {
+          use.wait_ns += arrived - w0;
+        }
+        use.compute_ns += o.accelerator.compute_ns(b->size);
+        o.accelerator.compute(b->size);
       }
-      stats.add_batch(*b, now_ns() - w0);
       progress.add(b->size, 0);
       ++done;
+      ++in_epoch;
     }
     // A checksum covers a whole epoch; a run cut short by --max-batches has none for it.
-    if (epoch_done || it.next() == nullptr) {
-      stats.epoch_checksums.push_back(hex64(it.epoch_checksum()));
-    }
+    if (in_epoch == per_epoch) stats.epoch_checksums.push_back(hex64(it.epoch_checksum()));
   }
-  stats.wall_ns = now_ns() - t0;
+  const int64_t t_end = now_ns();
+  stats.wall_ns = t_end - t0;
   stats.cpu_seconds = process_cpu_seconds() - cpu0;
   progress.finish();
   result = stats.to_json(it);
+  if (o.accelerator.enabled()) {
+    use.window_ns = t_end - first_arrival;
+    result["emulation"] = {
+        {"spec", o.accelerator.spec},         {"images_per_s", o.accelerator.images_per_s()},
+        {"compute_s", use.compute_ns * 1e-9}, {"data_wait_s", use.wait_ns * 1e-9},
+        {"window_s", use.window_ns * 1e-9},   {"au", use.au()},
+        {"au_target", o.au_target},           {"meets_target", use.au() >= o.au_target}};
+  }
   return stats;
 }
 
@@ -134,16 +156,37 @@ void print_row(const std::string& dataset, const std::string& reader, const Load
       s.augment_ns / 1e6 / n, s.collate_ns / 1e6 / n, w.quantile_ns(0.5) / 1e6,
       w.quantile_ns(0.9) / 1e6, w.quantile_ns(0.99) / 1e6, r["cpu_cores_used"].get<double>(),
       r["errors"]["files"].get<size_t>(), checksum);
+  if (r.contains("emulation")) {
+    const auto& e = r["emulation"];
+    fmt::print(
+        "{:<12} {:<11} emulated accelerator {:.0f} img/s: AU {:.1f}% (target {:.0f}%: {}), "
+        "data wait {:.2f} s of {:.2f} s\n",
+        "", "", e["images_per_s"].get<double>(), 100 * e["au"].get<double>(),
+        100 * e["au_target"].get<double>(), e["meets_target"].get<bool>() ? "met" : "NOT met",
+        e["data_wait_s"].get<double>(), e["window_s"].get<double>());
+  }
   std::fflush(stdout);
 }
 
 void run_bench(BenchOptions& o) {
   LoaderConfig base = o.loader.to_config();
   if (o.epochs < 1) fail("--epochs must be at least 1");
+  if (!o.emulate.empty()) o.accelerator = parse_emulation(o.emulate);
   if (o.readers.empty()) o.readers = fmt::format("serial,threads:{}", online_cpus());
   std::vector<ReaderPolicy> readers;
   for (const auto& r : split(o.readers, ',')) readers.push_back(parse_reader(r));
   if (readers.empty()) fail("--reader: no reader given");
+  for (const ReaderPolicy& r : readers) {
+    if (base.direct && r.kind != ReaderPolicy::Kind::uring) {
+      fail(
+          "--direct needs uring readers (O_DIRECT wants aligned buffers); {} reads through the "
+          "page cache",
+          r.text());
+    }
+  }
+  // Cold: every file is evicted before each run and again right after it is read, so
+  // later epochs read storage too.
+  base.evict_after_read = o.cold;
 
   if (o.data.empty()) {
     GenConfig g;
@@ -187,6 +230,9 @@ void run_bench(BenchOptions& o) {
       {"page_cache", o.cold ? "cold" : "warm"},
       {"dct_scaling", base.decode.allow_dct_scaling},
       {"partial_decode", base.decode.allow_partial},
+      {"emulate", o.emulate},
+      {"no_decode", base.no_decode},
+      {"direct", base.direct},
   };
   fmt::print("# stoker {} bench, {}\n", STOKER_VERSION, context["date"].get<std::string>());
   fmt::print("# cpu: {}, {} online cpus, kernel {}\n", cpu_model(), online_cpus(),
@@ -201,8 +247,19 @@ void run_bench(BenchOptions& o) {
       base.prefetch, base.sampler.seed, base.sampler.shuffle ? "on" : "off",
       error_policy_name(base.on_error), o.epochs,
       o.max_batches ? fmt::format(", at most {} batches", o.max_batches) : "");
+  if (o.accelerator.enabled()) {
+    fmt::print(
+        "# consumer: emulated accelerator '{}', {:.0f} images/s ({:.1f} ms per batch of {}); "
+        "AU target {:.0f}%\n",
+        o.emulate, o.accelerator.images_per_s(),
+        o.accelerator.compute_ns(base.sampler.batch_size) / 1e6, base.sampler.batch_size,
+        100 * o.au_target);
+  } else {
+    fmt::print("# consumer: none (batches are dropped as soon as they arrive)\n");
+  }
   fmt::print("# page cache: {}\n",
-             o.cold ? "cold (files evicted with posix_fadvise(DONTNEED) before each run)"
+             o.cold ? "cold (files evicted with posix_fadvise(DONTNEED) before each run and "
+                      "after each read)"
                     : "warm (every file read once before the runs)");
 
   nlohmann::json results = nlohmann::json::array();
@@ -270,11 +327,19 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--epochs", o->epochs, "Epochs per run")->capture_default_str();
   cmd->add_option("--max-batches", o->max_batches, "Stop each run after this many batches");
   cmd->add_flag("--cold", o->cold,
-                "Evict the dataset's files from the page cache before each run (measure storage)");
+                "Evict the dataset's files from the page cache before each run and after each "
+                "read (measure storage)");
   cmd->add_option("--json", o->json, "Write results as one JSON document");
   cmd->add_option("--default-root", o->default_root,
                   "Where the built-in default dataset is made when no dataset is given")
       ->capture_default_str();
+  cmd->add_option("--emulate", o->emulate,
+                  "Consume each batch like an accelerator: resnet50-h100 (400 images in "
+                  "0.224 s), a rate (1786 or 1786img/s), or a time per N images (224ms/400)");
+  cmd->add_option("--au-target", o->au_target,
+                  "Accelerator utilisation a run must reach with --emulate")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   o->loader.add_to(*cmd);
   cmd->callback([o] { run_bench(*o); });
 }

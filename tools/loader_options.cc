@@ -34,6 +34,9 @@ void LoaderOptions::add_to(CLI::App& app) {
   app.add_flag("--no-dct-scaling", no_dct_scaling, "Always decode JPEGs at full resolution");
   app.add_flag("--no-partial-decode", no_partial_decode,
                "Decode whole JPEGs even where the crop needs only some rows and columns");
+  app.add_flag("--no-decode", no_decode,
+               "Read only (no decode or augment): the raw storage path through the reader");
+  app.add_flag("--direct", direct, "O_DIRECT reads, bypassing the page cache (uring readers)");
 }
 
 LoaderConfig LoaderOptions::to_config() const {
@@ -45,6 +48,7 @@ LoaderConfig LoaderOptions::to_config() const {
   c.prefetch = prefetch;
   c.transform.kind = parse_transform(transform);
   c.transform.size = size;
+  c.transform.resize = size * 256 / 224;  // the usual 0.875 crop ratio: 256 for 224
   c.transform.flip = c.transform.kind == TransformKind::center_crop ? 0.0 : flip;
   c.output.dtype = parse_dtype(dtype);
   c.output.layout = parse_layout(layout);
@@ -53,6 +57,8 @@ LoaderConfig LoaderOptions::to_config() const {
   c.decode.allow_dct_scaling = !no_dct_scaling;
   c.decode.allow_partial = !no_partial_decode;
   c.on_error = parse_error_policy(on_error);
+  c.no_decode = no_decode;
+  c.direct = direct;
   return c;
 }
 

@@ -26,6 +26,8 @@ struct LoaderOptions {
   uint64_t max_pixels = DecodeOptions{}.max_pixels;
   bool no_dct_scaling = false;
   bool no_partial_decode = false;
+  bool no_decode = false;
+  bool direct = false;
 
   void add_to(CLI::App& app);
   // Validates and converts; the reader policy is set separately (bench runs several).
