@@ -11,5 +11,6 @@ void add_gen_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_peek_command(CLI::App& app);
 void add_index_command(CLI::App& app);
+void add_probe_command(CLI::App& app);
 
 }  // namespace stoker

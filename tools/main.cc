@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   stoker::add_bench_command(app);
   stoker::add_peek_command(app);
   stoker::add_index_command(app);
+  stoker::add_probe_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

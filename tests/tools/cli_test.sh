@@ -52,6 +52,29 @@ set -e
 [ $code = 1 ] || fail "--on-error fail exit code $code"
 grep -q 'zz_bad.jpg: not a recognised image' "$tmp/err2.txt" || fail "fail message: $(cat "$tmp/err2.txt")"
 
+# an emulated accelerator reports AU; uring gives the serial reader's checksum
+"$stoker" bench "$tmp/d/96px" --reader serial,uring:4:2 --batch 4 --size 32 --emulate 2000 \
+  --json "$tmp/emu.json" > "$tmp/emu.txt" 2>/dev/null
+grep -q 'emulated accelerator 2000 img/s: AU' "$tmp/emu.txt" || fail "emulate line"
+python3 - "$tmp/emu.json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+for r in res:
+    e = r["emulation"]
+    assert 0 < e["au"] <= 1.0 and e["images_per_s"] == 2000 and e["compute_s"] > 0, e
+assert res[0]["epoch_checksums"] == res[1]["epoch_checksums"], res
+PY
+
+# probe: both orders through each reader, bytes equal to the dataset's
+"$stoker" probe "$tmp/d/96px" --reader serial,uring:4:1 --json "$tmp/probe.json" > /dev/null
+python3 - "$tmp/probe.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+res = doc["results"]
+assert len(res) == 4 and {r["order"] for r in res} == {"shuffled", "sequential"}, res
+assert all(r["bytes"] == doc["context"]["bytes"] and r["mb_per_s"] > 0 for r in res), res
+PY
+
 # peek writes a PNG
 "$stoker" peek "$tmp/d/96px" --out "$tmp/peek.png" --batch 6 > /dev/null
 python3 -c "import sys; d=open('$tmp/peek.png','rb').read(8); sys.exit(d!=b'\x89PNG\r\n\x1a\n')" || fail "peek PNG"

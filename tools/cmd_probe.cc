@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// stoker probe PATH: the storage ceiling for a dataset, measured on its own files through
+// each reader with nothing decoded: whole files in a shuffled order (what a loader does)
+// and in index order (sequential, directory by directory). The page cache is emptied of the
+// dataset before each run unless --warm, so the figure is the storage's, not RAM's.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <memory>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/system_info.h"
+#include "loader/index.h"
+#include "loader/iterator.h"
+#include "loader/loader_stats.h"
+#include "loader/source.h"
+#include "tools/commands.h"
+
+namespace stoker {
+
+namespace {
+
+struct ProbeOptions {
+  std::string data;
+  std::string readers;
+  size_t max_files = 0;
+  bool warm = false;
+  bool direct = false;
+  std::string json;
+};
+
+void run_probe(ProbeOptions& o) {
+  const Index index = open_index(o.data);
+  const int cpus = online_cpus();
+  if (o.readers.empty()) {
+    o.readers = fmt::format("serial,threads:{},threads:{},uring:32:{}", cpus, 4 * cpus, cpus);
+  }
+  std::vector<ReaderPolicy> readers;
+  for (size_t start = 0; start <= o.readers.size();) {
+    const size_t end = std::min(o.readers.find(',', start), o.readers.size());
+    if (end > start) readers.push_back(parse_reader(o.readers.substr(start, end - start)));
+    start = end + 1;
+  }
+  const uint64_t total = index.total_bytes();
+  fmt::print("# stoker {} probe: {} ({} files, {:.1f} MB, mean {:.1f} KB)\n", STOKER_VERSION,
+             o.data, index.size(), total / 1e6, index.size() ? total / 1e3 / index.size() : 0.0);
+  fmt::print("# cpu: {}, {} online cpus; page cache {}; O_DIRECT {}\n", cpu_model(), cpus,
+             o.warm ? "warm (not evicted)" : "evicted before each run", o.direct ? "on" : "off");
+  fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "order", "reader", "files/s",
+             "MB/s", "read50", "read99", "cores");
+  fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "", "ms", "ms", "");
+  nlohmann::json results = nlohmann::json::array();
+  for (const bool shuffled : {true, false}) {
+    for (const ReaderPolicy& reader : readers) {
+      if (o.direct && reader.kind != ReaderPolicy::Kind::uring) continue;
+      if (!o.warm) evict_from_page_cache(index);
+      LoaderConfig c;
+      c.reader = reader;
+      c.no_decode = true;
+      c.direct = o.direct;
+      c.sampler.shuffle = shuffled;
+      c.sampler.batch_size = 64;
+      c.prefetch = 4;
+      c.transform.size = 8;  // nothing is decoded; keeps the unused batch tensors tiny
+      c.warn = false;
+      Iterator it(index, c);
+      LoaderStats stats;
+      const double cpu0 = process_cpu_seconds();
+      const int64_t t0 = now_ns();
+      it.start_epoch(0);
+      while (const Batch* b = it.next()) {
+        stats.add_batch(*b, 0);
+        if (o.max_files && stats.images >= o.max_files) break;
+      }
+      stats.wall_ns = now_ns() - t0;
+      stats.cpu_seconds = process_cpu_seconds() - cpu0;
+      const char* order = shuffled ? "shuffled" : "sequential";
+      fmt::print("{:<11} {:<14} {:>10.0f} {:>9.1f} {:>9.2f} {:>9.2f} {:>9.2f}\n", order,
+                 reader.text(), stats.images_per_s(), stats.mb_per_s(),
+                 stats.read.quantile_ns(0.5) / 1e6, stats.read.quantile_ns(0.99) / 1e6,
+                 stats.cpu_seconds / (stats.wall_ns * 1e-9));
+      nlohmann::json r = stats.to_json(it);
+      r["order"] = order;
+      results.push_back(std::move(r));
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    out << nlohmann::json{{"context",
+                           {{"tool", "stoker probe"},
+                            {"dataset", o.data},
+                            {"files", index.size()},
+                            {"bytes", total},
+                            {"cpu", cpu_model()},
+                            {"online_cpus", cpus},
+                            {"warm", o.warm},
+                            {"direct", o.direct}}},
+                          {"results", results}}
+               .dump(2)
+        << "\n";
+    if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
+  }
+}
+
+}  // namespace
+
+void add_probe_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "probe", "Raw read bandwidth of a dataset's files through each reader (no decoding)");
+  auto o = std::make_shared<ProbeOptions>();
+  cmd->add_option("data", o->data, "Dataset root (ImageFolder directory or list file)")->required();
+  cmd->add_option("--reader", o->readers,
+                  "Comma-separated readers (default: serial,threads:<cpus>,threads:<4 x cpus>,"
+                  "uring:32:<cpus>)");
+  cmd->add_option("--max-files", o->max_files, "Stop each run after about this many files");
+  cmd->add_flag("--warm", o->warm, "Do not evict the files from the page cache first");
+  cmd->add_flag("--direct", o->direct, "O_DIRECT reads (uring readers only; others are skipped)");
+  cmd->add_option("--json", o->json, "Write results as one JSON document");
+  cmd->callback([o] { run_probe(*o); });
+}
+
+}  // namespace stoker
