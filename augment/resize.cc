@@ -10,7 +10,10 @@ void resize_region(const cv::Mat& src, int out_w, int out_h, cv::Mat& dst) {
     src.copyTo(dst);
     return;
   }
-  const bool big_reduction = src.cols >= 2 * out_w || src.rows >= 2 * out_h;
+  // OpenCV's area averaging costs ~1.2 ms at non-integer ratios against ~0.15 ms for
+  // bilinear (400 -> 224 px); it is kept for reductions of 3x or more, which DCT scaling
+  // makes rare. Between 2x and 3x bilinear aliases mildly (as torchvision's tensor resize).
+  const bool big_reduction = src.cols >= 3 * out_w || src.rows >= 3 * out_h;
   cv::resize(src, dst, cv::Size(out_w, out_h), 0, 0,
              big_reduction ? cv::INTER_AREA : cv::INTER_LINEAR);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Resizes a decoded region to the output size with OpenCV. The decoder's DCT scaling has
 // already done most of any large reduction, so bilinear is usually enough; area averaging
-// is used where a reduction of 2x or more is still left, to avoid aliasing.
+// is used where a reduction of 3x or more is still left, to avoid aliasing.
 #pragma once
 
 #include <opencv2/core.hpp>

@@ -41,10 +41,14 @@ uint64_t rss_bytes() {
 }
 
 double process_cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec * 1e-6; };
-  return secs(ru.ru_utime) + secs(ru.ru_stime);
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  auto secs = [](const rusage& ru) {
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+  };
+  return secs(self) + secs(children);
 }
 
 }  // namespace stoker

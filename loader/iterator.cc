@@ -3,7 +3,6 @@
 
 #include <xxhash.h>
 
-
 #include "common/error.h"
 
 namespace stoker {
@@ -12,7 +11,9 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config)
     : ctx_(std::make_unique<LoaderContext>(index, config)) {
   if (config.prefetch == 0) fail("prefetch depth must be at least 1");
   switch (config.reader.kind) {
-    case ReaderPolicy::Kind::serial: producer_ = make_serial_producer(*ctx_); break;
+    case ReaderPolicy::Kind::serial:
+      producer_ = make_serial_producer(*ctx_);
+      break;
     case ReaderPolicy::Kind::threads:
       producer_ = make_threads_producer(*ctx_, config.reader.workers);
       break;

@@ -1,12 +1,431 @@
 // SPDX-License-Identifier: Apache-2.0
-// processes:N (placeholder until the process pool lands).
+// processes:N: N stoker-worker processes decode and augment straight into batch tensors in
+// shared memory. This process keeps `prefetch` batches in flight, gives each worker a couple
+// of sample attempts at a time over its socket, and applies the on-error policy to the
+// replies as load_sample does, so batches are bit-identical to serial's. One service thread
+// does all socket work and starts every worker (PDEATHSIG follows the starting thread). A
+// worker that dies or stalls is replaced; the sample it was on is retried once, and a second
+// crash makes that sample a bad one, reported under --on-error like any other.
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "common/clock.h"
 #include "common/error.h"
+#include "loader/process_pool_memory.h"
+#include "loader/process_pool_spawn.h"
 #include "loader/producer.h"
+#include "loader/sample_pipeline.h"
+#include "loader/worker_protocol.h"
 
 namespace stoker {
 
-std::unique_ptr<Producer> make_processes_producer(LoaderContext&, int) {
-  fail("processes:N is not available in this build yet");
+namespace {
+
+constexpr size_t kPerWorker = 2;  // requests outstanding per worker: one running, one queued
+constexpr int kStartupMs = 30'000;
+constexpr int kReapMs = 5'000;
+
+// A worker silent on one sample this long is killed and counts as crashed on it.
+// STOKER_WORKER_SAMPLE_TIMEOUT_S shortens it for the time-out test.
+int64_t sample_timeout_ns() {
+  const char* env = std::getenv("STOKER_WORKER_SAMPLE_TIMEOUT_S");
+  const long s = env ? std::atol(env) : 0;
+  return (s > 0 ? s : 120) * 1'000'000'000LL;
+}
+
+// One slot of a batch in flight: load_sample's loop state, kept between replies.
+struct Slot {
+  size_t k = 0;      // the candidate being tried: sampler.at((pos + k) % epoch_size)
+  uint32_t idx = 0;  // its dataset index
+  int crashes = 0;   // workers that died while on this candidate
+  SampleTiming t;
+  std::string last_error;
+};
+
+struct BatchJob {
+  size_t pending = 0;  // slots not yet filled or failed
+  bool done = false;
+  std::exception_ptr error;
+};
+
+struct Proc {
+  WorkerProcess p;
+  std::deque<size_t> sent;  // slot ids, in the order the worker answers them
+  int64_t head_since = 0;   // when the worker started on sent.front()
+};
+
+class ProcessesProducer final : public Producer {
+ public:
+  ProcessesProducer(LoaderContext& ctx, int processes)
+      : ctx_(ctx),
+        processes_(static_cast<size_t>(processes)),
+        exe_(find_worker_binary()),
+        timeout_ns_(sample_timeout_ns()),
+        capacity_(ctx.config.sampler.batch_size),
+        sample_bytes_(ctx.normalizer.spec.sample_bytes()),
+        stride_((capacity_ * sample_bytes_ + 4095) / 4096 * 4096),
+        index_mem_("stoker-index", shared_index_bytes(ctx.index)),
+        tensors_("stoker-batches", (ctx.config.prefetch + 1) * stride_),
+        batches_(ctx.config.prefetch + 1),
+        slots_(batches_.size() * capacity_),
+        jobs_(batches_.size()),
+        wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (wake_fd_ < 0) fail("processes:N: cannot create an eventfd: {}", errno_text(errno));
+    write_shared_index(ctx.index, index_mem_.data());
+    index_mem_.seal();
+    setup_.transform = ctx.config.transform;
+    setup_.output = ctx.normalizer.spec;
+    setup_.decode = ctx.config.decode;
+    setup_.seed = ctx.config.sampler.seed;
+    setup_.no_decode = ctx.config.no_decode;
+    setup_.evict_after_read = ctx.config.evict_after_read;
+    for (size_t i = 0; i < batches_.size(); ++i) {
+      Batch& b = batches_[i];
+      b.spec = ctx.normalizer.spec;
+      b.capacity = capacity_;
+      b.data = static_cast<char*>(tensors_.data()) + i * stride_;
+      b.labels.assign(capacity_, 0);
+      b.indices.assign(capacity_, 0);
+      b.sample_hash.assign(capacity_, 0);
+      b.timing.assign(capacity_, {});
+      free_.push_back(i);
+    }
+    thread_ = std::thread([this] { serve(); });
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return started_; });
+    if (fatal_) {
+      lock.unlock();
+      thread_.join();
+      close(wake_fd_);
+      std::rethrow_exception(fatal_);
+    }
+  }
+
+  ~ProcessesProducer() override {
+    stop();
+    {
+      std::lock_guard lock(mu_);
+      quit_ = true;
+    }
+    wake();
+    thread_.join();
+    close(wake_fd_);
+  }
+
+  void begin(size_t first) override {
+    std::lock_guard lock(mu_);
+    next_submit_ = first;
+    active_ = true;
+    submit_more();
+    wake();
+  }
+
+  Batch& wait(size_t b) override {
+    std::unique_lock lock(mu_);
+    if (held_ >= 0) free_.push_back(static_cast<size_t>(held_));
+    held_ = -1;
+    submit_more();
+    wake();
+    if (in_flight_.empty() && fatal_) std::rethrow_exception(fatal_);
+    STOKER_CHECK(!in_flight_.empty());
+    const size_t i = in_flight_.front();
+    STOKER_CHECK(batches_[i].number == b);
+    for (int waited_s = 60;
+         !cv_.wait_for(lock, std::chrono::seconds(60), [&] { return jobs_[i].done; });
+         waited_s += 60) {
+      std::fprintf(stderr,
+                   "stoker: still waiting for batch %zu of epoch %llu after %d s (%zu of %zu "
+                   "samples to go, %zu worker processes; slow storage or a stuck read?)\n",
+                   b, static_cast<unsigned long long>(batches_[i].epoch), waited_s,
+                   jobs_[i].pending, batches_[i].size, processes_);
+    }
+    in_flight_.pop_front();
+    held_ = static_cast<int>(i);
+    if (jobs_[i].error) std::rethrow_exception(jobs_[i].error);
+    return batches_[i];
+  }
+
+  void stop() override {
+    std::unique_lock lock(mu_);
+    active_ = false;
+    ready_.clear();
+    wake();
+    // Bounded: a worker silent for the sample time-out is killed, which ends its requests.
+    cv_.wait(lock, [&] { return outstanding_ == 0; });
+    for (size_t i : in_flight_) free_.push_back(i);
+    in_flight_.clear();
+    if (held_ >= 0) free_.push_back(static_cast<size_t>(held_));
+    held_ = -1;
+  }
+
+  size_t pool_bytes() const override { return tensors_.size(); }
+
+ private:
+  void wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = write(wake_fd_, &one, sizeof one);
+  }
+
+  // With mu_ held, as everything below that touches the batches, slots or ready_.
+  void submit_more() {
+    if (!active_ || fatal_) return;
+    const size_t last = ctx_.sampler.batches();
+    while (!free_.empty() && next_submit_ < last && in_flight_.size() < ctx_.config.prefetch) {
+      const size_t i = free_.front();
+      free_.pop_front();
+      begin_batch(ctx_, batches_[i], next_submit_++);
+      jobs_[i] = BatchJob{batches_[i].size, false, nullptr};
+      in_flight_.push_back(i);
+      for (size_t s = 0; s < batches_[i].size; ++s) {
+        slots_[i * capacity_ + s] = Slot{};
+        slots_[i * capacity_ + s].t.attempts = 0;
+        next_candidate(i * capacity_ + s, false);
+      }
+    }
+  }
+
+  // load_sample's loop: the next candidate not known to be bad goes to the ready queue.
+  void next_candidate(size_t id, bool urgent) {
+    Slot& s = slots_[id];
+    const Batch& batch = batches_[id / capacity_];
+    const size_t pos = ctx_.sampler.batch_begin(batch.number) + id % capacity_;
+    const size_t n = ctx_.sampler.epoch_size();
+    for (; s.k <= ctx_.config.max_replacements; ++s.k) {
+      s.idx = ctx_.sampler.at((pos + s.k) % n);
+      ++s.t.attempts;
+      if (s.k > 0) ++ctx_.bad.skipped;
+      if (ctx_.bad.known_bad(s.idx)) continue;
+      s.crashes = 0;
+      urgent ? ready_.push_front(id) : ready_.push_back(id);
+      return;
+    }
+    finish_slot(id, std::make_exception_ptr(Error(fmt::format(
+                        "{} samples in a row failed from position {} of epoch {} (last: {}); "
+                        "the dataset looks unreadable",
+                        ctx_.config.max_replacements + 1, pos, ctx_.sampler.epoch(),
+                        s.last_error.empty() ? "all known bad" : s.last_error))));
+  }
+
+  // The candidate failed with `reason` (naming the file): the on-error policy decides.
+  void candidate_failed(size_t id, std::string reason) {
+    Slot& s = slots_[id];
+    if (ctx_.config.on_error == ErrorPolicy::fail) {
+      finish_slot(id, std::make_exception_ptr(Error(reason)));
+      return;
+    }
+    ctx_.bad.add(s.idx, ctx_.index.path(s.idx), reason);
+    s.last_error = std::move(reason);
+    ++s.k;
+    next_candidate(id, true);
+  }
+
+  void finish_slot(size_t id, std::exception_ptr error) {
+    const size_t i = id / capacity_;
+    BatchJob& job = jobs_[i];
+    if (error && !job.error) job.error = error;
+    if (--job.pending > 0) return;
+    finish_batch(batches_[i]);
+    job.done = true;
+    cv_.notify_all();
+  }
+
+  // Fill every worker to depth 1, then to depth 2: idle workers first.
+  void dispatch() {
+    for (size_t depth = 1; depth <= kPerWorker; ++depth) {
+      for (Proc& p : procs_) {
+        if (ready_.empty()) return;
+        if (p.sent.size() >= depth) continue;
+        const size_t id = ready_.front();
+        ready_.pop_front();
+        const Slot& s = slots_[id];
+        SampleRequest r;
+        r.tag = id;
+        r.epoch = ctx_.sampler.epoch();
+        r.offset = id / capacity_ * stride_ + id % capacity_ * sample_bytes_;
+        r.index = s.idx;
+        r.attempt = static_cast<uint32_t>(s.k);
+        if (p.sent.empty()) p.head_since = now_ns();
+        p.sent.push_back(id);
+        ++outstanding_;
+        send_packet(p.p.socket, &r, sizeof r);  // a dead worker shows as end of stream
+      }
+    }
+  }
+
+  void on_reply(Proc& p, const SampleReply& r) {
+    STOKER_CHECK(!p.sent.empty() && p.sent.front() == r.tag);
+    p.sent.pop_front();
+    p.head_since = now_ns();
+    --outstanding_;
+    if (!active_) return;  // abandoned by stop()
+    const size_t id = r.tag;
+    Slot& s = slots_[id];
+    s.t.read_ns += r.timing.read_ns;
+    s.t.decode_ns += r.timing.decode_ns;
+    s.t.augment_ns += r.timing.augment_ns;
+    s.t.collate_ns += r.timing.collate_ns;
+    s.t.bytes += r.timing.bytes;
+    std::string reason(r.reason, r.reason_size);
+    if (r.status == SampleStatus::bad_input) return candidate_failed(id, std::move(reason));
+    if (r.status == SampleStatus::internal) {
+      return finish_slot(id, std::make_exception_ptr(Error(reason)));
+    }
+    Batch& batch = batches_[id / capacity_];
+    const size_t slot = id % capacity_;
+    batch.labels[slot] = static_cast<int32_t>(ctx_.index.label[s.idx]);
+    batch.indices[slot] = s.idx;
+    batch.sample_hash[slot] = r.hash;
+    batch.timing[slot] = s.t;
+    finish_slot(id, nullptr);
+  }
+
+  // A worker answers in order, so it died on its first outstanding request; the ones queued
+  // behind it never started and go back as they were.
+  void on_worker_lost(Proc& p, pid_t pid, const std::string& why) {
+    for (size_t j = 0; j < p.sent.size(); ++j) {
+      --outstanding_;
+      const size_t id = p.sent[j];
+      if (!active_) continue;
+      Slot& s = slots_[id];
+      const std::string path = ctx_.index.path(s.idx);
+      if (j == 0 && ++s.crashes == 2) {
+        candidate_failed(id,
+                         path + ": worker process crashed twice while decoding it (" + why + ")");
+        continue;
+      }
+      if (j == 0 && ctx_.config.warn) {
+        std::fprintf(stderr,
+                     "stoker: warning: worker process %d ended (%s) while decoding %s; "
+                     "retrying it once\n",
+                     pid, why.c_str(), path.c_str());
+      }
+      ready_.push_front(id);
+    }
+    p.sent.clear();
+  }
+
+  // Without mu_: only this thread touches procs_.
+  // Started all at once, then awaited; on failure the rest are ended with the pool.
+  void start_workers(size_t count) {
+    const size_t first = procs_.size();
+    for (size_t i = 0; i < count; ++i) {
+      procs_.push_back({spawn_worker(exe_, index_mem_.fd(), tensors_.fd(), setup_), {}, 0});
+    }
+    for (size_t i = first; i < procs_.size(); ++i) await_ready(procs_[i].p, exe_, kStartupMs);
+  }
+
+  // Reads every pending reply; false at end of stream (the worker has gone).
+  bool drain(Proc& p) {
+    SampleReply r;
+    while (true) {
+      const ssize_t n = recv_packet(p.p.socket, &r, sizeof r, false);
+      if (n < 0) return true;
+      if (n == 0) return false;
+      STOKER_CHECK(static_cast<size_t>(n) >= offsetof(SampleReply, reason));
+      r.reason_size = static_cast<uint32_t>(n - offsetof(SampleReply, reason));
+      on_reply(p, r);
+    }
+  }
+
+  void serve() {
+    std::unique_lock lock(mu_, std::defer_lock);
+    try {
+      start_workers(processes_);
+      lock.lock();
+      started_ = true;
+      cv_.notify_all();
+      serve_loop(lock);
+    } catch (...) {
+      if (!lock.owns_lock()) lock.lock();
+      fatal_ = std::current_exception();
+      for (size_t i : in_flight_) jobs_[i] = BatchJob{0, true, fatal_};
+    }
+    for (Proc& p : procs_) close(std::exchange(p.p.socket, -1));  // all exit at once
+    for (Proc& p : procs_) end_worker(p.p, kReapMs);
+    procs_.clear();
+    outstanding_ = 0;
+    started_ = true;
+    cv_.notify_all();
+  }
+
+  void serve_loop(std::unique_lock<std::mutex>& lock) {
+    std::vector<pollfd> fds;
+    while (!quit_) {
+      if (active_) dispatch();
+      if (outstanding_ == 0) cv_.notify_all();
+      fds.assign(1, {wake_fd_, POLLIN, 0});
+      for (const Proc& p : procs_) fds.push_back({p.p.socket, POLLIN, 0});
+      lock.unlock();
+      poll(fds.data(), fds.size(), 1000);
+      uint64_t counter;
+      [[maybe_unused]] const ssize_t n = read(wake_fd_, &counter, sizeof counter);
+      lock.lock();
+      const int64_t now = now_ns();
+      for (size_t i = procs_.size(); i-- > 0;) {
+        Proc& p = procs_[i];
+        const pid_t pid = p.p.pid;
+        std::string why;
+        if (fds[i + 1].revents && !drain(p)) {
+          why = describe_exit(end_worker(p.p, kReapMs));
+        } else if (!p.sent.empty() && now - p.head_since > timeout_ns_) {
+          kill(p.p.pid, SIGKILL);
+          end_worker(p.p, kReapMs);
+          why = fmt::format("no answer in {} s, killed", timeout_ns_ / 1'000'000'000);
+        } else {
+          continue;
+        }
+        on_worker_lost(p, pid, why);
+        procs_.erase(procs_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      if (procs_.size() < processes_ && !quit_) {
+        lock.unlock();
+        start_workers(processes_ - procs_.size());
+        lock.lock();
+      }
+    }
+  }
+
+  LoaderContext& ctx_;
+  const size_t processes_;
+  const std::string exe_;
+  const int64_t timeout_ns_;
+  const size_t capacity_, sample_bytes_, stride_;  // stride_: bytes between batch tensors
+  WorkerSetup setup_;
+  SharedMemory index_mem_;  // sealed; the workers' read-only copy of the index
+  SharedMemory tensors_;    // [prefetch + 1] batches of [capacity] samples, stride_ apart
+  std::vector<Batch> batches_;
+  std::vector<Slot> slots_;  // [prefetch + 1][capacity]; a slot's id is batch * capacity + slot
+  std::vector<BatchJob> jobs_;
+  std::vector<Proc> procs_;  // the service thread's alone
+  std::thread thread_;
+  const int wake_fd_;  // eventfd: wakes the service thread from poll
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<size_t> ready_;  // slot ids waiting for a worker
+  std::deque<size_t> free_, in_flight_;
+  int held_ = -1;
+  size_t next_submit_ = 0;
+  size_t outstanding_ = 0;  // requests sent and not yet answered or lost
+  bool active_ = false;     // between begin() and stop(): the sampler may be read
+  bool started_ = false;
+  bool quit_ = false;
+  std::exception_ptr fatal_;  // the service thread could not go on
+};
+
+}  // namespace
+
+std::unique_ptr<Producer> make_processes_producer(LoaderContext& ctx, int processes) {
+  return std::make_unique<ProcessesProducer>(ctx, processes);
 }
 
 }  // namespace stoker

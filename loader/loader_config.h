@@ -23,11 +23,11 @@ struct LoaderConfig {
   OutputSpec output;  // width/height follow transform.size
   DecodeOptions decode;
   ErrorPolicy on_error = ErrorPolicy::skip;
-  size_t max_replacements = 64;  // consecutive failures before giving up under `skip`
-  bool warn = true;              // one-line warning per bad file on stderr
-  bool no_decode = false;        // read only: measure the storage path through the reader
-  bool evict_after_read = false; // drop each file from the page cache once read (--cold)
-  bool direct = false;           // O_DIRECT reads (uring:QD)
+  size_t max_replacements = 64;   // consecutive failures before giving up under `skip`
+  bool warn = true;               // one-line warning per bad file on stderr
+  bool no_decode = false;         // read only: measure the storage path through the reader
+  bool evict_after_read = false;  // drop each file from the page cache once read (--cold)
+  bool direct = false;            // O_DIRECT reads (uring:QD)
 };
 
 }  // namespace stoker

@@ -21,6 +21,7 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg)
         s.width = s.height = cfg.transform.size;
         return s;
       }()),
+      recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode, cfg.evict_after_read},
       bad(idx.size(), cfg.warn) {
   config.output = normalizer.spec;
   // The loader parallelises across samples; OpenCV's own pool inside resize would only
@@ -41,31 +42,36 @@ void finish_batch(Batch& batch) {
 
 uint64_t try_sample(const LoaderContext& ctx, Worker& w, uint64_t epoch, uint32_t idx,
                     uint32_t attempt, void* dst, const PreRead* pre_read, SampleTiming& t) {
-  const size_t dst_bytes = ctx.normalizer.spec.sample_bytes();
-  const Index& index = ctx.index;
-  w.path.assign(index.root);
+  w.path.assign(ctx.index.root);
   w.path += '/';
-  w.path += index.relative_path(idx);
+  w.path += ctx.index.relative_path(idx);
+  return attempt_sample(ctx.recipe, ctx.normalizer, w, epoch, idx, attempt, dst, pre_read, t);
+}
+
+uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, Worker& w,
+                        uint64_t epoch, uint32_t idx, uint32_t attempt, void* dst,
+                        const PreRead* pre_read, SampleTiming& t) {
+  const size_t dst_bytes = normalizer.spec.sample_bytes();
   const int64_t t0 = now_ns();
   std::span<const uint8_t> bytes;
   if (pre_read) {
     bytes = pre_read->bytes;
     t.read_ns += pre_read->read_ns;
   } else {
-    bytes = read_file(w.path, w.file, ctx.config.evict_after_read);
+    bytes = read_file(w.path, w.file, recipe.evict_after_read);
     t.read_ns += now_ns() - t0;
   }
   t.bytes += bytes.size();
-  if (ctx.config.no_decode) return XXH3_64bits(bytes.data(), bytes.size());
+  if (recipe.no_decode) return XXH3_64bits(bytes.data(), bytes.size());
   const int64_t t1 = now_ns();
   const ImageInfo info = w.decoder.open(bytes, w.path);
-  Rng rng(ctx.config.sampler.seed, epoch, idx, attempt);
-  const CropPlan plan = plan_crop(ctx.config.transform, info.width, info.height, rng);
+  Rng rng(recipe.seed, epoch, idx, attempt);
+  const CropPlan plan = plan_crop(recipe.transform, info.width, info.height, rng);
   const DecodedRegion& region = w.decoder.decode({plan.region, plan.out_w, plan.out_h});
   const int64_t t2 = now_ns();
   resize_region(region.rgb, plan.out_w, plan.out_h, w.resized);
   const int64_t t3 = now_ns();
-  collate_sample(w.resized, plan.flip, ctx.normalizer, dst);
+  collate_sample(w.resized, plan.flip, normalizer, dst);
   const uint64_t hash = XXH3_64bits(dst, dst_bytes);
   const int64_t t4 = now_ns();
   t.decode_ns += t2 - t1;

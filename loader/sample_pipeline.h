@@ -21,6 +21,15 @@
 
 namespace stoker {
 
+// What shapes one sample besides its file. A LoaderContext holds one; so does a worker
+// process, which has no LoaderContext (its index is a shared mapping, not an Index).
+struct SampleRecipe {
+  TransformConfig transform;
+  uint64_t seed = 0;
+  bool no_decode = false;
+  bool evict_after_read = false;
+};
+
 // What every worker shares, read-only during an epoch (BadSamples is thread-safe).
 struct LoaderContext {
   LoaderContext(const Index& index, const LoaderConfig& config);
@@ -28,6 +37,7 @@ struct LoaderContext {
   LoaderConfig config;
   Sampler sampler;
   Normalizer normalizer;
+  SampleRecipe recipe;
   BadSamples bad;
 };
 
@@ -49,11 +59,17 @@ struct PreRead {
   int64_t read_ns = 0;
 };
 
-// One attempt at dataset sample `idx` (the `attempt`-th candidate for its slot, which
-// keys its random crop with the seed and epoch): read (or take pre_read), decode, augment
-// and collate into `dst`. Returns the hash of what it wrote (of the file's bytes with
-// no_decode) and adds to `t`. Throws stoker::Error naming the file. No policy here: the
-// caller decides what a failure means (load_sample below, or a process-pool parent).
+// One attempt at dataset sample `idx`, whose file is at `worker.path` (the `attempt`-th
+// candidate for its slot, which keys its random crop with the seed and epoch): read (or
+// take pre_read), decode, augment and collate into `dst`. Returns the hash of what it wrote
+// (of the file's bytes with no_decode) and adds to `t`. Throws stoker::Error naming the
+// file. No policy here: the caller decides what a failure means (load_sample below, or a
+// process-pool parent). Every reader, worker processes included, runs exactly this.
+uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, Worker& worker,
+                        uint64_t epoch, uint32_t idx, uint32_t attempt, void* dst,
+                        const PreRead* pre_read, SampleTiming& t);
+
+// attempt_sample with the path taken from the context's index.
 uint64_t try_sample(const LoaderContext& ctx, Worker& worker, uint64_t epoch, uint32_t idx,
                     uint32_t attempt, void* dst, const PreRead* pre_read, SampleTiming& t);
 

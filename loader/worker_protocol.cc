@@ -15,7 +15,9 @@ namespace {
 
 constexpr uint64_t kIndexMagic = 0x53544b494e444558;  // "STKINDEX"
 
-size_t align8(size_t n) { return (n + 7) / 8 * 8; }
+size_t align8(size_t n) {
+  return (n + 7) / 8 * 8;
+}
 
 }  // namespace
 

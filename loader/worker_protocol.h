@@ -47,11 +47,11 @@ struct WorkerReady {
 
 // Parent -> worker: one attempt at one sample. A worker answers requests in order.
 struct SampleRequest {
-  uint64_t tag = 0;     // the parent's job, echoed in the reply
+  uint64_t tag = 0;  // the parent's job, echoed in the reply
   uint64_t epoch = 0;
-  uint64_t offset = 0;  // byte offset of the sample's slot in the batch memory
-  uint32_t index = 0;   // dataset index
-  uint32_t attempt = 0; // the slot's candidate number: keys the random crop
+  uint64_t offset = 0;   // byte offset of the sample's slot in the batch memory
+  uint32_t index = 0;    // dataset index
+  uint32_t attempt = 0;  // the slot's candidate number: keys the random crop
 };
 
 enum class SampleStatus : uint32_t {

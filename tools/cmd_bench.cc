@@ -89,14 +89,17 @@ void warm_page_cache(const Index& index) {
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
                     nlohmann::json& result) {
   LoaderStats stats;
-  Iterator it(index, config);
+  // Before the clock starts: worker processes are spawned here. Their CPU time is counted
+  // once they are reaped, when the iterator is destroyed below.
+  const double cpu0 = process_cpu_seconds();
+  auto iterator = std::make_unique<Iterator>(index, config);
+  Iterator& it = *iterator;
   const size_t per_epoch = it.batches_per_epoch();
   size_t total = per_epoch * static_cast<size_t>(o.epochs);
   if (o.max_batches) total = std::min(total, o.max_batches);
   uint64_t total_images = 0;
   for (size_t b = 0; b < total; ++b) total_images += it.sampler().batch_length(b % per_epoch);
   Progress progress(fmt::format("bench {}", config.reader.text()), total_images, "images");
-  const double cpu0 = process_cpu_seconds();
   const int64_t t0 = now_ns();
   size_t done = 0;
   Utilisation use;
@@ -129,9 +132,12 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   }
   const int64_t t_end = now_ns();
   stats.wall_ns = t_end - t0;
-  stats.cpu_seconds = process_cpu_seconds() - cpu0;
   progress.finish();
   result = stats.to_json(it);
+  iterator.reset();  // reaps worker processes, so their CPU time is counted
+  stats.cpu_seconds = process_cpu_seconds() - cpu0;
+  result["cpu_seconds"] = stats.cpu_seconds;
+  result["cpu_cores_used"] = stats.cpu_seconds / (stats.wall_ns * 1e-9);
   if (o.accelerator.enabled()) {
     use.window_ns = t_end - first_arrival;
     result["emulation"] = {

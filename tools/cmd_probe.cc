@@ -47,8 +47,8 @@ void run_probe(ProbeOptions& o) {
              o.data, index.size(), total / 1e6, index.size() ? total / 1e3 / index.size() : 0.0);
   fmt::print("# cpu: {}, {} online cpus; page cache {}; O_DIRECT {}\n", cpu_model(), cpus,
              o.warm ? "warm (not evicted)" : "evicted before each run", o.direct ? "on" : "off");
-  fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "order", "reader", "files/s",
-             "MB/s", "read50", "read99", "cores");
+  fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "order", "reader", "files/s", "MB/s",
+             "read50", "read99", "cores");
   fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "", "ms", "ms", "");
   nlohmann::json results = nlohmann::json::array();
   for (const bool shuffled : {true, false}) {

@@ -7,7 +7,8 @@ void LoaderOptions::add_to(CLI::App& app) {
   app.add_option("--batch", batch, "Samples per batch")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--prefetch", prefetch, "Batches prepared ahead of the consumer (threads:N)")
+  app.add_option("--prefetch", prefetch,
+                 "Batches prepared ahead of the consumer (all readers but serial)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--transform", transform,

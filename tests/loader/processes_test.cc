@@ -1,3 +1,366 @@
 // SPDX-License-Identifier: Apache-2.0
-// (placeholder)
+// processes:N end to end: the same batches as serial for any N, the same bad-sample list,
+// a worker killed with SIGKILL replaced without a trace in the data, a poisonous file that
+// crashes every worker reported as bad after one retry, a stuck worker killed after the
+// time-out, nothing left in /dev/shm or the process table, and worker memory that does not
+// grow with the index. The crash and hang files come from stoker-worker's test hooks.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <tuple>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "loader/iterator.h"
+#include "test_util.h"
+#include "tools/gen_dataset.h"
+
+namespace stoker {
+namespace {
+
+using test::TempDir;
+
+std::string make_dataset(const TempDir& d, GenPattern pattern, int size, int classes,
+                         int per_class) {
+  GenConfig g;
+  g.out = d / "data";
+  g.sizes = {size};
+  g.classes = classes;
+  g.per_class = per_class;
+  g.pattern = pattern;
+  g.quality = 95;
+  g.progress = false;
+  return generate_dataset(g).roots.at(0);
+}
+
+struct EpochRecord {
+  std::vector<uint64_t> batch_checksums;
+  std::vector<std::vector<uint8_t>> bytes;
+  uint64_t epoch_checksum = 0;
+};
+
+// Runs one epoch; `during(n)` is called after the n-th batch arrives.
+template <class F>
+EpochRecord run_epoch(Iterator& it, uint64_t epoch, F during) {
+  EpochRecord r;
+  it.start_epoch(epoch);
+  during(-1);
+  while (const Batch* b = it.next()) {
+    r.batch_checksums.push_back(b->checksum);
+    const auto* p = static_cast<const uint8_t*>(b->data);
+    r.bytes.emplace_back(p, p + b->bytes());
+    during(static_cast<int>(r.batch_checksums.size()) - 1);
+  }
+  r.epoch_checksum = it.epoch_checksum();
+  return r;
+}
+
+EpochRecord run_epoch(Iterator& it, uint64_t epoch) {
+  return run_epoch(it, epoch, [](int) {});
+}
+
+void expect_same(const std::vector<EpochRecord>& a, const std::vector<EpochRecord>& b,
+                 const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t e = 0; e < a.size(); ++e) {
+    EXPECT_EQ(a[e].epoch_checksum, b[e].epoch_checksum) << what << " epoch " << e;
+    EXPECT_EQ(a[e].batch_checksums, b[e].batch_checksums) << what << " epoch " << e;
+    EXPECT_TRUE(a[e].bytes == b[e].bytes) << what << " epoch " << e;
+  }
+}
+
+LoaderConfig config_for(const std::string& reader, size_t batch = 8) {
+  LoaderConfig c;
+  c.reader = parse_reader(reader);
+  c.sampler.batch_size = batch;
+  c.sampler.seed = 17;
+  c.transform.size = 48;
+  c.prefetch = 3;
+  c.warn = false;
+  return c;
+}
+
+// Sets an environment variable for a scope; workers inherit it when they are spawned.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const std::string& value) : name(name) {
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { unsetenv(name); }
+  const char* name;
+};
+
+// Live (not zombie) stoker-worker children of this process, from /proc.
+std::vector<pid_t> worker_pids() {
+  std::vector<pid_t> pids;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || line.find("(stoker-worker)") == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid() &&
+        state != 'Z') {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+// Waits up to 10 s for `n` live workers (a replacement takes a moment to start).
+std::vector<pid_t> wait_for_workers(size_t n) {
+  std::vector<pid_t> pids = worker_pids();
+  for (int i = 0; i < 1000 && pids.size() != n; ++i) {
+    usleep(10'000);
+    pids = worker_pids();
+  }
+  return pids;
+}
+
+std::set<std::string> dev_shm() {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    names.insert(e.path().filename());
+  }
+  return names;
+}
+
+// A field of /proc/PID/status in bytes ("RssAnon", "RssShmem").
+uint64_t status_bytes(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  uint64_t kb = 0;
+  while (in >> key) {
+    if (key == field + ":" && in >> kb) return kb * 1024;
+    in.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+using BadList = std::vector<std::tuple<uint32_t, std::string, std::string>>;
+
+BadList sorted_bad(const Iterator& it) {
+  BadList out;
+  for (const BadSample& s : it.bad_samples().list()) out.emplace_back(s.index, s.path, s.reason);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Processes, SameBatchesAsSerialForOneAndThreeWorkers) {
+  TempDir d;
+  const Index index = open_index(make_dataset(d, GenPattern::photo, 96, 3, 15));
+  Iterator serial(index, config_for("serial"));
+  const std::vector<EpochRecord> want = {run_epoch(serial, 0), run_epoch(serial, 1)};
+  for (const char* reader : {"processes:1", "processes:3"}) {
+    Iterator it(index, config_for(reader));
+    expect_same({run_epoch(it, 0), run_epoch(it, 1)}, want, reader);
+    EXPECT_EQ(it.pool_bytes(), 4 * ((8 * 3 * 48 * 48 * 4 + 4095) / 4096 * 4096));
+  }
+  // Resuming after two batches continues with exactly the same ones.
+  Iterator resumed(index, config_for("processes:2"));
+  resumed.start_epoch(1, 16);
+  for (size_t b = 2; const Batch* batch = resumed.next(); ++b) {
+    EXPECT_EQ(batch->checksum, want[1].batch_checksums.at(b));
+  }
+  // u8 / nhwc and the read-only path too.
+  LoaderConfig c = config_for("serial");
+  c.output.dtype = DType::u8;
+  c.output.layout = Layout::nhwc;
+  for (bool no_decode : {false, true}) {
+    c.no_decode = no_decode;
+    c.reader = parse_reader("serial");
+    Iterator s(index, c);
+    c.reader = parse_reader("processes:2");
+    Iterator p(index, c);
+    expect_same({run_epoch(p, 4)}, {run_epoch(s, 4)}, no_decode ? "no_decode" : "u8 nhwc");
+  }
+}
+
+class ProcessesBad : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = make_dataset(dir, GenPattern::index, 64, 3, 12);
+    const auto good = test::read_bytes(root + "/class_000/img_000000.jpg");
+    auto half = good;
+    half.resize(half.size() / 2);
+    test::write_bytes(root + "/class_000/img_000100.jpg", half);
+    test::write_bytes(root + "/class_001/img_000100.jpg", {});
+    test::write_text(root + "/class_002/img_000100.jpg", "not an image at all\n");
+    test::write_bytes(root + "/class_002/img_000101.jpg", good);
+  }
+  TempDir dir;
+  std::string root;
+};
+
+TEST_F(ProcessesBad, SkipListsTheSameFilesAsSerial) {
+  const Index index = open_index(root);
+  std::filesystem::remove(root + "/class_002/img_000101.jpg");  // gone after indexing
+  std::vector<std::vector<EpochRecord>> runs;
+  std::vector<BadList> lists;
+  std::vector<uint64_t> skipped;
+  for (const char* reader : {"serial", "processes:2"}) {
+    LoaderConfig c = config_for(reader, 7);
+    c.transform.size = 32;
+    Iterator it(index, c);
+    runs.push_back({run_epoch(it, 0), run_epoch(it, 1)});
+    lists.push_back(sorted_bad(it));
+    skipped.push_back(it.bad_samples().skipped.load());
+  }
+  expect_same(runs[1], runs[0], "processes:2");
+  EXPECT_EQ(lists[0].size(), 4u);
+  EXPECT_EQ(lists[1], lists[0]);
+  EXPECT_EQ(skipped[1], skipped[0]);
+}
+
+TEST_F(ProcessesBad, FailStopsWithAnErrorNamingTheFile) {
+  const Index index = open_index(root);
+  LoaderConfig c = config_for("processes:2", 7);
+  c.on_error = ErrorPolicy::fail;
+  Iterator it(index, c);
+  it.start_epoch(0);
+  try {
+    while (it.next()) {
+    }
+    FAIL() << "no error under --on-error fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("img_0001"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Processes, KilledWorkerIsReplacedAndBatchesStayIdentical) {
+  TempDir d;
+  const Index index = open_index(make_dataset(d, GenPattern::photo, 160, 3, 20));
+  Iterator serial(index, config_for("serial"));
+  const std::vector<EpochRecord> want = {run_epoch(serial, 0), run_epoch(serial, 1)};
+  Iterator it(index, config_for("processes:2"));
+  std::set<pid_t> killed;
+  auto kill_one = [&](int batch) {
+    if (batch != -1 && batch != 2) return;
+    const std::vector<pid_t> pids = wait_for_workers(2);
+    ASSERT_EQ(pids.size(), 2u);
+    ASSERT_EQ(kill(pids[0], SIGKILL), 0);
+    killed.insert(pids[0]);
+  };
+  expect_same({run_epoch(it, 0, kill_one), run_epoch(it, 1, kill_one)}, want, "after kill -9");
+  EXPECT_EQ(killed.size(), 4u);
+  EXPECT_EQ(it.bad_samples().count(), 0u);
+  const std::vector<pid_t> now = wait_for_workers(2);
+  EXPECT_EQ(now.size(), 2u);
+  for (pid_t p : now) EXPECT_EQ(killed.count(p), 0u);
+}
+
+TEST(Processes, PoisonSampleIsRetriedOnceThenReportedBad) {
+  TempDir d;
+  const std::string root = make_dataset(d, GenPattern::photo, 64, 3, 10);
+  const Index index = open_index(root);
+  const std::string poison = "class_001/img_000003.jpg";
+  std::vector<EpochRecord> got;
+  BadList bad;
+  {
+    ScopedEnv crash("STOKER_WORKER_CRASH_ON", poison);
+    LoaderConfig c = config_for("processes:2", 5);
+    Iterator it(index, c);
+    got = {run_epoch(it, 0), run_epoch(it, 1)};
+    bad = sorted_bad(it);
+    c.on_error = ErrorPolicy::fail;
+    Iterator failing(index, c);
+    failing.start_epoch(0);
+    try {
+      while (failing.next()) {
+      }
+      FAIL() << "no error under --on-error fail";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(poison), std::string::npos) << e.what();
+    }
+  }
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(std::get<1>(bad[0]), root + "/" + poison);
+  EXPECT_NE(std::get<2>(bad[0]).find("crashed twice"), std::string::npos) << std::get<2>(bad[0]);
+  EXPECT_NE(std::get<2>(bad[0]).find("signal 6"), std::string::npos) << std::get<2>(bad[0]);
+  // Serial, with the same file made unreadable, replaces it by the same samples.
+  test::write_text(root + "/" + poison, "junk");
+  Iterator serial(index, config_for("serial", 5));
+  expect_same(got, {run_epoch(serial, 0), run_epoch(serial, 1)}, "poison");
+}
+
+TEST(Processes, StuckWorkerIsKilledAfterTheTimeout) {
+  TempDir d;
+  const Index index = open_index(make_dataset(d, GenPattern::index, 48, 2, 6));
+  ScopedEnv hang("STOKER_WORKER_HANG_ON", "class_000/img_000002.jpg");
+  ScopedEnv timeout("STOKER_WORKER_SAMPLE_TIMEOUT_S", "1");
+  Iterator it(index, config_for("processes:2", 4));
+  const int64_t t0 = now_ns();
+  run_epoch(it, 0);
+  EXPECT_LT(now_ns() - t0, 20'000'000'000);
+  const BadList bad = sorted_bad(it);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(std::get<2>(bad[0]).find("no answer in 1 s"), std::string::npos) << std::get<2>(bad[0]);
+}
+
+TEST(Processes, NothingLeftInDevShmOrTheProcessTable) {
+  TempDir d;
+  const Index index = open_index(make_dataset(d, GenPattern::photo, 64, 2, 10));
+  const std::set<std::string> shm_before = dev_shm();
+  {
+    Iterator it(index, config_for("processes:3"));
+    it.start_epoch(0);
+    ASSERT_NE(it.next(), nullptr);
+    EXPECT_EQ(worker_pids().size(), 3u);
+    EXPECT_EQ(dev_shm(), shm_before);
+    // Destroyed mid-epoch, with batches in flight.
+  }
+  EXPECT_TRUE(worker_pids().empty());
+  EXPECT_EQ(dev_shm(), shm_before);
+}
+
+TEST(Processes, MissingWorkerBinaryIsAClearError) {
+  TempDir d;
+  const Index index = open_index(make_dataset(d, GenPattern::index, 48, 1, 4));
+  ScopedEnv env("STOKER_WORKER", d / "no-such-worker");
+  try {
+    Iterator it(index, config_for("processes:2"));
+    FAIL() << "no error without a worker binary";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-worker"), std::string::npos) << e.what();
+  }
+}
+
+// A worker reads paths in place from the shared index: its private memory is the same for
+// 40 samples and for 300 000.
+TEST(Processes, WorkerMemoryDoesNotGrowWithTheIndex) {
+  TempDir d;
+  const std::string root = make_dataset(d, GenPattern::index, 48, 1, 1);
+  const uint64_t size = std::filesystem::file_size(root + "/class_000/img_000000.jpg");
+  std::vector<uint64_t> anon;
+  for (size_t n : {40, 300'000}) {
+    Index index;
+    index.root = root;
+    index.classes = {"class_000"};
+    for (size_t i = 0; i < n; ++i) index.add("class_000/./././img_000000.jpg", size, 0);
+    LoaderConfig c = config_for("processes:1", 64);
+    c.no_decode = true;
+    Iterator it(index, c);
+    it.start_epoch(0);
+    for (int b = 0; b < 20 && it.next(); ++b) {
+    }
+    const std::vector<pid_t> pids = worker_pids();
+    ASSERT_EQ(pids.size(), 1u);
+    anon.push_back(status_bytes(pids[0], "RssAnon"));
+  }
+  EXPECT_LT(anon[1], anon[0] + (1 << 20))
+      << "a 300 000-entry index (11 MB) made the worker's "
+      << "private memory grow from " << anon[0] << " to " << anon[1] << " bytes";
+}
+
+}  // namespace
+}  // namespace stoker
