@@ -89,9 +89,11 @@ void warm_page_cache(const Index& index) {
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
                     nlohmann::json& result) {
   LoaderStats stats;
-  // Before the clock starts: worker processes are spawned here. Their CPU time is counted
-  // once they are reaped, when the iterator is destroyed below.
+  // The clock starts before the iterator exists: start-up (spawning worker processes) is
+  // part of what a user waits for. Workers' CPU time is counted once they are reaped, when
+  // the iterator is destroyed below.
   const double cpu0 = process_cpu_seconds();
+  const int64_t t0 = now_ns();
   auto iterator = std::make_unique<Iterator>(index, config);
   Iterator& it = *iterator;
   const size_t per_epoch = it.batches_per_epoch();
@@ -100,7 +102,6 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   uint64_t total_images = 0;
   for (size_t b = 0; b < total; ++b) total_images += it.sampler().batch_length(b % per_epoch);
   Progress progress(fmt::format("bench {}", config.reader.text()), total_images, "images");
-  const int64_t t0 = now_ns();
   size_t done = 0;
   Utilisation use;
   int64_t first_arrival = 0;
