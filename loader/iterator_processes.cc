@@ -30,7 +30,11 @@ namespace stoker {
 
 namespace {
 
-constexpr size_t kPerWorker = 2;  // requests outstanding per worker: one running, one queued
+// Requests outstanding per worker. More than two: on a machine with as many workers as
+// cores the parent's service thread is often not running when a worker finishes, and a
+// worker with nothing queued then idles (processes:2 reached 0.78 of threads:2 at 256px
+// with 2; docs/PERFORMANCE.md). A crash re-sends the queued ones, which costs nothing.
+constexpr size_t kPerWorker = 8;
 constexpr int kStartupMs = 30'000;
 constexpr int kReapMs = 5'000;
 

@@ -124,7 +124,9 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
         use.compute_ns += o.accelerator.compute_ns(b->size);
         o.accelerator.compute(b->size);
       }
-      progress.add(b->size, 0);
+      uint64_t bytes = 0;
+      for (size_t i = 0; i < b->size; ++i) bytes += b->timing[i].bytes;
+      progress.add(b->size, bytes);
       ++done;
       ++in_epoch;
     }
