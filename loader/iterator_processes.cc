@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "loader/batch_order.h"
 #include "loader/process_pool_memory.h"
 #include "loader/process_pool_spawn.h"
 #include "loader/producer.h"
@@ -101,8 +102,8 @@ class ProcessesProducer final : public Producer {
       b.indices.assign(capacity_, 0);
       b.sample_hash.assign(capacity_, 0);
       b.timing.assign(capacity_, {});
-      free_.push_back(i);
     }
+    order_ = BatchOrder(batches_.size());
     thread_ = std::thread([this] { serve(); });
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return started_; });
@@ -135,25 +136,20 @@ class ProcessesProducer final : public Producer {
 
   Batch& wait(size_t b) override {
     std::unique_lock lock(mu_);
-    if (held_ >= 0) free_.push_back(static_cast<size_t>(held_));
-    held_ = -1;
+    order_.release_held();
     submit_more();
     wake();
-    if (in_flight_.empty() && fatal_) std::rethrow_exception(fatal_);
-    STOKER_CHECK(!in_flight_.empty());
-    const size_t i = in_flight_.front();
+    if (order_.empty() && fatal_) std::rethrow_exception(fatal_);
+    STOKER_CHECK(!order_.empty());
+    const size_t i = order_.front();
     STOKER_CHECK(batches_[i].number == b);
-    for (int waited_s = 60;
-         !cv_.wait_for(lock, std::chrono::seconds(60), [&] { return jobs_[i].done; });
-         waited_s += 60) {
-      std::fprintf(stderr,
-                   "stoker: still waiting for batch %zu of epoch %llu after %d s (%zu of %zu "
-                   "samples to go, %zu worker processes; slow storage or a stuck read?)\n",
-                   b, static_cast<unsigned long long>(batches_[i].epoch), waited_s,
-                   jobs_[i].pending, batches_[i].size, processes_);
-    }
-    in_flight_.pop_front();
-    held_ = static_cast<int>(i);
+    wait_for_batch(
+        lock, cv_, b, batches_[i].epoch, [&] { return jobs_[i].done; },
+        [&] {
+          return std::to_string(jobs_[i].pending) + " of " + std::to_string(batches_[i].size) +
+                 " samples to go, " + std::to_string(processes_) + " worker processes";
+        });
+    order_.hand_out();
     if (jobs_[i].error) std::rethrow_exception(jobs_[i].error);
     return batches_[i];
   }
@@ -165,10 +161,7 @@ class ProcessesProducer final : public Producer {
     wake();
     // Bounded: a worker silent for the sample time-out is killed, which ends its requests.
     cv_.wait(lock, [&] { return outstanding_ == 0; });
-    for (size_t i : in_flight_) free_.push_back(i);
-    in_flight_.clear();
-    if (held_ >= 0) free_.push_back(static_cast<size_t>(held_));
-    held_ = -1;
+    order_.reset();
   }
 
   size_t pool_bytes() const override { return tensors_.size(); }
@@ -183,12 +176,10 @@ class ProcessesProducer final : public Producer {
   void submit_more() {
     if (!active_ || fatal_) return;
     const size_t last = ctx_.sampler.batches();
-    while (!free_.empty() && next_submit_ < last && in_flight_.size() < ctx_.config.prefetch) {
-      const size_t i = free_.front();
-      free_.pop_front();
+    while (next_submit_ < last && order_.can_start(ctx_.config.prefetch)) {
+      const size_t i = order_.start();
       begin_batch(ctx_, batches_[i], next_submit_++);
       jobs_[i] = BatchJob{batches_[i].size, false, nullptr};
-      in_flight_.push_back(i);
       for (size_t s = 0; s < batches_[i].size; ++s) {
         slots_[i * capacity_ + s] = Slot{};
         slots_[i * capacity_ + s].t.attempts = 0;
@@ -351,7 +342,7 @@ class ProcessesProducer final : public Producer {
     } catch (...) {
       if (!lock.owns_lock()) lock.lock();
       fatal_ = std::current_exception();
-      for (size_t i : in_flight_) jobs_[i] = BatchJob{0, true, fatal_};
+      for (size_t i : order_.in_flight()) jobs_[i] = BatchJob{0, true, fatal_};
     }
     for (Proc& p : procs_) close(std::exchange(p.p.socket, -1));  // all exit at once
     for (Proc& p : procs_) end_worker(p.p, kReapMs);
@@ -416,8 +407,7 @@ class ProcessesProducer final : public Producer {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<size_t> ready_;  // slot ids waiting for a worker
-  std::deque<size_t> free_, in_flight_;
-  int held_ = -1;
+  BatchOrder order_{0};
   size_t next_submit_ = 0;
   size_t outstanding_ = 0;  // requests sent and not yet answered or lost
   bool active_ = false;     // between begin() and stop(): the sampler may be read

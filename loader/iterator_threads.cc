@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "loader/batch_order.h"
 #include "loader/producer.h"
 #include "loader/sample_pipeline.h"
 
@@ -34,9 +35,8 @@ class ThreadsProducer final : public Producer {
         ctx_(ctx),
         pool_(ctx.config.prefetch + 1, ctx.config.sampler.batch_size, ctx.config.output),
         workers_([&ctx] { return Worker(ctx.config.decode); }),
-        jobs_(pool_.count()) {
-    for (size_t i = 0; i < pool_.count(); ++i) free_.push_back(i);
-  }
+        jobs_(pool_.count()),
+        order_(pool_.count()) {}
 
   ~ThreadsProducer() override { stop(); }
 
@@ -48,27 +48,18 @@ class ThreadsProducer final : public Producer {
 
   Batch& wait(size_t b) override {
     std::unique_lock lock(mu_);
-    if (held_ >= 0) {
-      free_.push_back(static_cast<size_t>(held_));
-      held_ = -1;
-    }
+    order_.release_held();
     submit_more();
-    STOKER_CHECK(!in_flight_.empty());
-    const size_t i = in_flight_.front();
+    STOKER_CHECK(!order_.empty());
+    const size_t i = order_.front();
     STOKER_CHECK(pool_[i].number == b);
-    int waited_s = 0;
-    while (!jobs_[i].done) {
-      if (!done_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return jobs_[i].done; })) {
-        waited_s += 60;
-        std::fprintf(stderr,
-                     "stoker: still waiting for batch %zu of epoch %llu after %d s "
-                     "(%zu of %zu samples done; slow storage or a stuck read?)\n",
-                     b, static_cast<unsigned long long>(pool_[i].epoch), waited_s,
-                     jobs_[i].samples_done.load(), pool_[i].size);
-      }
-    }
-    in_flight_.pop_front();
-    held_ = static_cast<int>(i);
+    wait_for_batch(
+        lock, done_cv_, b, pool_[i].epoch, [&] { return jobs_[i].done; },
+        [&] {
+          return std::to_string(jobs_[i].samples_done.load()) + " of " +
+                 std::to_string(pool_[i].size) + " samples done";
+        });
+    order_.hand_out();
     if (jobs_[i].error) std::rethrow_exception(jobs_[i].error);
     return pool_[i];
   }
@@ -77,10 +68,7 @@ class ThreadsProducer final : public Producer {
     cancel_ = true;
     std::unique_lock lock(mu_);
     done_cv_.wait(lock, [&] { return running_ == 0; });
-    for (size_t i : in_flight_) free_.push_back(i);
-    in_flight_.clear();
-    if (held_ >= 0) free_.push_back(static_cast<size_t>(held_));
-    held_ = -1;
+    order_.reset();
     cancel_ = false;
   }
 
@@ -96,15 +84,13 @@ class ThreadsProducer final : public Producer {
   // Called with mu_ held.
   void submit_more() {
     const size_t last = ctx_.sampler.batches();
-    while (!free_.empty() && next_submit_ < last && in_flight_.size() < ctx_.config.prefetch) {
-      const size_t i = free_.front();
-      free_.pop_front();
+    while (next_submit_ < last && order_.can_start(ctx_.config.prefetch)) {
+      const size_t i = order_.start();
       Batch& batch = pool_[i];
       begin_batch(ctx_, batch, next_submit_);
       jobs_[i].done = false;
       jobs_[i].error = nullptr;
       jobs_[i].samples_done = 0;
-      in_flight_.push_back(i);
       ++next_submit_;
       ++running_;
       // enqueue, not execute: execute would block this thread (holding mu_) until an arena
@@ -149,8 +135,7 @@ class ThreadsProducer final : public Producer {
   std::vector<Job> jobs_;
   std::mutex mu_;
   std::condition_variable done_cv_;
-  std::deque<size_t> free_, in_flight_;
-  int held_ = -1;
+  BatchOrder order_;
   size_t next_submit_ = 0;
   size_t running_ = 0;  // jobs enqueued and not finished
   std::atomic<bool> cancel_{false};

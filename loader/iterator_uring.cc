@@ -30,6 +30,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "loader/batch_order.h"
 #include "loader/sample_pipeline.h"
 
 namespace stoker {
@@ -74,8 +75,8 @@ class UringProducer final : public Producer {
         workers_([&ctx] { return Worker(ctx.config.decode); }),
         jobs_(pool_.count()),
         buffers_(static_cast<size_t>(qd) + 2 * static_cast<size_t>(threads)),
-        reads_(static_cast<size_t>(qd)) {
-    for (size_t i = 0; i < pool_.count(); ++i) free_batches_.push_back(i);
+        reads_(static_cast<size_t>(qd)),
+        order_(pool_.count()) {
     for (size_t i = 0; i < buffers_.size(); ++i) free_buffers_.push_back(i);
     for (size_t i = 0; i < reads_.size(); ++i) free_reads_.push_back(i);
     submitter_ = std::thread([this] { submit_loop(); });
@@ -100,27 +101,19 @@ class UringProducer final : public Producer {
 
   Batch& wait(size_t b) override {
     std::unique_lock lock(mu_);
-    if (held_ >= 0) {
-      free_batches_.push_back(static_cast<size_t>(held_));
-      held_ = -1;
-    }
+    order_.release_held();
     submit_batches();
-    STOKER_CHECK(!in_flight_.empty());
-    const size_t i = in_flight_.front();
+    STOKER_CHECK(!order_.empty());
+    const size_t i = order_.front();
     STOKER_CHECK(pool_[i].number == b);
-    int waited_s = 0;
-    while (!jobs_[i].done) {
-      if (!done_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return jobs_[i].done; })) {
-        waited_s += 60;
-        std::fprintf(stderr,
-                     "stoker: still waiting for batch %zu after %d s (%zu of %zu samples left; "
-                     "%zu reads in flight: slow storage?)\n",
-                     b, waited_s, jobs_[i].remaining.load(), pool_[i].size,
-                     reads_in_flight_.load());
-      }
-    }
-    in_flight_.pop_front();
-    held_ = static_cast<int>(i);
+    wait_for_batch(
+        lock, done_cv_, b, pool_[i].epoch, [&] { return jobs_[i].done; },
+        [&] {
+          return std::to_string(jobs_[i].remaining.load()) + " of " +
+                 std::to_string(pool_[i].size) + " samples to go, " +
+                 std::to_string(reads_in_flight_.load()) + " reads in flight";
+        });
+    order_.hand_out();
     if (jobs_[i].error) std::rethrow_exception(jobs_[i].error);
     return pool_[i];
   }
@@ -135,10 +128,7 @@ class UringProducer final : public Producer {
     for (const auto& [pool_i, slot] : dropped) sample_done(pool_i);
     lock.lock();
     done_cv_.wait(lock, [&] { return running_ == 0; });
-    for (size_t i : in_flight_) free_batches_.push_back(i);
-    in_flight_.clear();
-    if (held_ >= 0) free_batches_.push_back(static_cast<size_t>(held_));
-    held_ = -1;
+    order_.reset();
     cancel_ = false;
   }
 
@@ -155,16 +145,13 @@ class UringProducer final : public Producer {
   void submit_batches() {
     const size_t last = ctx_.sampler.batches();
     bool added = false;
-    while (!free_batches_.empty() && next_submit_ < last &&
-           in_flight_.size() < ctx_.config.prefetch) {
-      const size_t i = free_batches_.front();
-      free_batches_.pop_front();
+    while (next_submit_ < last && order_.can_start(ctx_.config.prefetch)) {
+      const size_t i = order_.start();
       Batch& batch = pool_[i];
       begin_batch(ctx_, batch, next_submit_++);
       jobs_[i].done = false;
       jobs_[i].error = nullptr;
       jobs_[i].remaining = batch.size;
-      in_flight_.push_back(i);
       ++running_;
       for (size_t s = 0; s < batch.size; ++s) pending_.emplace_back(i, s);
       added = true;
@@ -329,11 +316,11 @@ class UringProducer final : public Producer {
 
   std::mutex mu_;
   std::condition_variable done_cv_, work_cv_;
-  std::deque<size_t> free_batches_, in_flight_, free_buffers_;
+  BatchOrder order_;
+  std::deque<size_t> free_buffers_;
   std::deque<size_t> free_reads_;                  // the submitter thread only
   std::deque<std::pair<size_t, size_t>> pending_;  // (batch pool index, slot) to read
   std::atomic<size_t> reads_in_flight_{0};         // written by the submitter only
-  int held_ = -1;
   size_t next_submit_ = 0;
   size_t running_ = 0;  // batches begun and not finished
   std::atomic<bool> cancel_{false};

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// The bookkeeping every prefetching reader shares: which pool buffers are free, which are in
+// flight (in batch order), which one the consumer holds; and the consumer's bounded wait for
+// the next one. Not thread-safe by itself: callers hold their own mutex around every call.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <string>
+
+namespace stoker {
+
+class BatchOrder {
+ public:
+  explicit BatchOrder(size_t pool_size) {
+    for (size_t i = 0; i < pool_size; ++i) free_.push_back(i);
+  }
+  // The consumer is done with the buffer it held (it asked for the next batch).
+  void release_held() {
+    if (held_ >= 0) free_.push_back(static_cast<size_t>(held_));
+    held_ = -1;
+  }
+  bool can_start(size_t prefetch) const { return !free_.empty() && in_flight_.size() < prefetch; }
+  // Takes a free buffer for the next batch in order.
+  size_t start() {
+    const size_t i = free_.front();
+    free_.pop_front();
+    in_flight_.push_back(i);
+    return i;
+  }
+  bool empty() const { return in_flight_.empty(); }
+  size_t front() const { return in_flight_.front(); }
+  // The front batch goes to the consumer, who holds it until release_held().
+  void hand_out() {
+    held_ = static_cast<int>(in_flight_.front());
+    in_flight_.pop_front();
+  }
+  // After a stop: every buffer is free again.
+  void reset() {
+    for (size_t i : in_flight_) free_.push_back(i);
+    in_flight_.clear();
+    release_held();
+  }
+  const std::deque<size_t>& in_flight() const { return in_flight_; }
+
+ private:
+  std::deque<size_t> free_, in_flight_;
+  int held_ = -1;
+};
+
+// Waits on `cv` (with `lock` held) until done(). Never silently forever: every 60 s it says
+// which batch it is waiting for and, from progress(), how far that batch has got.
+template <class Done, class Progress>
+void wait_for_batch(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, size_t batch,
+                    uint64_t epoch, Done done, Progress progress) {
+  for (int waited_s = 60; !cv.wait_for(lock, std::chrono::seconds(60), done); waited_s += 60) {
+    const std::string detail = progress();
+    std::fprintf(stderr,
+                 "stoker: still waiting for batch %zu of epoch %llu after %d s (%s; slow storage "
+                 "or a stuck read?)\n",
+                 batch, static_cast<unsigned long long>(epoch), waited_s, detail.c_str());
+  }
+}
+
+}  // namespace stoker
