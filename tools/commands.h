@@ -12,5 +12,6 @@ void add_bench_command(CLI::App& app);
 void add_peek_command(CLI::App& app);
 void add_index_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
+void add_model_command(CLI::App& app);
 
 }  // namespace stoker

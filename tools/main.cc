@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   stoker::add_peek_command(app);
   stoker::add_index_command(app);
   stoker::add_probe_command(app);
+  stoker::add_model_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
