@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/system_info.h"
 #include "loader/iterator.h"
+#include "loader_test_util.h"
 #include "test_util.h"
 #include "tools/gen_dataset.h"
 
@@ -17,36 +18,9 @@ namespace {
 
 using test::TempDir;
 
-std::string make_dataset(const TempDir& d, GenPattern pattern, int size, int classes,
-                         int per_class) {
-  GenConfig g;
-  g.out = d / "data";
-  g.sizes = {size};
-  g.classes = classes;
-  g.per_class = per_class;
-  g.pattern = pattern;
-  g.quality = 95;
-  g.progress = false;
-  return generate_dataset(g).roots.at(0);
-}
-
-struct EpochRecord {
-  std::vector<uint64_t> batch_checksums;
-  std::vector<std::vector<uint8_t>> bytes;
-  uint64_t epoch_checksum = 0;
-};
-
-EpochRecord run_epoch(Iterator& it, uint64_t epoch, uint64_t start = 0) {
-  EpochRecord r;
-  it.start_epoch(epoch, start);
-  while (const Batch* b = it.next()) {
-    r.batch_checksums.push_back(b->checksum);
-    const auto* p = static_cast<const uint8_t*>(b->data);
-    r.bytes.emplace_back(p, p + b->bytes());
-  }
-  r.epoch_checksum = it.epoch_checksum();
-  return r;
-}
+using test::EpochRecord;
+using test::make_dataset;
+using test::run_epoch;
 
 LoaderConfig config_for(const std::string& reader, size_t batch = 8) {
   LoaderConfig c;

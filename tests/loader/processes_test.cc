@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "loader/iterator.h"
+#include "loader_test_util.h"
 #include "test_util.h"
 #include "tools/gen_dataset.h"
 
@@ -26,44 +27,9 @@ namespace {
 
 using test::TempDir;
 
-std::string make_dataset(const TempDir& d, GenPattern pattern, int size, int classes,
-                         int per_class) {
-  GenConfig g;
-  g.out = d / "data";
-  g.sizes = {size};
-  g.classes = classes;
-  g.per_class = per_class;
-  g.pattern = pattern;
-  g.quality = 95;
-  g.progress = false;
-  return generate_dataset(g).roots.at(0);
-}
-
-struct EpochRecord {
-  std::vector<uint64_t> batch_checksums;
-  std::vector<std::vector<uint8_t>> bytes;
-  uint64_t epoch_checksum = 0;
-};
-
-// Runs one epoch; `during(n)` is called after the n-th batch arrives.
-template <class F>
-EpochRecord run_epoch(Iterator& it, uint64_t epoch, F during) {
-  EpochRecord r;
-  it.start_epoch(epoch);
-  during(-1);
-  while (const Batch* b = it.next()) {
-    r.batch_checksums.push_back(b->checksum);
-    const auto* p = static_cast<const uint8_t*>(b->data);
-    r.bytes.emplace_back(p, p + b->bytes());
-    during(static_cast<int>(r.batch_checksums.size()) - 1);
-  }
-  r.epoch_checksum = it.epoch_checksum();
-  return r;
-}
-
-EpochRecord run_epoch(Iterator& it, uint64_t epoch) {
-  return run_epoch(it, epoch, [](int) {});
-}
+using test::EpochRecord;
+using test::make_dataset;
+using test::run_epoch;
 
 void expect_same(const std::vector<EpochRecord>& a, const std::vector<EpochRecord>& b,
                  const std::string& what) {
@@ -251,7 +217,9 @@ TEST(Processes, KilledWorkerIsReplacedAndBatchesStayIdentical) {
     ASSERT_EQ(kill(pids[0], SIGKILL), 0);
     killed.insert(pids[0]);
   };
-  expect_same({run_epoch(it, 0, kill_one), run_epoch(it, 1, kill_one)}, want, "after kill -9");
+  expect_same(
+      {test::run_epoch_watching(it, 0, 0, kill_one), test::run_epoch_watching(it, 1, 0, kill_one)},
+      want, "after kill -9");
   EXPECT_EQ(killed.size(), 4u);
   EXPECT_EQ(it.bad_samples().count(), 0u);
   const std::vector<pid_t> now = wait_for_workers(2);
