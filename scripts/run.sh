@@ -7,5 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=OFF > /dev/null
-cmake --build build --target stoker
+cmake --build build --target stoker stoker-worker
 exec build/tools/stoker bench "$@"
