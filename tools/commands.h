@@ -13,5 +13,6 @@ void add_peek_command(CLI::App& app);
 void add_index_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_model_command(CLI::App& app);
+void add_checkpoint_command(CLI::App& app);
 
 }  // namespace stoker

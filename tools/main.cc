@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // `stoker`: parse, run, map errors to exit codes (0 ok, 1 failure, 2 usage).
+#include <csignal>
 #include <cstdio>
 
 #include "common/error.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  // Writing past a file-size limit should be an error (EFBIG) that names the checkpoint,
+  // not a kill by SIGXFSZ that leaves a temporary file behind.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"stoker: keeps an accelerator fed, and measures every stage"};
   app.set_version_flag("--version", "stoker " STOKER_VERSION);
   app.require_subcommand(1);
@@ -15,6 +19,7 @@ int main(int argc, char** argv) {
   stoker::add_index_command(app);
   stoker::add_probe_command(app);
   stoker::add_model_command(app);
+  stoker::add_checkpoint_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
