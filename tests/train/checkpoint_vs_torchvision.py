@@ -4,12 +4,11 @@
 # strict=True into torchvision's resnet18(num_classes=10), with torch's dtypes and init
 # statistics; torchvision's state_dict written here passes `stoker checkpoint info --check` with
 # the same keys, shapes and sums, and tampered copies fail naming the file and the key. The
-# format is read and written with json + struct (Debian has no python safetensors). Exit 77
+# format is read and written by safetensors_io.py (Debian has no python safetensors). Exit 77
 # (skip) when torch or torchvision cannot be imported.
 import json
 import math
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -22,55 +21,18 @@ except Exception as e:  # noqa: BLE001 - any import failure means "no oracle her
           "python3-torchvision and run with /usr/bin/python3")
     sys.exit(77)
 
+from safetensors_io import NAMES, read_safetensors, write_safetensors  # noqa: E402
+
 stoker = sys.argv[1]
 torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
 failures = []
 MOMENTUM = "optim.momentum."
-# safetensors name -> torch dtype; the format is little-endian, as this host must be.
-DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
-          "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32, "I16": torch.int16,
-          "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool}
-NAMES = {v: k for k, v in DTYPES.items()}
-assert sys.byteorder == "little"
 
 
 def check(ok, what):
     if not ok:
         failures.append(what)
         print("FAIL:", what)
-
-
-def read_safetensors(path):
-    """(ordered header entries, tensors by name, metadata) of a safetensors file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    metadata = header.pop("__metadata__", {})
-    tensors = {}
-    for name, e in header.items():
-        begin, end = e["data_offsets"]
-        raw = bytearray(data[8 + n + begin:8 + n + end])
-        t = torch.frombuffer(raw, dtype=DTYPES[e["dtype"]]) if raw else \
-            torch.empty(0, dtype=DTYPES[e["dtype"]])
-        tensors[name] = t.reshape(e["shape"])
-    return header, tensors, metadata
-
-
-def write_safetensors(path, tensors, metadata=None):
-    """Writes (name, tensor) pairs back to back, in the order given."""
-    header = {"__metadata__": metadata} if metadata else {}
-    blobs, offset = [], 0
-    for name, t in tensors:
-        raw = t.detach().contiguous().numpy().tobytes()
-        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def run(*args):

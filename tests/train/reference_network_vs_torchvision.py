@@ -6,9 +6,7 @@
 # eval-mode logits. Error max|ours - torch| / max|torch| per tensor must stay below 1e-4
 # against torch in fp64 (the exact answer), and against torch in fp32 wherever torch's fp32
 # is itself within 1e-5 of its fp64. Exit 77 (skip) without torch.
-import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -23,43 +21,13 @@ except Exception as e:  # noqa: BLE001 - any import failure means "no oracle her
           "python3-torchvision and run with /usr/bin/python3")
     sys.exit(77)
 
+from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+
 stoker, driver = sys.argv[1], sys.argv[2]
 TOL = 1e-4
 SMOOTHING = 0.1
 torch.set_num_threads(2)
 failures = []
-assert sys.byteorder == "little"
-DTYPES = {"F32": torch.float32, "I64": torch.int64}
-NAMES = {v: k for k, v in DTYPES.items()}
-
-
-def read_safetensors(path):
-    """Tensors by name, in file order (the format, with json + struct: no Debian package)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    header.pop("__metadata__", None)
-    out = {}
-    for name, e in header.items():
-        begin, end = e["data_offsets"]
-        raw = bytearray(data[8 + n + begin:8 + n + end])
-        out[name] = torch.frombuffer(raw, dtype=DTYPES[e["dtype"]]).reshape(e["shape"])
-    return out
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        raw = t.detach().contiguous().numpy().tobytes()
-        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
 def torch_step(arch, classes, state, images, labels, dtype):
@@ -95,7 +63,7 @@ def check_case(tmp, arch, classes, batch, size):
     init = os.path.join(tmp, f"{arch}.init.safetensors")
     subprocess.run([stoker, "checkpoint", "init", arch, init, "--classes", str(classes),
                     "--seed", "7"], check=True, capture_output=True)
-    state = {k: v.clone() for k, v in read_safetensors(init).items()}
+    state = {k: v.clone() for k, v in read_safetensors(init)[1].items()}
     # Non-trivial batch-norm state, so gamma, beta and the running statistics all matter.
     # The last BN of each residual branch gets a small gamma, as in a trained network: with
     # gamma ~1 everywhere, ResNet-50's training-mode gradients at a small input are chaotic
@@ -129,7 +97,7 @@ def check_case(tmp, arch, classes, batch, size):
         print("FAIL:", failures[-1])
         return
     print(f"{case}: driver {elapsed:.1f} s ({p.stdout.strip()})")
-    ours = read_safetensors(out_file)
+    ours = read_safetensors(out_file)[1]
     refs = {"fp64": torch_step(arch, classes, state, images, labels, torch.float64),
             "fp32": torch_step(arch, classes, state, images, labels, torch.float32)}
     expected = set(refs["fp64"])
