@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: Apache-2.0
+// Planning of dnnl_net.h in two passes. Pass 1 walks the layers forward: each layer's
+// forward primitive takes its input in the producer's layout and picks its output layout
+// (and, for conv and fc, the weights' layout); this fixes every tensor's layout. Pass 2
+// walks them backward: gradients take the layout of the tensor they belong to, so no
+// activation is ever reordered inside a step. A tensor read by two layers (a block's input:
+// residual branch and shortcut) gets the first gradient written in place and the second one
+// added to it.
+#include "train/cpu/dnnl_net.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/error.h"
+#include "train/cpu/dnnl_check.h"
+
+namespace stoker::cpu {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::prop_kind;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+const auto kScaleShift = dnnl::normalization_flags::use_scale |  //
+                         dnnl::normalization_flags::use_shift;
+
+void* handle(const memory& m) {
+  return STOKER_DNNL(m.get_data_handle());
+}
+
+struct Planner {
+  DnnlNet& d;
+  dnnl::primitive_attr attr;  // user scratchpad: one buffer for all, allocated after planning
+  int64_t n = 0;
+
+  explicit Planner(DnnlNet& net) : d(net), n(net.config.batch) {
+    STOKER_DNNL(attr.set_scratchpad_mode(dnnl::scratchpad_mode::user));
+  }
+
+  memory::dims dims(int id) const {
+    const ActShape& s = d.shapes[size_t(id)];
+    return {n, s.c, s.h, s.w};
+  }
+
+  // Zeroed, so that the padding of blocked layouts starts (and, through SGD, stays) zero.
+  memory alloc(const memory::desc& md) {
+    memory m = STOKER_DNNL(memory(md, d.engine));
+    std::memset(handle(m), 0, md.get_size());
+    return m;
+  }
+
+  template <class Pd>
+  void add(std::vector<Step>& program, std::string what, const Pd& pd, dnnl::primitive prim,
+           std::unordered_map<int, memory> args) {
+    Step s;
+    s.what = std::move(what);
+    s.impl = STOKER_DNNL(pd.impl_info_str());
+    s.prim = std::move(prim);
+    s.args = std::move(args);
+    s.scratchpad = STOKER_DNNL(pd.scratchpad_desc());
+    program.push_back(std::move(s));
+  }
+
+  void add_reorder(std::vector<Step>& program, std::string what, const memory& from,
+                   const memory& to) {
+    const auto pd = STOKER_DNNL(dnnl::reorder::primitive_desc(from, to, attr));
+    add(program, std::move(what), pd, STOKER_DNNL(dnnl::reorder(pd)),
+        {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  }
+
+  void add_host(std::vector<Step>& program, std::string what, std::function<void()> f) {
+    Step s;
+    s.what = std::move(what);
+    s.impl = "host";
+    s.host = std::move(f);
+    program.push_back(std::move(s));
+  }
+
+  // dst = src0 + src1 (dst may be src0).
+  void add_sum(std::vector<Step>& program, std::string what, const memory& src0, const memory& src1,
+               const memory& dst) {
+    const auto pd = STOKER_DNNL(dnnl::binary::primitive_desc(
+        dnnl::binary::desc(algorithm::binary_add, src0.get_desc(), src1.get_desc(), dst.get_desc()),
+        attr, d.engine));
+    add(program, std::move(what), pd, STOKER_DNNL(dnnl::binary(pd)),
+        {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+  }
+
+  ParamMemory& param(int index) { return d.params[size_t(index)]; }
+
+  // A trainable f32 parameter in the layout `master` (gradient and momentum alike).
+  void make_trainable(int index, const memory::desc& master, const memory::desc& plain) {
+    ParamMemory& p = param(index);
+    p.value = alloc(master);
+    p.grad = alloc(master);
+    p.momentum = alloc(master);
+    p.plain = plain;
+  }
+  void make_buffer(int index, const memory::desc& plain) {
+    ParamMemory& p = param(index);
+    p.value = alloc(plain);
+    p.plain = plain;
+  }
+
+  void set_output(int id, const memory::desc& md) {
+    d.md[size_t(id)] = md;
+    d.act[size_t(id)] = alloc(md);
+  }
+
+  // The weights a primitive wants as `wanted`: the master itself, or a copy refreshed by a
+  // reorder at the start of each step that reads it.
+  memory weights_for(const memory& master, const memory::desc& wanted, const std::string& what,
+                     std::vector<std::vector<Step>*> programs) {
+    if (wanted == master.get_desc()) return master;
+    memory copy = alloc(wanted);
+    for (auto* program : programs) add_reorder(*program, what + " weights reorder", master, copy);
+    ++d.reorders_per_step;
+    return copy;
+  }
+
+  // ---- pass 1: forward ----
+
+  void forward_conv(size_t i, const Layer& l) {
+    STOKER_CHECK_MSG(l.groups == 1 && !l.bias, "{}: grouped or biased conv is not planned", l.name);
+    const int in = l.inputs[0], out = l.output;
+    const memory::dims w = {l.out_channels, l.in_channels, l.kernel, l.kernel};
+    const memory::dims strides = {l.stride, l.stride}, pad = {l.padding, l.padding};
+    const memory::desc src = in == 0 ? memory::desc(dims(in), d.act_type, tag::any) : d.md[in];
+    const auto fwd_pd = STOKER_DNNL(dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
+                                        src, memory::desc(w, d.act_type, tag::any),
+                                        memory::desc(dims(out), d.act_type, tag::any), strides, pad,
+                                        pad),
+        attr, d.engine));
+    if (in == 0) set_output(0, fwd_pd.src_desc());
+    set_output(out, fwd_pd.dst_desc());
+    // The master weights take the layout backward-weights writes gradients in (f32 always).
+    const auto bww_pd = STOKER_DNNL(dnnl::convolution_backward_weights::primitive_desc(
+        dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, d.md[in],
+                                                 memory::desc(w, dt::f32, tag::any), d.md[out],
+                                                 strides, pad, pad),
+        attr, d.engine, fwd_pd));
+    make_trainable(l.weight, bww_pd.diff_weights_desc(), memory::desc(w, dt::f32, tag::oihw));
+    LayerMemory& lm = d.layers[i];
+    lm.conv_fwd = fwd_pd;
+    lm.conv_bww = bww_pd;
+    lm.fwd_weights = weights_for(param(l.weight).value, fwd_pd.weights_desc(), l.name,
+                                 {&d.forward_train, &d.forward_eval});
+    const auto prim = STOKER_DNNL(dnnl::convolution_forward(fwd_pd));
+    for (auto* program : {&d.forward_train, &d.forward_eval}) {
+      add(*program, l.name + " forward", fwd_pd, prim,
+          {{DNNL_ARG_SRC, d.act[in]},
+           {DNNL_ARG_WEIGHTS, lm.fwd_weights},
+           {DNNL_ARG_DST, d.act[out]}});
+    }
+  }
+
+  void forward_batchnorm(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    const ActShape& s = d.shapes[size_t(in)];
+    const int64_t per_channel = n * s.h * s.w;
+    if (per_channel < 2) {
+      fail(
+          "{}: {} sees {} value per channel at batch {} and {}x{} input; training batch norm "
+          "needs more than one (use a larger batch or input)",
+          d.net.name, l.name, per_channel, n, d.config.height, d.config.width);
+    }
+    const memory::desc c_md({s.c}, dt::f32, tag::x);
+    make_trainable(l.weight, c_md, c_md);
+    make_trainable(l.bias_param, c_md, c_md);
+    make_buffer(l.running_mean, c_md);
+    make_buffer(l.running_var, c_md);
+
+    const auto train_pd = STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
+        dnnl::batch_normalization_forward::desc(prop_kind::forward_training, d.md[in], float(l.eps),
+                                                kScaleShift),
+        attr, d.engine));
+    set_output(out, train_pd.dst_desc());
+    LayerMemory& lm = d.layers[i];
+    lm.bn_fwd = train_pd;
+    lm.mean = alloc(train_pd.mean_desc());
+    lm.variance = alloc(train_pd.variance_desc());
+    const ParamMemory &w = param(l.weight), &b = param(l.bias_param);
+    add(d.forward_train, l.name + " forward", train_pd,
+        STOKER_DNNL(dnnl::batch_normalization_forward(train_pd)),
+        {{DNNL_ARG_SRC, d.act[in]},
+         {DNNL_ARG_DST, d.act[out]},
+         {DNNL_ARG_SCALE, w.value},
+         {DNNL_ARG_SHIFT, b.value},
+         {DNNL_ARG_MEAN, lm.mean},
+         {DNNL_ARG_VARIANCE, lm.variance}});
+    // torch's running statistics: the unbiased batch variance, momentum as the new weight.
+    float* running_mean = static_cast<float*>(handle(param(l.running_mean).value));
+    float* running_var = static_cast<float*>(handle(param(l.running_var).value));
+    const float* mean = static_cast<const float*>(handle(lm.mean));
+    const float* var = static_cast<const float*>(handle(lm.variance));
+    int64_t* count = l.num_batches_tracked >= 0 ? &param(l.num_batches_tracked).count : nullptr;
+    const float m = float(l.momentum);
+    const float unbias = float(per_channel) / float(per_channel - 1);
+    const int64_t channels = s.c;
+    add_host(d.forward_train, l.name + " running statistics", [=] {
+      for (int64_t c = 0; c < channels; ++c) {
+        running_mean[c] = m * mean[c] + (1 - m) * running_mean[c];
+        running_var[c] = m * (var[c] * unbias) + (1 - m) * running_var[c];
+      }
+      if (count != nullptr) *count += 1;
+    });
+
+    const auto eval_pd = STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
+        dnnl::batch_normalization_forward::desc(
+            prop_kind::forward_inference, d.md[in], float(l.eps),
+            kScaleShift | dnnl::normalization_flags::use_global_stats),
+        attr, d.engine));
+    add(d.forward_eval, l.name + " forward (eval)", eval_pd,
+        STOKER_DNNL(dnnl::batch_normalization_forward(eval_pd)),
+        {{DNNL_ARG_SRC, d.act[in]},
+         {DNNL_ARG_DST, d.act[out]},
+         {DNNL_ARG_SCALE, w.value},
+         {DNNL_ARG_SHIFT, b.value},
+         {DNNL_ARG_MEAN, param(l.running_mean).value},
+         {DNNL_ARG_VARIANCE, param(l.running_var).value}});
+  }
+
+  void forward_relu(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    const auto pd = STOKER_DNNL(dnnl::eltwise_forward::primitive_desc(
+        dnnl::eltwise_forward::desc(prop_kind::forward_training, algorithm::eltwise_relu, d.md[in],
+                                    0.f, 0.f),
+        attr, d.engine));
+    set_output(out, pd.dst_desc());
+    d.layers[i].relu_fwd = pd;
+    const auto prim = STOKER_DNNL(dnnl::eltwise_forward(pd));
+    for (auto* program : {&d.forward_train, &d.forward_eval})
+      add(*program, l.name + " forward", pd, prim,
+          {{DNNL_ARG_SRC, d.act[in]}, {DNNL_ARG_DST, d.act[out]}});
+  }
+
+  void forward_pool(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    const ActShape& s = d.shapes[size_t(in)];
+    const bool max = l.kind == LayerKind::maxpool;
+    // Global average pooling is one window over the whole input; maxpool pads with -inf,
+    // which is oneDNN's "padding is never the maximum".
+    const memory::dims kernel = max ? memory::dims{l.kernel, l.kernel} : memory::dims{s.h, s.w};
+    const memory::dims strides = max ? memory::dims{l.stride, l.stride} : memory::dims{1, 1};
+    const memory::dims pad = max ? memory::dims{l.padding, l.padding} : memory::dims{0, 0};
+    const auto pd = STOKER_DNNL(dnnl::pooling_forward::primitive_desc(
+        dnnl::pooling_forward::desc(
+            prop_kind::forward_training,
+            max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding, d.md[in],
+            memory::desc(dims(out), d.act_type, tag::any), strides, kernel, pad, pad),
+        attr, d.engine));
+    set_output(out, pd.dst_desc());
+    LayerMemory& lm = d.layers[i];
+    lm.pool_fwd = pd;
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, d.act[in]}, {DNNL_ARG_DST, d.act[out]}};
+    if (max) {
+      lm.workspace = alloc(pd.workspace_desc());
+      args[DNNL_ARG_WORKSPACE] = lm.workspace;
+    }
+    const auto prim = STOKER_DNNL(dnnl::pooling_forward(pd));
+    for (auto* program : {&d.forward_train, &d.forward_eval})
+      add(*program, l.name + " forward", pd, prim, args);
+  }
+
+  void forward_fc(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    const ActShape& s = d.shapes[size_t(in)];
+    STOKER_CHECK_MSG(s.c == l.in_channels && l.bias_param >= 0, "{}: unexpected fc input", l.name);
+    // Weights as oneDNN sees them: K x C x H x W over the (1 x 1) pooled input; torch's K x C
+    // has the same bytes in plain layout.
+    const memory::dims w = {l.out_channels, s.c, s.h, s.w};
+    const memory::dims b = {l.out_channels};
+    const memory::dims dst = {n, l.out_channels};
+    const auto fwd_pd = STOKER_DNNL(dnnl::inner_product_forward::primitive_desc(
+        dnnl::inner_product_forward::desc(
+            prop_kind::forward_training, d.md[in], memory::desc(w, d.act_type, tag::any),
+            memory::desc(b, dt::f32, tag::any), memory::desc(dst, d.act_type, tag::any)),
+        attr, d.engine));
+    set_output(out, fwd_pd.dst_desc());
+    const auto bww_pd = STOKER_DNNL(dnnl::inner_product_backward_weights::primitive_desc(
+        dnnl::inner_product_backward_weights::desc(d.md[in], memory::desc(w, dt::f32, tag::any),
+                                                   memory::desc(b, dt::f32, tag::any), d.md[out]),
+        attr, d.engine, fwd_pd));
+    make_trainable(l.weight, bww_pd.diff_weights_desc(), memory::desc(w, dt::f32, tag::oihw));
+    make_trainable(l.bias_param, bww_pd.diff_bias_desc(), memory::desc(b, dt::f32, tag::x));
+    STOKER_CHECK_MSG(fwd_pd.bias_desc() == bww_pd.diff_bias_desc(), "{}: bias layouts differ",
+                     l.name);
+    LayerMemory& lm = d.layers[i];
+    lm.fc_fwd = fwd_pd;
+    lm.fc_bww = bww_pd;
+    lm.fwd_weights = weights_for(param(l.weight).value, fwd_pd.weights_desc(), l.name,
+                                 {&d.forward_train, &d.forward_eval});
+    const auto prim = STOKER_DNNL(dnnl::inner_product_forward(fwd_pd));
+    for (auto* program : {&d.forward_train, &d.forward_eval})
+      add(*program, l.name + " forward", fwd_pd, prim,
+          {{DNNL_ARG_SRC, d.act[in]},
+           {DNNL_ARG_WEIGHTS, lm.fwd_weights},
+           {DNNL_ARG_BIAS, param(l.bias_param).value},
+           {DNNL_ARG_DST, d.act[out]}});
+  }
+
+  void forward_add(const Layer& l) {
+    const int a = l.inputs[0], b = l.inputs[1], out = l.output;
+    set_output(out, d.md[a]);
+    for (auto* program : {&d.forward_train, &d.forward_eval})
+      add_sum(*program, l.name + " forward", d.act[a], d.act[b], d.act[out]);
+  }
+
+  // The logits leave in plain f32; the loss is log-softmax (oneDNN) and a sum over the batch.
+  void forward_loss() {
+    const int last = int(d.act.size()) - 1;
+    const int64_t classes = d.net.num_classes;
+    const memory::desc plain({n, classes}, dt::f32, tag::nc);
+    d.logits_plain = alloc(plain);
+    d.logp = alloc(plain);
+    d.dlogits_plain = alloc(plain);
+    for (auto* program : {&d.forward_train, &d.forward_eval})
+      add_reorder(*program, "logits to plain", d.act[last], d.logits_plain);
+    const auto pd = STOKER_DNNL(dnnl::logsoftmax_forward::primitive_desc(
+        dnnl::logsoftmax_forward::desc(prop_kind::forward_training, plain, 1), attr, d.engine));
+    add(d.forward_train, "log-softmax", pd, STOKER_DNNL(dnnl::logsoftmax_forward(pd)),
+        {{DNNL_ARG_SRC, d.logits_plain}, {DNNL_ARG_DST, d.logp}});
+    // Mean over the batch of -(1 - s) log p[y] - s/K sum_k log p[k] (torch's label smoothing),
+    // and its gradient (softmax - target) / N.
+    const float* logp = static_cast<const float*>(handle(d.logp));
+    float* dlogits = static_cast<float*>(handle(d.dlogits_plain));
+    DnnlNet* net = &d;
+    const int64_t batch = n;
+    add_host(d.forward_train, "cross-entropy", [net, logp, dlogits, batch, classes] {
+      const float s = net->config.label_smoothing;
+      const float off = s / float(classes);
+      double total = 0;
+      for (int64_t i = 0; i < batch; ++i) {
+        const float* lp = logp + i * classes;
+        float* g = dlogits + i * classes;
+        const int32_t y = net->labels[size_t(i)];
+        double sum_lp = 0;
+        for (int64_t k = 0; k < classes; ++k) {
+          sum_lp += lp[k];
+          const float target = (k == y ? 1.0f - s : 0.0f) + off;
+          g[k] = (std::exp(lp[k]) - target) / float(batch);
+        }
+        total += -(1.0 - s) * lp[y] - off * sum_lp;
+      }
+      net->loss = float(total / double(batch));
+    });
+  }
+
+  // ---- pass 2: backward ----
+
+  std::vector<bool> written;  // per tensor: whether its gradient holds a first contribution
+  memory accumulate;          // u8 buffer for a tensor's second gradient
+
+  // Where a layer writes the gradient of tensor `id`, and what to run after it.
+  memory gradient_target(int id) {
+    if (!written[size_t(id)]) return d.dact[size_t(id)];
+    return STOKER_DNNL(memory(d.md[size_t(id)], d.engine, handle(accumulate)));
+  }
+  void gradient_written(int id, const memory& target, const std::string& what) {
+    if (target.get_data_handle() != d.dact[size_t(id)].get_data_handle())
+      add_sum(d.backward, what + " gradient sum", d.dact[size_t(id)], target, d.dact[size_t(id)]);
+    written[size_t(id)] = true;
+  }
+
+  void backward_conv(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    LayerMemory& lm = d.layers[i];
+    ParamMemory& w = param(l.weight);
+    const memory::dims strides = {l.stride, l.stride}, pad = {l.padding, l.padding};
+    // The images need no gradient: the first conv runs backward-weights only.
+    if (in != 0) {
+      const memory::dims wd = {l.out_channels, l.in_channels, l.kernel, l.kernel};
+      const auto pd = STOKER_DNNL(dnnl::convolution_backward_data::primitive_desc(
+          dnnl::convolution_backward_data::desc(algorithm::convolution_direct, d.md[in],
+                                                memory::desc(wd, d.act_type, tag::any), d.md[out],
+                                                strides, pad, pad),
+          attr, d.engine, lm.conv_fwd));
+      const memory weights =
+          pd.weights_desc() == lm.fwd_weights.get_desc()
+              ? lm.fwd_weights
+              : weights_for(w.value, pd.weights_desc(), l.name + " backward", {&d.backward});
+      const memory target = gradient_target(in);
+      add(d.backward, l.name + " backward-data", pd,
+          STOKER_DNNL(dnnl::convolution_backward_data(pd)),
+          {{DNNL_ARG_DIFF_DST, d.dact[out]},
+           {DNNL_ARG_WEIGHTS, weights},
+           {DNNL_ARG_DIFF_SRC, target}});
+      gradient_written(in, target, l.name);
+    }
+    add(d.backward, l.name + " backward-weights", lm.conv_bww,
+        STOKER_DNNL(dnnl::convolution_backward_weights(lm.conv_bww)),
+        {{DNNL_ARG_SRC, d.act[in]},
+         {DNNL_ARG_DIFF_DST, d.dact[out]},
+         {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
+  }
+
+  void backward_batchnorm(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    const LayerMemory& lm = d.layers[i];
+    const auto pd = STOKER_DNNL(dnnl::batch_normalization_backward::primitive_desc(
+        dnnl::batch_normalization_backward::desc(prop_kind::backward, d.md[out], d.md[in],
+                                                 float(l.eps), kScaleShift),
+        attr, d.engine, lm.bn_fwd));
+    const memory target = gradient_target(in);
+    add(d.backward, l.name + " backward", pd, STOKER_DNNL(dnnl::batch_normalization_backward(pd)),
+        {{DNNL_ARG_SRC, d.act[in]},
+         {DNNL_ARG_MEAN, lm.mean},
+         {DNNL_ARG_VARIANCE, lm.variance},
+         {DNNL_ARG_DIFF_DST, d.dact[out]},
+         {DNNL_ARG_SCALE, param(l.weight).value},
+         {DNNL_ARG_SHIFT, param(l.bias_param).value},
+         {DNNL_ARG_DIFF_SRC, target},
+         {DNNL_ARG_DIFF_SCALE, param(l.weight).grad},
+         {DNNL_ARG_DIFF_SHIFT, param(l.bias_param).grad}});
+    gradient_written(in, target, l.name);
+  }
+
+  void backward_relu(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    const auto pd = STOKER_DNNL(dnnl::eltwise_backward::primitive_desc(
+        dnnl::eltwise_backward::desc(algorithm::eltwise_relu, d.md[out], d.md[in], 0.f, 0.f), attr,
+        d.engine, d.layers[i].relu_fwd));
+    const memory target = gradient_target(in);
+    add(d.backward, l.name + " backward", pd, STOKER_DNNL(dnnl::eltwise_backward(pd)),
+        {{DNNL_ARG_SRC, d.act[in]}, {DNNL_ARG_DIFF_DST, d.dact[out]}, {DNNL_ARG_DIFF_SRC, target}});
+    gradient_written(in, target, l.name);
+  }
+
+  void backward_pool(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    const LayerMemory& lm = d.layers[i];
+    const ActShape& s = d.shapes[size_t(in)];
+    const bool max = l.kind == LayerKind::maxpool;
+    const memory::dims kernel = max ? memory::dims{l.kernel, l.kernel} : memory::dims{s.h, s.w};
+    const memory::dims strides = max ? memory::dims{l.stride, l.stride} : memory::dims{1, 1};
+    const memory::dims pad = max ? memory::dims{l.padding, l.padding} : memory::dims{0, 0};
+    const auto pd = STOKER_DNNL(dnnl::pooling_backward::primitive_desc(
+        dnnl::pooling_backward::desc(
+            max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding, d.md[in],
+            d.md[out], strides, kernel, pad, pad),
+        attr, d.engine, lm.pool_fwd));
+    const memory target = gradient_target(in);
+    std::unordered_map<int, memory> args = {{DNNL_ARG_DIFF_DST, d.dact[out]},
+                                            {DNNL_ARG_DIFF_SRC, target}};
+    if (max) args[DNNL_ARG_WORKSPACE] = lm.workspace;
+    add(d.backward, l.name + " backward", pd, STOKER_DNNL(dnnl::pooling_backward(pd)), args);
+    gradient_written(in, target, l.name);
+  }
+
+  void backward_fc(size_t i, const Layer& l) {
+    const int in = l.inputs[0], out = l.output;
+    const LayerMemory& lm = d.layers[i];
+    const ActShape& s = d.shapes[size_t(in)];
+    const memory::dims w = {l.out_channels, s.c, s.h, s.w};
+    const auto pd = STOKER_DNNL(dnnl::inner_product_backward_data::primitive_desc(
+        dnnl::inner_product_backward_data::desc(d.md[in], memory::desc(w, d.act_type, tag::any),
+                                                d.md[out]),
+        attr, d.engine, lm.fc_fwd));
+    const memory weights = pd.weights_desc() == lm.fwd_weights.get_desc()
+                               ? lm.fwd_weights
+                               : weights_for(param(l.weight).value, pd.weights_desc(),
+                                             l.name + " backward", {&d.backward});
+    const memory target = gradient_target(in);
+    add(d.backward, l.name + " backward-data", pd,
+        STOKER_DNNL(dnnl::inner_product_backward_data(pd)),
+        {{DNNL_ARG_DIFF_DST, d.dact[out]},
+         {DNNL_ARG_WEIGHTS, weights},
+         {DNNL_ARG_DIFF_SRC, target}});
+    gradient_written(in, target, l.name);
+    add(d.backward, l.name + " backward-weights", lm.fc_bww,
+        STOKER_DNNL(dnnl::inner_product_backward_weights(lm.fc_bww)),
+        {{DNNL_ARG_SRC, d.act[in]},
+         {DNNL_ARG_DIFF_DST, d.dact[out]},
+         {DNNL_ARG_DIFF_WEIGHTS, param(l.weight).grad},
+         {DNNL_ARG_DIFF_BIAS, param(l.bias_param).grad}});
+  }
+
+  // Both inputs receive the output's gradient unchanged: a copy for the first contribution,
+  // an in-place sum for the second.
+  void backward_add(const Layer& l) {
+    for (const int in : l.inputs) {
+      if (in == 0) continue;
+      if (!written[size_t(in)]) {
+        add_reorder(d.backward, l.name + " backward", d.dact[size_t(l.output)], d.dact[size_t(in)]);
+        written[size_t(in)] = true;
+      } else {
+        add_sum(d.backward, l.name + " backward", d.dact[size_t(in)], d.dact[size_t(l.output)],
+                d.dact[size_t(in)]);
+      }
+    }
+  }
+
+  void plan() {
+    const size_t tensors = d.shapes.size();
+    d.md.resize(tensors);
+    d.act.resize(tensors);
+    d.dact.resize(tensors);
+    d.layers.resize(d.net.layers.size());
+    d.params.resize(d.net.params.size());
+
+    // The images arrive plain (NCHW or NHWC f32) and are reordered into the first conv's
+    // layout; the conv that reads tensor 0 plans it, so its step goes first.
+    const memory::desc user(dims(0), dt::f32, d.config.nhwc ? tag::nhwc : tag::nchw);
+    d.images_user = STOKER_DNNL(memory(user, d.engine, DNNL_MEMORY_NONE));
+    for (size_t i = 0; i < d.net.layers.size(); ++i) {
+      const Layer& l = d.net.layers[i];
+      try {
+        switch (l.kind) {
+          case LayerKind::conv:
+            forward_conv(i, l);
+            break;
+          case LayerKind::batchnorm:
+            forward_batchnorm(i, l);
+            break;
+          case LayerKind::relu:
+            forward_relu(i, l);
+            break;
+          case LayerKind::maxpool:
+          case LayerKind::global_avgpool:
+            forward_pool(i, l);
+            break;
+          case LayerKind::fc:
+            forward_fc(i, l);
+            break;
+          case LayerKind::add:
+            forward_add(l);
+            break;
+        }
+      } catch (const Error& e) {
+        fail("{} (oneDNN plan): layer {} ({}): {}", d.net.name, l.name, kind_name(l.kind),
+             e.what());
+      }
+      if (i == 0) {
+        STOKER_CHECK_MSG(l.inputs[0] == 0, "the first layer must read the images");
+        for (auto* program : {&d.forward_train, &d.forward_eval}) {
+          std::vector<Step> edge;
+          add_reorder(edge, "images to the first layer's layout", d.images_user, d.act[0]);
+          program->insert(program->begin(), std::move(edge.front()));
+        }
+      }
+    }
+    forward_loss();
+    for (const Param& p : d.net.params)
+      if (p.dtype == DType::i64) STOKER_CHECK(p.layer >= 0);  // counts live in ParamMemory
+
+    // Pass 2, with every layout known.
+    size_t largest = 0;
+    for (size_t t = 1; t < tensors; ++t) {
+      d.dact[t] = alloc(d.md[t]);
+      largest = std::max(largest, d.md[t].get_size());
+    }
+    accumulate = alloc(memory::desc({memory::dim(largest)}, dt::u8, tag::x));
+    d.accumulate_storage = accumulate;
+    written.assign(tensors, false);
+    add_reorder(d.backward, "logits gradient from plain", d.dlogits_plain, d.dact.back());
+    written[tensors - 1] = true;
+    for (size_t i = d.net.layers.size(); i-- > 0;) {
+      const Layer& l = d.net.layers[i];
+      try {
+        switch (l.kind) {
+          case LayerKind::conv:
+            backward_conv(i, l);
+            break;
+          case LayerKind::batchnorm:
+            backward_batchnorm(i, l);
+            break;
+          case LayerKind::relu:
+            backward_relu(i, l);
+            break;
+          case LayerKind::maxpool:
+          case LayerKind::global_avgpool:
+            backward_pool(i, l);
+            break;
+          case LayerKind::fc:
+            backward_fc(i, l);
+            break;
+          case LayerKind::add:
+            backward_add(l);
+            break;
+        }
+      } catch (const Error& e) {
+        fail("{} (oneDNN plan): layer {} ({}) backward: {}", d.net.name, l.name, kind_name(l.kind),
+             e.what());
+      }
+    }
+
+    // One scratchpad for every primitive: they run one at a time.
+    for (auto* program : {&d.forward_train, &d.forward_eval, &d.backward})
+      for (const Step& s : *program)
+        if (!s.host) d.scratchpad_bytes = std::max(d.scratchpad_bytes, s.scratchpad.get_size());
+    d.scratch_storage =
+        alloc(memory::desc({memory::dim(std::max<size_t>(d.scratchpad_bytes, 1))}, dt::u8, tag::x));
+    for (auto* program : {&d.forward_train, &d.forward_eval, &d.backward})
+      for (Step& s : *program)
+        if (!s.host && s.scratchpad.get_size() > 0)
+          s.args[DNNL_ARG_SCRATCHPAD] =
+              STOKER_DNNL(memory(s.scratchpad, d.engine, handle(d.scratch_storage)));
+  }
+};
+
+}  // namespace
+
+DnnlNet plan_dnnl_net(const Network& net, const BackendConfig& config) {
+  if (config.batch < 1)
+    fail("{} (oneDNN): batch {} given, expected at least 1", net.name, config.batch);
+  DnnlNet d;
+  d.net = net;
+  d.config = config;
+  d.shapes = infer_shapes(net, config.height, config.width);
+  STOKER_CHECK(!net.layers.empty() && net.layers.back().kind == LayerKind::fc);
+  STOKER_CHECK(net.layers.back().output == int(d.shapes.size()) - 1);
+  d.act_type = config.precision == Precision::bf16 ? dt::bf16 : dt::f32;
+  d.engine = STOKER_DNNL(dnnl::engine(dnnl::engine::kind::cpu, 0));
+  d.stream = STOKER_DNNL(dnnl::stream(d.engine));
+  d.labels.assign(size_t(config.batch), 0);
+  Planner(d).plan();
+  return d;
+}
+
+void run(DnnlNet& d, std::vector<Step>& program) {
+  for (Step& s : program) {
+    if (s.host) {
+      STOKER_DNNL(d.stream.wait());
+      s.host();
+      continue;
+    }
+    try {
+      s.prim.execute(d.stream, s.args);
+    } catch (const dnnl::error& e) {
+      fail("{} (oneDNN): {} failed: {}", d.net.name, s.what, e.what());
+    }
+  }
+  STOKER_DNNL(d.stream.wait());
+}
+
+std::vector<float> read_activation(DnnlNet& d, int id, bool gradient) {
+  STOKER_CHECK(id >= 0 && size_t(id) < d.md.size() && (!gradient || id > 0));
+  const memory& m = gradient ? d.dact[size_t(id)] : d.act[size_t(id)];
+  const memory::dims dims = m.get_desc().dims();
+  std::vector<float> out(size_t(m.get_desc().get_size()));  // upper bound on the plain size
+  const memory::desc plain(dims, dt::f32, dims.size() == 2 ? tag::nc : tag::nchw);
+  out.resize(plain.get_size() / sizeof(float));
+  memory user = STOKER_DNNL(memory(plain, d.engine, out.data()));
+  memory src = m;
+  STOKER_DNNL(dnnl::reorder(src, user).execute(d.stream, src, user));
+  STOKER_DNNL(d.stream.wait());
+  return out;
+}
+
+std::string plan_report(const DnnlNet& d) {
+  std::string s;
+  const auto list = [&](const char* title, const std::vector<Step>& program) {
+    s += fmt::format("{} ({} steps)\n", title, program.size());
+    for (const Step& step : program) {
+      std::string layouts;
+      for (const auto& [arg, m] : step.args) {
+        if (arg == DNNL_ARG_SCRATCHPAD) continue;
+        layouts += fmt::format(" {}:{}", arg, format_of(m.get_desc()));
+      }
+      s += fmt::format("  {:<44} {:<18}{}\n", step.what, step.impl, layouts);
+    }
+  };
+  list("training forward", d.forward_train);
+  list("backward", d.backward);
+  list("eval forward", d.forward_eval);
+  s += fmt::format("weight reorders per training step: {}; scratchpad {} KiB\n",
+                   d.reorders_per_step, d.scratchpad_bytes / 1024);
+  return s;
+}
+
+}  // namespace stoker::cpu

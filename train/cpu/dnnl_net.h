@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// A whole network planned on oneDNN for one batch and image size: every tensor in the layout
+// its producer chose (format_tag::any), every primitive created once, every buffer allocated
+// once. The result is three straight-line programs (training forward, eval forward, backward)
+// of primitive executions and a few host steps (running statistics, the loss), which
+// cpu_backend.cc runs. Reorders happen only at the edges: the images in, the logits out,
+// parameters between torch's layout and the primitives' (load, save, gradients), and
+// wherever two primitives disagree on a weight layout (counted in `reorders_per_step`).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "models/network.h"
+#include "models/shapes.h"
+#include "train/backend.h"
+
+namespace stoker::cpu {
+
+// One instruction of a program: a primitive with its arguments, or a host function.
+struct Step {
+  std::string what;  // "layer1.0.conv1 forward", for the plan report and errors
+  std::string impl;  // oneDNN's implementation name ("brg:avx512_core", "jit_1x1:..."), "host"
+  dnnl::primitive prim;
+  std::unordered_map<int, dnnl::memory> args;
+  dnnl::memory::desc scratchpad;  // the primitive's; bound to the shared buffer after planning
+  std::function<void()> host;     // runs instead of prim when set
+};
+
+// A parameter or buffer (Network::params index). f32 tensors live in `value`, in the layout
+// of the primitive that reads them (blocked for conv weights); the gradient and momentum
+// buffers share that layout, so SGD is elementwise over the raw buffer (padding stays 0).
+struct ParamMemory {
+  dnnl::memory value, grad, momentum;  // grad and momentum only when trainable
+  dnnl::memory::desc plain;            // torch's layout, for load and save
+  bool has_momentum = false;
+  int64_t count = 0;  // num_batches_tracked (i64 params); value is empty then
+};
+
+// What the backward of a layer needs from its training forward.
+struct LayerMemory {
+  // Forward primitive descriptors: hints for the backward ones.
+  dnnl::convolution_forward::primitive_desc conv_fwd;
+  dnnl::convolution_backward_weights::primitive_desc conv_bww;
+  dnnl::batch_normalization_forward::primitive_desc bn_fwd;
+  dnnl::eltwise_forward::primitive_desc relu_fwd;
+  dnnl::pooling_forward::primitive_desc pool_fwd;
+  dnnl::inner_product_forward::primitive_desc fc_fwd;
+  dnnl::inner_product_backward_weights::primitive_desc fc_bww;
+  dnnl::memory mean, variance;  // batchnorm: batch statistics (f32, C)
+  dnnl::memory workspace;       // maxpool: where each maximum came from
+  dnnl::memory fwd_weights;     // conv/fc: the weights in forward layout when not the master's
+};
+
+struct DnnlNet {
+  Network net;
+  BackendConfig config;
+  std::vector<ActShape> shapes;  // per tensor id, per image
+  dnnl::engine engine;
+  dnnl::stream stream;
+  dnnl::memory::data_type act_type = dnnl::memory::data_type::f32;
+
+  // Per tensor id: layout, value and gradient (no gradient for the images, tensor 0).
+  std::vector<dnnl::memory::desc> md;
+  std::vector<dnnl::memory> act, dact;
+  std::vector<ParamMemory> params;
+  std::vector<LayerMemory> layers;
+
+  dnnl::memory images_user;   // the caller's images (plain NCHW or NHWC f32), handle per call
+  dnnl::memory logits_plain;  // N x classes f32, plain
+  dnnl::memory logp;          // log-softmax of the logits, plain
+  dnnl::memory dlogits_plain;
+  std::vector<int32_t> labels;  // the batch's labels, copied in before the forward
+  float loss = 0;
+
+  std::vector<Step> forward_train, forward_eval, backward;
+  int reorders_per_step = 0;        // layout conversions inside a training step (edges excluded)
+  size_t scratchpad_bytes = 0;      // the one buffer all primitives share
+  dnnl::memory scratch_storage;     // u8, scratchpad_bytes
+  dnnl::memory accumulate_storage;  // u8: a second gradient for tensors read twice
+};
+
+// Plans everything. stoker::Error naming the layer when oneDNN rejects a shape, when the
+// input is too small for the network, or when batch norm would see one value per channel.
+DnnlNet plan_dnnl_net(const Network& net, const BackendConfig& config);
+
+// Runs a program on the net's stream and waits for it.
+void run(DnnlNet& d, std::vector<Step>& program);
+
+// Tensor `id` (or its gradient) in plain NCHW f32, for tests and debugging.
+std::vector<float> read_activation(DnnlNet& d, int id, bool gradient);
+
+// Every primitive with its implementation and layouts, one per line.
+std::string plan_report(const DnnlNet& d);
+
+}  // namespace stoker::cpu
