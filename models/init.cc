@@ -14,7 +14,7 @@ namespace {
 
 constexpr uint64_t kInitStream = 0x696e6974;  // "init": apart from the loader's streams
 
-const Param& checked(const Network& net, size_t index, size_t size, DType dtype) {
+const Param& checked(const Network& net, size_t index, size_t size, ParamType dtype) {
   STOKER_CHECK(index < net.params.size());
   const Param& p = net.params[index];
   STOKER_CHECK_MSG(p.dtype == dtype, "{}: wrong dtype", p.name);
@@ -26,7 +26,7 @@ const Param& checked(const Network& net, size_t index, size_t size, DType dtype)
 }  // namespace
 
 void init_param(const Network& net, size_t index, uint64_t seed, std::span<float> out) {
-  const Param& p = checked(net, index, out.size(), DType::f32);
+  const Param& p = checked(net, index, out.size(), ParamType::f32);
   Rng rng(seed, 0, index, kInitStream);
   switch (p.init.kind) {
     case Init::Kind::zeros:
@@ -45,7 +45,7 @@ void init_param(const Network& net, size_t index, uint64_t seed, std::span<float
 }
 
 void init_param(const Network& net, size_t index, uint64_t /*seed*/, std::span<int64_t> out) {
-  const Param& p = checked(net, index, out.size(), DType::i64);
+  const Param& p = checked(net, index, out.size(), ParamType::i64);
   STOKER_CHECK_MSG(p.init.kind == Init::Kind::zeros, "{}: an i64 buffer starts at 0", p.name);
   std::fill(out.begin(), out.end(), int64_t{0});
 }

@@ -23,12 +23,12 @@ struct Init {
 };
 std::string_view init_name(Init::Kind kind);
 
-enum class DType { f32, i64 };  // i64 only for BatchNorm's num_batches_tracked, as in torch
+enum class ParamType { f32, i64 };  // i64 only for BatchNorm's num_batches_tracked, as in torch
 
 struct Param {
   std::string name;            // the torchvision state_dict key, e.g. "layer1.0.bn1.weight"
   std::vector<int64_t> shape;  // torch's shape; empty for a scalar (num_batches_tracked)
-  DType dtype = DType::f32;
+  ParamType dtype = ParamType::f32;
   bool trainable = true;  // false for buffers: running_mean, running_var, num_batches_tracked
   Init init;
   int layer = -1;  // index of the layer that owns it

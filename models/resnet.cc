@@ -36,7 +36,7 @@ Stages stages_for(int depth) {
 
 // A parameter owned by the layer about to be pushed.
 int add_param(Network& net, std::string name, std::vector<int64_t> shape, bool trainable, Init init,
-              DType dtype = DType::f32) {
+              ParamType dtype = ParamType::f32) {
   Param p;
   p.name = std::move(name);
   p.shape = std::move(shape);
@@ -94,7 +94,7 @@ int batchnorm(Network& net, std::string name, int x, int c, bool zero_weight = f
   l.running_mean = add_param(net, name + ".running_mean", {c}, false, {Init::Kind::zeros, 0});
   l.running_var = add_param(net, name + ".running_var", {c}, false, {Init::Kind::ones, 0});
   l.num_batches_tracked =
-      add_param(net, name + ".num_batches_tracked", {}, false, {Init::Kind::zeros, 0}, DType::i64);
+      add_param(net, name + ".num_batches_tracked", {}, false, {Init::Kind::zeros, 0}, ParamType::i64);
   return push(net, std::move(l));
 }
 

@@ -121,7 +121,7 @@ nlohmann::json to_json(const Network& net, const ModelOptions& o,
   for (const Param& p : net.params) {
     params.push_back({{"name", p.name},
                       {"shape", p.shape},
-                      {"dtype", p.dtype == DType::f32 ? "float32" : "int64"},
+                      {"dtype", p.dtype == ParamType::f32 ? "float32" : "int64"},
                       {"trainable", p.trainable},
                       {"init", {{"kind", init_name(p.init.kind)}, {"scale", p.init.scale}}}});
   }

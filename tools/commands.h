@@ -14,5 +14,7 @@ void add_index_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_model_command(CLI::App& app);
 void add_checkpoint_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace stoker

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   stoker::add_probe_command(app);
   stoker::add_model_command(app);
   stoker::add_checkpoint_command(app);
+  stoker::add_train_command(app);
+  stoker::add_eval_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

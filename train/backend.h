@@ -38,6 +38,7 @@ struct BackendConfig {
   bool nhwc = false;  // layout of the images given to the step calls
   Precision precision = Precision::f32;
   float label_smoothing = 0.0f;
+  int threads = 0;  // CPU: compute threads (0: the runtime's default); GPU: ignored
 };
 
 // Wall-clock split of the last call, seconds. A backend that runs asynchronously (a GPU)

@@ -24,8 +24,8 @@ namespace {
 
 constexpr std::string_view kFormat = "stoker-checkpoint/1";
 
-TensorDType tensor_dtype(DType dtype) {
-  return dtype == DType::i64 ? TensorDType::i64 : TensorDType::f32;
+TensorDType tensor_dtype(ParamType dtype) {
+  return dtype == ParamType::i64 ? TensorDType::i64 : TensorDType::f32;
 }
 
 template <class T>
@@ -166,7 +166,7 @@ Checkpoint init_checkpoint(const Network& net, uint64_t seed) {
   for (size_t i = 0; i < net.params.size(); ++i) {
     const Param& p = net.params[i];
     const auto n = static_cast<size_t>(numel(p));
-    if (p.dtype == DType::i64) {
+    if (p.dtype == ParamType::i64) {
       std::vector<int64_t> values(n);
       init_param(net, i, seed, std::span<int64_t>(values));
       ckpt.tensors.push_back(make_i64_tensor(p.name, p.shape, values));
@@ -214,7 +214,7 @@ void check_checkpoint(const Checkpoint& ckpt, const Network& net, std::string_vi
       if (i >= 0 && net.params[i].trainable) {
         Param momentum = net.params[i];
         momentum.name = t.name;
-        momentum.dtype = DType::f32;
+        momentum.dtype = ParamType::f32;
         expect(t, momentum);
         continue;
       }

@@ -102,7 +102,7 @@ TEST(ModelInit, ZeroInitResidualZeroesTheLastBnOfEachBranchOnly) {
     for (size_t i = 0; i < zero.params.size(); ++i) {
       const std::string& name = zero.params[i].name;
       const bool should = name.starts_with("layer") && name.ends_with(last_bn);
-      if (zero.params[i].dtype != DType::f32) continue;
+      if (zero.params[i].dtype != ParamType::f32) continue;
       std::vector<float> a(numel(zero.params[i])), b(a.size());
       init_param(zero, i, 3, a);
       init_param(plain, i, 3, b);

@@ -72,7 +72,7 @@ TEST(ResNet, StateDictKeysInTorchvisionOrder) {
     const bool buffer = p.name.ends_with("running_mean") || p.name.ends_with("running_var") ||
                         p.name.ends_with("num_batches_tracked");
     EXPECT_EQ(p.trainable, !buffer) << p.name;
-    EXPECT_EQ(p.dtype, p.name.ends_with("num_batches_tracked") ? DType::i64 : DType::f32);
+    EXPECT_EQ(p.dtype, p.name.ends_with("num_batches_tracked") ? ParamType::i64 : ParamType::f32);
     trainable += p.trainable ? 1 : 0;
   }
   EXPECT_EQ(trainable, 161);  // len(list(resnet50().parameters()))

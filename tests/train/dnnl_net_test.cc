@@ -135,7 +135,7 @@ TEST_P(DnnlVsReference, EveryLayerForwardAndBackward) {
       const double e = error(ref::gradient(r, p.name), values(tensor(grads, p.name)));
       worst_grad = std::max(worst_grad, e);
       EXPECT_LT(e, kTol) << "gradient of " << p.name;
-    } else if (p.dtype == DType::f32) {
+    } else if (p.dtype == stoker::ParamType::f32) {
       EXPECT_LT(error(ref::parameter(r, p.name), values(tensor(state, p.name))), kTol) << p.name;
     } else {
       std::vector<int64_t> count(1);

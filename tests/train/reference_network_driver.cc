@@ -68,7 +68,7 @@ int run(int argc, char** argv) {
     if (p.trainable) {
       out.tensors.push_back(
           stoker::make_f32_tensor("grad." + p.name, p.shape, stoker::ref::gradient(r, p.name)));
-    } else if (p.dtype == stoker::DType::f32) {  // running stats after the step
+    } else if (p.dtype == stoker::ParamType::f32) {  // running stats after the step
       out.tensors.push_back(
           stoker::make_f32_tensor(p.name, p.shape, stoker::ref::parameter(r, p.name)));
     } else {

@@ -21,9 +21,16 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// oneDNN reads the OpenMP thread count when it plans and runs; set it before either.
+const BackendConfig& with_threads(const BackendConfig& config) {
+  if (config.threads > 0) omp_set_num_threads(config.threads);
+  return config;
+}
+
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const Network& net, const BackendConfig& config) : d_(plan_dnnl_net(net, config)) {
+  CpuBackend(const Network& net, const BackendConfig& config)
+      : d_(plan_dnnl_net(net, with_threads(config))) {
     has_momentum_ = std::make_unique<bool[]>(d_.params.size());
     for (size_t i = 0; i < d_.params.size(); ++i) {
       const Param& p = d_.net.params[i];
@@ -55,7 +62,7 @@ class CpuBackend final : public Backend {
       ParamMemory& m = d_.params[i];
       const Tensor* t = find_tensor(ckpt, p.name);
       STOKER_CHECK(t != nullptr);  // check_checkpoint found every key
-      if (p.dtype == DType::i64) {
+      if (p.dtype == ParamType::i64) {
         copy_values(*t, std::span<int64_t>(&m.count, 1));
         continue;
       }
@@ -72,7 +79,7 @@ class CpuBackend final : public Backend {
     for (size_t i = 0; i < d_.params.size(); ++i) {
       const Param& p = d_.net.params[i];
       const ParamMemory& m = d_.params[i];
-      if (p.dtype == DType::i64) {
+      if (p.dtype == ParamType::i64) {
         out.tensors.push_back(make_i64_tensor(p.name, p.shape, std::span(&m.count, 1)));
       } else {
         out.tensors.push_back(make_f32_tensor(p.name, p.shape, to_plain(m.value, m.plain)));

@@ -547,7 +547,7 @@ struct Planner {
     }
     forward_loss();
     for (const Param& p : d.net.params)
-      if (p.dtype == DType::i64) STOKER_CHECK(p.layer >= 0);  // counts live in ParamMemory
+      if (p.dtype == ParamType::i64) STOKER_CHECK(p.layer >= 0);  // counts live in ParamMemory
 
     // Pass 2, with every layout known.
     size_t largest = 0;

@@ -180,7 +180,7 @@ ReferenceNet make_reference_net(const Network& net, int64_t batch, int64_t heigh
   STOKER_CHECK(net.layers.back().output == int(r.shapes.size()) - 1);
 
   for (const Param& p : net.params) {
-    const bool f32 = p.dtype == DType::f32;
+    const bool f32 = p.dtype == ParamType::f32;
     r.params.emplace_back(f32 ? size_t(numel(p)) : 0, 0.f);
     r.counts.emplace_back(f32 ? 0 : size_t(numel(p)), int64_t{0});
     r.grads.emplace_back(p.trainable ? size_t(numel(p)) : 0, 0.f);
@@ -223,7 +223,7 @@ void load_parameters(ReferenceNet& r, const Checkpoint& ckpt, std::string_view s
   for (size_t i = 0; i < r.net.params.size(); ++i) {
     const Tensor* t = find_tensor(ckpt, r.net.params[i].name);
     STOKER_CHECK(t != nullptr);  // check_checkpoint found every key
-    if (r.net.params[i].dtype == DType::f32) {
+    if (r.net.params[i].dtype == ParamType::f32) {
       copy_values(*t, r.params[i]);
     } else {
       copy_values(*t, r.counts[i]);
@@ -237,7 +237,7 @@ std::span<const float> logits(const ReferenceNet& r) {
 
 std::span<const float> parameter(const ReferenceNet& r, std::string_view name) {
   const int i = param_index(r.net, name);
-  STOKER_CHECK_MSG(i >= 0 && r.net.params[size_t(i)].dtype == DType::f32,
+  STOKER_CHECK_MSG(i >= 0 && r.net.params[size_t(i)].dtype == ParamType::f32,
                    "no f32 parameter or buffer '{}'", name);
   return r.params[size_t(i)];
 }

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: Apache-2.0
+// stoker train: ResNet training on a backend (oneDNN on the CPU), fed by the loader (any
+// reader) or by random tensors (--synthetic, compute alone). Starts from a fresh
+// initialisation, --init (weights, and momentum if present) or --resume (the whole run
+// state: weights, momentum, step, sampler position, options); runs exactly --steps steps;
+// --save writes a checkpoint at the end. `#` context lines, a live progress line on stderr,
+// then a summary table; --json writes every step's timings and loss.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/error.h"
+#include "common/system_info.h"
+#include "loader/index.h"
+#include "loader/iterator.h"
+#include "models/flops.h"
+#include "models/resnet.h"
+#include "models/shapes.h"
+#include "tools/commands.h"
+#include "tools/loader_options.h"
+#include "tools/train_options.h"
+#include "train/backend.h"
+#include "train/checkpoint.h"
+#include "train/loader_feed.h"
+#include "train/train_loop.h"
+
+namespace stoker {
+namespace {
+
+struct TrainCommand {
+  std::string data;
+  bool synthetic = false;
+  std::string reader;
+  std::string init, resume, save, json;
+  int64_t steps = 0;
+  int epochs = 0;
+  int64_t timing_warmup = 2;
+  TrainOptions train;  // what the run computes: restored from a checkpoint on --resume
+  LoaderOptions loader;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+nlohmann::json ms_stats(const std::vector<double>& seconds) {
+  double sum = 0;
+  for (double s : seconds) sum += s;
+  return {{"median", 1e3 * median(seconds)},
+          {"p10", 1e3 * quantile(seconds, 0.1)},
+          {"p90", 1e3 * quantile(seconds, 0.9)},
+          {"mean", seconds.empty() ? 0.0 : 1e3 * sum / double(seconds.size())}};
+}
+
+void run_train(TrainCommand& o, const CLI::App& app) {
+  if (o.synthetic == !o.data.empty())
+    fail("train: give a dataset directory (or list file) or --synthetic, not {}",
+         o.synthetic ? "both" : "neither");
+  if (!o.init.empty() && !o.resume.empty()) fail("train: --init and --resume exclude each other");
+
+  // The run's state and options: fresh, or restored from --resume.
+  RunState state;
+  std::optional<Checkpoint> start;
+  if (!o.resume.empty()) {
+    start = load_checkpoint(o.resume);
+    state = get_run_state(*start, o.resume);
+    restore_train_options(o.train, o.loader, state.config, o.resume, app);
+  } else if (!o.init.empty()) {
+    start = load_checkpoint(o.init);
+  }
+  TrainOptions& t = o.train;
+
+  std::optional<Index> index;
+  if (!o.synthetic) {
+    index = open_index(o.data);
+    if (t.classes == 0) t.classes = int(index->classes.size());
+  }
+  if (t.classes == 0) t.classes = 1000;
+  ResNetConfig rc = parse_resnet_arch(t.arch);
+  rc.num_classes = t.classes;
+  rc.zero_init_residual = t.zero_init_residual;
+  const Network net = build_resnet(rc);
+  if (index && int(index->classes.size()) > t.classes)
+    fail("train: {} has {} classes but the network has {} (--classes)", o.data,
+         index->classes.size(), t.classes);
+
+  LoaderConfig lc = o.loader.to_config();
+  if (!o.synthetic) {
+    lc.reader =
+        parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
+    lc.sampler.drop_last = true;  // the backend is planned for one batch size
+    if (lc.output.dtype != DType::f32) fail("train: --dtype must be f32 (normalised floats)");
+  }
+  const int64_t batch = int64_t(o.loader.batch);
+  const int64_t size = o.loader.size;
+  const std::vector<ActShape> shapes = infer_shapes(net, size, size);
+  const double flop_per_image = trained_image_flops(forward_cost(net, shapes));
+
+  BackendConfig bc;
+  bc.batch = batch;
+  bc.height = bc.width = size;
+  bc.nhwc = !o.synthetic && lc.output.layout == Layout::nhwc;
+  bc.precision = parse_precision(t.precision);
+  bc.label_smoothing = t.label_smoothing;
+  bc.threads = t.threads > 0 ? t.threads : online_cpus();
+  std::unique_ptr<Backend> backend = make_backend(t.backend, net, bc);
+  if (start) {
+    backend->load(*start, o.resume.empty() ? o.init : o.resume);
+  } else {
+    backend->load(init_checkpoint(net, lc.sampler.seed), "the initialisation");
+  }
+
+  std::unique_ptr<Iterator> iterator;
+  std::unique_ptr<BatchFeed> feed;
+  LoaderFeed* loader_feed = nullptr;
+  int64_t steps = o.steps;
+  if (o.synthetic) {
+    feed = std::make_unique<SyntheticFeed>(batch, size, size, t.classes, lc.sampler.seed);
+    if (steps == 0) steps = 20;
+  } else {
+    iterator = std::make_unique<Iterator>(*index, lc);
+    const int64_t per_epoch = int64_t(iterator->batches_per_epoch());
+    if (per_epoch == 0)
+      fail("train: {} has {} images, fewer than one batch of {}", o.data, index->size(), batch);
+    if (steps == 0) steps = per_epoch * std::max(1, o.epochs);
+    auto f = std::make_unique<LoaderFeed>(
+        *iterator, Position{uint64_t(state.epoch), uint64_t(state.sampler_position)});
+    loader_feed = f.get();
+    feed = std::move(f);
+  }
+  if (steps < 1) fail("train: --steps {} given, expected at least 1", steps);
+
+  LoopConfig loop;
+  loop.steps = steps;
+  loop.first_step = state.step;
+  loop.sgd = t.sgd();
+  loop.schedule = t.schedule(batch, state.step + steps);
+  loop.images_per_step = batch;
+  loop.label = fmt::format("train {}", net.name);
+  // The options as they will be stored, total_steps fixed for a later --resume.
+  t.total_steps = int64_t(loop.schedule.total_steps);
+
+  fmt::print("# stoker train {} (built {})\n", STOKER_VERSION, __DATE__);
+  fmt::print("# machine: {}, {} cores, Linux {}\n", cpu_model(), online_cpus(), kernel_release());
+  fmt::print("# backend: {}\n", backend->describe());
+  fmt::print("# model: {} ({} classes), {}x{} input, batch {}, {:.2f} GFLOP per trained image\n",
+             net.name, t.classes, size, size, batch, flop_per_image / 1e9);
+  fmt::print("# data: {}\n",
+             o.synthetic ? "synthetic (random tensors drawn once: compute alone)"
+                         : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}",
+                                       o.data, index->size(), index->classes.size(),
+                                       lc.reader.text(), transform_name(lc.transform.kind),
+                                       lc.sampler.shuffle ? "shuffled" : "fixed order"));
+  fmt::print(
+      "# optimiser: SGD lr {:.4g} ({}{}), momentum {}, {}weight decay {}{}, label "
+      "smoothing {}\n",
+      loop.schedule.base_lr, t.schedule_kind,
+      t.lr_warmup ? fmt::format(", {} warm-up steps", t.lr_warmup) : "", t.momentum,
+      t.nesterov ? "Nesterov, " : "", t.weight_decay, t.bn_decay ? "" : " (not on BN and biases)",
+      t.label_smoothing);
+  fmt::print("# run: steps {}..{}{}\n", state.step, state.step + steps,
+             start ? fmt::format(", from {}", o.resume.empty() ? o.init : o.resume) : "");
+
+  const std::vector<StepRecord> records = train_loop(*backend, *feed, loop);
+
+  // Steady state: the first steps pay for first touches of memory and caches.
+  const size_t skip = size_t(std::clamp<int64_t>(o.timing_warmup, 0, steps - 1));
+  std::vector<double> wait, fwd, bwd, upd, total;
+  double timed = 0, timed_wait = 0;
+  for (size_t k = skip; k < records.size(); ++k) {
+    const StepRecord& r = records[k];
+    wait.push_back(r.wait);
+    fwd.push_back(r.forward);
+    bwd.push_back(r.backward);
+    upd.push_back(r.update);
+    total.push_back(r.total);
+    timed += r.total;
+    timed_wait += r.wait;
+  }
+  const double images_per_s = double(batch) * double(total.size()) / timed;
+  fmt::print("{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10}\n", "steps", "img/s",
+             "step ms", "wait ms", "fwd ms", "bwd ms", "upd ms", "wait %", "GFLOP/s", "loss");
+  fmt::print(
+      "{:>8} {:>8.2f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f} {:>8.1f} "
+      "{:>10.4f}\n",
+      total.size(), images_per_s, 1e3 * median(total), 1e3 * median(wait), 1e3 * median(fwd),
+      1e3 * median(bwd), 1e3 * median(upd), 100 * timed_wait / timed,
+      images_per_s * flop_per_image / 1e9, records.back().loss);
+
+  RunState end = state;
+  end.step = state.step + steps;
+  end.seed = lc.sampler.seed;
+  end.config = train_options_json(o.train, o.loader).dump();
+  if (loader_feed != nullptr) {
+    end.epoch = int64_t(loader_feed->position().epoch);
+    end.sampler_position = int64_t(loader_feed->position().index);
+  }
+  if (!o.save.empty()) {
+    Checkpoint ckpt = backend->save();
+    set_run_state(ckpt, end);
+    save_checkpoint(o.save, ckpt);
+    fmt::print("# checkpoint: {} (step {}, epoch {}, sample {})\n", o.save, end.step, end.epoch,
+               end.sampler_position);
+  }
+  if (!o.json.empty()) {
+    nlohmann::json steps_json = nlohmann::json::array();
+    std::vector<float> losses;
+    std::vector<double> lrs;
+    for (const StepRecord& r : records) {
+      losses.push_back(r.loss);
+      lrs.push_back(r.lr);
+      steps_json.push_back({{"wait_s", r.wait},
+                            {"forward_s", r.forward},
+                            {"backward_s", r.backward},
+                            {"update_s", r.update},
+                            {"total_s", r.total}});
+    }
+    const nlohmann::json doc = {
+        {"command", "train"},
+        {"version", STOKER_VERSION},
+        {"machine", {{"cpu", cpu_model()}, {"cores", online_cpus()}, {"kernel", kernel_release()}}},
+        {"backend", backend->describe()},
+        {"arch", net.name},
+        {"classes", t.classes},
+        {"precision", t.precision},
+        {"threads", bc.threads},
+        {"batch", batch},
+        {"image_size", size},
+        {"synthetic", o.synthetic},
+        {"data", o.data},
+        {"reader", o.synthetic ? "" : lc.reader.text()},
+        {"first_step", state.step},
+        {"steps", steps},
+        {"timing_warmup", skip},
+        {"images_per_s", images_per_s},
+        {"flop_per_image", flop_per_image},
+        {"achieved_gflop_per_s", images_per_s * flop_per_image / 1e9},
+        {"data_wait_fraction", timed_wait / timed},
+        {"step_ms", ms_stats(total)},
+        {"data_wait_ms", ms_stats(wait)},
+        {"forward_ms", ms_stats(fwd)},
+        {"backward_ms", ms_stats(bwd)},
+        {"update_ms", ms_stats(upd)},
+        {"loss", losses},
+        {"lr", lrs},
+        {"per_step", steps_json},
+        {"checkpoint", o.save},
+        {"end_state",
+         {{"step", end.step}, {"epoch", end.epoch}, {"sampler_position", end.sampler_position}}},
+        {"options", nlohmann::json::parse(end.config)}};
+    std::ofstream out(o.json);
+    out << doc.dump(2) << "\n";
+    if (!out) fail("train: cannot write {}", o.json);
+  }
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto o = std::make_shared<TrainCommand>();
+  o->loader.batch = 32;
+  CLI::App* cmd = app.add_subcommand("train", "Train a ResNet on a dataset or synthetic data");
+  cmd->add_option("data", o->data, "Dataset: ImageFolder root or list file");
+  cmd->add_flag("--synthetic", o->synthetic, "Random tensors instead of a dataset: compute alone");
+  cmd->add_option("--reader", o->reader,
+                  "serial, threads:N, processes:N, uring:QD[:T] (default threads:<cores>)");
+  cmd->add_option("--steps", o->steps,
+                  "Optimiser steps to run (default: --epochs of the data; synthetic: 20)");
+  cmd->add_option("--epochs", o->epochs, "Epochs to run when --steps is not given (default 1)");
+  cmd->add_option("--init", o->init,
+                  "Start from this checkpoint's weights (and momentum if it has them)");
+  cmd->add_option("--resume", o->resume,
+                  "Continue the run saved in this checkpoint: weights, momentum, step, sampler "
+                  "position, options");
+  cmd->add_option("--save", o->save, "Write a checkpoint here at the end (atomically)");
+  cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
+  cmd->add_option("--timing-warmup", o->timing_warmup, "Steps left out of the steady-state figures")
+      ->capture_default_str();
+  o->train.add_to(*cmd);
+  o->loader.add_to(*cmd);
+  cmd->callback([o, cmd] { run_train(*o, *cmd); });
+}
+
+}  // namespace stoker

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/train_options.h"
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace stoker {
+
+void TrainOptions::add_to(CLI::App& app) {
+  app.add_option("--arch", arch, "resnet18, resnet34, resnet50, resnet101 or resnet152")
+      ->capture_default_str();
+  app.add_option("--classes", classes, "Output classes (default: the dataset's; synthetic 1000)");
+  app.add_flag("--zero-init-residual", zero_init_residual,
+               "Start the last BN of each residual branch at 0 (each block starts as identity)");
+  app.add_option("--backend", backend, "cpu (oneDNN)")->capture_default_str();
+  app.add_option("--precision", precision, "f32, or bf16 where the CPU has native bf16")
+      ->capture_default_str();
+  app.add_option("--threads", threads, "Compute threads (default: every core)");
+  app.add_option("--lr", lr, "Base learning rate")->capture_default_str();
+  app.add_flag("--scale-lr", scale_lr, "Linear scaling rule: lr x batch / 256");
+  app.add_option("--momentum", momentum, "SGD momentum")->capture_default_str();
+  app.add_flag("--nesterov", nesterov, "Nesterov momentum");
+  app.add_option("--weight-decay", weight_decay, "L2 weight decay")->capture_default_str();
+  app.add_flag("--no-bn-decay{false}", bn_decay, "No weight decay on BN parameters and biases");
+  app.add_option("--schedule", schedule_kind, "constant, step or cosine (after the warm-up)")
+      ->capture_default_str();
+  app.add_option("--lr-warmup", lr_warmup, "Steps of linear warm-up")->capture_default_str();
+  app.add_option("--milestones", milestones, "step: steps (after warm-up) where lr x= gamma");
+  app.add_option("--gamma", gamma, "step: the decay factor")->capture_default_str();
+  app.add_option("--min-lr", min_lr, "cosine: the final rate")->capture_default_str();
+  app.add_option("--total-steps", total_steps,
+                 "Length of the schedule (default: the last step of this run)");
+  app.add_option("--label-smoothing", label_smoothing, "Cross-entropy label smoothing")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+}
+
+SgdConfig TrainOptions::sgd() const {
+  SgdConfig c;
+  c.momentum = float(momentum);
+  c.nesterov = nesterov;
+  c.weight_decay = float(weight_decay);
+  c.decay_bn_and_bias = bn_decay;
+  if (nesterov && momentum <= 0) fail("--nesterov needs a momentum above 0");
+  return c;
+}
+
+LrSchedule TrainOptions::schedule(int64_t batch, int64_t run_end_step) const {
+  LrSchedule s;
+  s.kind = parse_lr_kind(schedule_kind);
+  s.base_lr = scale_lr ? linear_scaled_lr(lr, size_t(batch)) : lr;
+  s.warmup_steps = size_t(lr_warmup);
+  s.warmup_start_factor = warmup_start_factor;
+  s.milestones = milestones;
+  s.gamma = gamma;
+  s.min_lr = min_lr;
+  s.total_steps = size_t(total_steps > 0 ? total_steps : run_end_step);
+  return s;
+}
+
+nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l) {
+  return {{"arch", t.arch},
+          {"classes", t.classes},
+          {"zero_init_residual", t.zero_init_residual},
+          {"precision", t.precision},
+          {"lr", t.lr},
+          {"scale_lr", t.scale_lr},
+          {"momentum", t.momentum},
+          {"nesterov", t.nesterov},
+          {"weight_decay", t.weight_decay},
+          {"bn_decay", t.bn_decay},
+          {"schedule", t.schedule_kind},
+          {"lr_warmup", t.lr_warmup},
+          {"warmup_start_factor", t.warmup_start_factor},
+          {"milestones", t.milestones},
+          {"gamma", t.gamma},
+          {"min_lr", t.min_lr},
+          {"total_steps", t.total_steps},
+          {"label_smoothing", t.label_smoothing},
+          {"batch", l.batch},
+          {"size", l.size},
+          {"transform", l.transform},
+          {"flip", l.flip},
+          {"seed", l.seed},
+          {"no_shuffle", l.no_shuffle},
+          {"layout", l.layout}};
+}
+
+namespace {
+
+template <class T>
+void take(const nlohmann::json& j, const char* key, const char* option, T& field,
+          const std::string& path, const CLI::App& app) {
+  if (!j.contains(key)) fail("{}: the stored run options have no '{}'", path, key);
+  const T stored = j.at(key).get<T>();
+  if (app.count(option) > 0 && !(stored == field))
+    fail("{}: {} {} contradicts the run being resumed ({}); a resumed run keeps its options", path,
+         option, nlohmann::json(field).dump(), nlohmann::json(stored).dump());
+  field = stored;
+}
+
+}  // namespace
+
+void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string& config,
+                           const std::string& path, const CLI::App& app) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(config);
+    take(j, "arch", "--arch", t.arch, path, app);
+    take(j, "classes", "--classes", t.classes, path, app);
+    take(j, "zero_init_residual", "--zero-init-residual", t.zero_init_residual, path, app);
+    take(j, "precision", "--precision", t.precision, path, app);
+    take(j, "lr", "--lr", t.lr, path, app);
+    take(j, "scale_lr", "--scale-lr", t.scale_lr, path, app);
+    take(j, "momentum", "--momentum", t.momentum, path, app);
+    take(j, "nesterov", "--nesterov", t.nesterov, path, app);
+    take(j, "weight_decay", "--weight-decay", t.weight_decay, path, app);
+    take(j, "bn_decay", "--no-bn-decay", t.bn_decay, path, app);
+    take(j, "schedule", "--schedule", t.schedule_kind, path, app);
+    take(j, "lr_warmup", "--lr-warmup", t.lr_warmup, path, app);
+    take(j, "warmup_start_factor", "--lr-warmup", t.warmup_start_factor, path, app);
+    take(j, "milestones", "--milestones", t.milestones, path, app);
+    take(j, "gamma", "--gamma", t.gamma, path, app);
+    take(j, "min_lr", "--min-lr", t.min_lr, path, app);
+    take(j, "total_steps", "--total-steps", t.total_steps, path, app);
+    take(j, "label_smoothing", "--label-smoothing", t.label_smoothing, path, app);
+    take(j, "batch", "--batch", l.batch, path, app);
+    take(j, "size", "--size", l.size, path, app);
+    take(j, "transform", "--transform", l.transform, path, app);
+    take(j, "flip", "--flip", l.flip, path, app);
+    take(j, "seed", "--seed", l.seed, path, app);
+    take(j, "no_shuffle", "--no-shuffle", l.no_shuffle, path, app);
+    take(j, "layout", "--layout", l.layout, path, app);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: the stored run options are not what stoker train writes: {}", path, e.what());
+  }
+}
+
+}  // namespace stoker
