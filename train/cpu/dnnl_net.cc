@@ -93,6 +93,12 @@ struct Planner {
 
   ParamMemory& param(int index) { return d.params[size_t(index)]; }
 
+  static std::unordered_map<int, memory> merge(std::unordered_map<int, memory> a,
+                                               const std::unordered_map<int, memory>& b) {
+    a.insert(b.begin(), b.end());
+    return a;
+  }
+
   // A trainable f32 parameter in the layout `master` (gradient and momentum alike).
   void make_trainable(int index, const memory::desc& master, const memory::desc& plain) {
     ParamMemory& p = param(index);
@@ -176,9 +182,11 @@ struct Planner {
     make_buffer(l.running_mean, c_md);
     make_buffer(l.running_var, c_md);
 
+    const bool fuse = d.fused_relu[size_t(out)];
+    const auto flags = fuse ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu : kScaleShift;
     const auto train_pd = STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
         dnnl::batch_normalization_forward::desc(prop_kind::forward_training, d.md[in], float(l.eps),
-                                                kScaleShift),
+                                                flags),
         attr, d.engine));
     set_output(out, train_pd.dst_desc());
     LayerMemory& lm = d.layers[i];
@@ -186,14 +194,15 @@ struct Planner {
     lm.mean = alloc(train_pd.mean_desc());
     lm.variance = alloc(train_pd.variance_desc());
     const ParamMemory &w = param(l.weight), &b = param(l.bias_param);
-    add(d.forward_train, l.name + " forward", train_pd,
-        STOKER_DNNL(dnnl::batch_normalization_forward(train_pd)),
-        {{DNNL_ARG_SRC, d.act[in]},
-         {DNNL_ARG_DST, d.act[out]},
-         {DNNL_ARG_SCALE, w.value},
-         {DNNL_ARG_SHIFT, b.value},
-         {DNNL_ARG_MEAN, lm.mean},
-         {DNNL_ARG_VARIANCE, lm.variance}});
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, d.act[in]}, {DNNL_ARG_DST, d.act[out]}, {DNNL_ARG_SCALE, w.value},
+        {DNNL_ARG_SHIFT, b.value}, {DNNL_ARG_MEAN, lm.mean},   {DNNL_ARG_VARIANCE, lm.variance}};
+    if (fuse) {  // the ReLU's mask, for the fused backward
+      lm.workspace = alloc(train_pd.workspace_desc());
+      args[DNNL_ARG_WORKSPACE] = lm.workspace;
+    }
+    add(d.forward_train, l.name + (fuse ? " forward (+relu)" : " forward"), train_pd,
+        STOKER_DNNL(dnnl::batch_normalization_forward(train_pd)), args);
     // torch's running statistics: the unbiased batch variance, momentum as the new weight.
     float* running_mean = static_cast<float*>(handle(param(l.running_mean).value));
     float* running_var = static_cast<float*>(handle(param(l.running_var).value));
@@ -214,7 +223,7 @@ struct Planner {
     const auto eval_pd = STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
         dnnl::batch_normalization_forward::desc(
             prop_kind::forward_inference, d.md[in], float(l.eps),
-            kScaleShift | dnnl::normalization_flags::use_global_stats),
+            flags | dnnl::normalization_flags::use_global_stats),
         attr, d.engine));
     add(d.forward_eval, l.name + " forward (eval)", eval_pd,
         STOKER_DNNL(dnnl::batch_normalization_forward(eval_pd)),
@@ -228,6 +237,11 @@ struct Planner {
 
   void forward_relu(size_t i, const Layer& l) {
     const int in = l.inputs[0], out = l.output;
+    if (d.fused_relu[size_t(in)]) {  // done by the batch norm that wrote `in`: same memory
+      d.md[size_t(out)] = d.md[size_t(in)];
+      d.act[size_t(out)] = d.act[size_t(in)];
+      return;
+    }
     const auto pd = STOKER_DNNL(dnnl::eltwise_forward::primitive_desc(
         dnnl::eltwise_forward::desc(prop_kind::forward_training, algorithm::eltwise_relu, d.md[in],
                                     0.f, 0.f),
@@ -403,26 +417,35 @@ struct Planner {
   void backward_batchnorm(size_t i, const Layer& l) {
     const int in = l.inputs[0], out = l.output;
     const LayerMemory& lm = d.layers[i];
+    const bool fuse = d.fused_relu[size_t(out)];
+    const auto flags = fuse ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu : kScaleShift;
     const auto pd = STOKER_DNNL(dnnl::batch_normalization_backward::primitive_desc(
         dnnl::batch_normalization_backward::desc(prop_kind::backward, d.md[out], d.md[in],
-                                                 float(l.eps), kScaleShift),
+                                                 float(l.eps), flags),
         attr, d.engine, lm.bn_fwd));
     const memory target = gradient_target(in);
-    add(d.backward, l.name + " backward", pd, STOKER_DNNL(dnnl::batch_normalization_backward(pd)),
-        {{DNNL_ARG_SRC, d.act[in]},
-         {DNNL_ARG_MEAN, lm.mean},
-         {DNNL_ARG_VARIANCE, lm.variance},
-         {DNNL_ARG_DIFF_DST, d.dact[out]},
-         {DNNL_ARG_SCALE, param(l.weight).value},
-         {DNNL_ARG_SHIFT, param(l.bias_param).value},
-         {DNNL_ARG_DIFF_SRC, target},
-         {DNNL_ARG_DIFF_SCALE, param(l.weight).grad},
-         {DNNL_ARG_DIFF_SHIFT, param(l.bias_param).grad}});
+    std::unordered_map<int, memory> extra;
+    if (fuse) extra[DNNL_ARG_WORKSPACE] = lm.workspace;
+    add(d.backward, l.name + (fuse ? " backward (+relu)" : " backward"), pd,
+        STOKER_DNNL(dnnl::batch_normalization_backward(pd)),
+        merge(extra, {{DNNL_ARG_SRC, d.act[in]},
+                      {DNNL_ARG_MEAN, lm.mean},
+                      {DNNL_ARG_VARIANCE, lm.variance},
+                      {DNNL_ARG_DIFF_DST, d.dact[out]},
+                      {DNNL_ARG_SCALE, param(l.weight).value},
+                      {DNNL_ARG_SHIFT, param(l.bias_param).value},
+                      {DNNL_ARG_DIFF_SRC, target},
+                      {DNNL_ARG_DIFF_SCALE, param(l.weight).grad},
+                      {DNNL_ARG_DIFF_SHIFT, param(l.bias_param).grad}}));
     gradient_written(in, target, l.name);
   }
 
   void backward_relu(size_t i, const Layer& l) {
     const int in = l.inputs[0], out = l.output;
+    if (d.fused_relu[size_t(in)]) {  // the batch norm's backward applies the mask
+      written[size_t(in)] = true;
+      return;
+    }
     const auto pd = STOKER_DNNL(dnnl::eltwise_backward::primitive_desc(
         dnnl::eltwise_backward::desc(algorithm::eltwise_relu, d.md[out], d.md[in], 0.f, 0.f), attr,
         d.engine, d.layers[i].relu_fwd));
@@ -503,6 +526,20 @@ struct Planner {
     d.dact.resize(tensors);
     d.layers.resize(d.net.layers.size());
     d.params.resize(d.net.params.size());
+    // A batch norm whose only reader is a ReLU runs as one oneDNN primitive (fuse_norm_relu):
+    // one pass over the tensor instead of two, forward and backward; the ReLU's output is
+    // the batch norm's output memory.
+    std::vector<int> readers(tensors, 0);
+    for (const Layer& l : d.net.layers)
+      for (int t : l.inputs) ++readers[size_t(t)];
+    d.fused_relu.assign(tensors, false);
+    for (size_t i = 1; i < d.net.layers.size(); ++i) {
+      const Layer& l = d.net.layers[i];
+      const int t = l.inputs[0];  // written by layer t - 1: the one just before
+      if (l.kind == LayerKind::relu && t == int(i) && readers[size_t(t)] == 1 &&
+          d.net.layers[size_t(t - 1)].kind == LayerKind::batchnorm)
+        d.fused_relu[size_t(t)] = true;
+    }
 
     // The images arrive plain (NCHW or NHWC f32) and are reordered into the first conv's
     // layout; the conv that reads tensor 0 plans it, so its step goes first.
@@ -552,7 +589,8 @@ struct Planner {
     // Pass 2, with every layout known.
     size_t largest = 0;
     for (size_t t = 1; t < tensors; ++t) {
-      d.dact[t] = alloc(d.md[t]);
+      // A fused ReLU's input and output share one gradient (oneDNN applies the mask).
+      d.dact[t] = t > 1 && d.fused_relu[t - 1] ? d.dact[t - 1] : alloc(d.md[t]);
       largest = std::max(largest, d.md[t].get_size());
     }
     accumulate = alloc(memory::desc({memory::dim(largest)}, dt::u8, tag::x));

@@ -67,6 +67,9 @@ struct DnnlNet {
   // Per tensor id: layout, value and gradient (no gradient for the images, tensor 0).
   std::vector<dnnl::memory::desc> md;
   std::vector<dnnl::memory> act, dact;
+  // Per tensor id: a batch norm output that only a ReLU reads, computed by one fused
+  // primitive; that tensor and the ReLU's output are then one memory (and one gradient).
+  std::vector<bool> fused_relu;
   std::vector<ParamMemory> params;
   std::vector<LayerMemory> layers;
 
