@@ -509,13 +509,56 @@ struct Planner {
   void backward_add(const Layer& l) {
     for (const int in : l.inputs) {
       if (in == 0) continue;
-      if (!written[size_t(in)]) {
+      if (find(in) == find(l.output)) {  // one memory: nothing to move
+        written[size_t(in)] = true;
+      } else if (!written[size_t(in)]) {
         add_reorder(d.backward, l.name + " backward", d.dact[size_t(l.output)], d.dact[size_t(in)]);
         written[size_t(in)] = true;
       } else {
         add_sum(d.backward, l.name + " backward", d.dact[size_t(in)], d.dact[size_t(l.output)],
                 d.dact[size_t(in)]);
       }
+    }
+  }
+
+  // Gradients that can live in one memory. A fused ReLU's input and output (oneDNN applies
+  // the mask). An add passes its output's gradient unchanged to both inputs: an input whose
+  // last reader is the add takes the add output's gradient memory, so the backward moves
+  // nothing; any earlier reader (a block's conv1 reading its input) adds its contribution
+  // there later, when the add's output gradient is no longer needed.
+  std::vector<int> parent;
+  int find(int t) {
+    while (parent[size_t(t)] != t) t = parent[size_t(t)] = parent[size_t(parent[size_t(t)])];
+    return t;
+  }
+  void share_gradients() {
+    const size_t tensors = d.shapes.size();
+    parent.resize(tensors);
+    for (size_t t = 0; t < tensors; ++t) parent[t] = int(t);
+    std::vector<size_t> last_reader(tensors, 0);
+    for (size_t i = 0; i < d.net.layers.size(); ++i)
+      for (int t : d.net.layers[i].inputs) last_reader[size_t(t)] = i;
+    d.grad_final.assign(tensors, true);
+    d.grad_final[0] = false;
+    for (size_t i = 0; i < d.net.layers.size(); ++i) {
+      const Layer& l = d.net.layers[i];
+      if (l.kind != LayerKind::add) continue;
+      for (int t : l.inputs)
+        if (t > 0 && last_reader[size_t(t)] == i && d.md[size_t(t)] == d.md[size_t(l.output)])
+          parent[size_t(find(t))] = find(l.output);
+    }
+    // After the backward a shared memory holds the gradient of its earliest tensor (the one
+    // written last); the others' are gone (tests compare only the survivors).
+    std::vector<int> earliest(tensors, -1);
+    for (size_t t = 1; t < tensors; ++t)
+      if (earliest[size_t(find(int(t)))] < 0) earliest[size_t(find(int(t)))] = int(t);
+    for (size_t t = 1; t < tensors; ++t) d.grad_final[t] = earliest[size_t(find(int(t)))] == int(t);
+    for (size_t t = 1; t + 1 < tensors; ++t) {
+      if (!d.fused_relu[t]) continue;
+      STOKER_CHECK(find(int(t)) == int(t) && find(int(t + 1)) == int(t + 1));
+      parent[t + 1] = int(t);
+      d.grad_final[t] = false;  // holds the ReLU output's gradient, before the mask
+      d.grad_final[t + 1] = true;
     }
   }
 
@@ -587,10 +630,12 @@ struct Planner {
       if (p.dtype == ParamType::i64) STOKER_CHECK(p.layer >= 0);  // counts live in ParamMemory
 
     // Pass 2, with every layout known.
+    share_gradients();
     size_t largest = 0;
     for (size_t t = 1; t < tensors; ++t) {
-      // A fused ReLU's input and output share one gradient (oneDNN applies the mask).
-      d.dact[t] = t > 1 && d.fused_relu[t - 1] ? d.dact[t - 1] : alloc(d.md[t]);
+      const size_t r = size_t(find(int(t)));
+      if (!d.dact[r]) d.dact[r] = alloc(d.md[r]);
+      d.dact[t] = d.dact[r];
       largest = std::max(largest, d.md[t].get_size());
     }
     accumulate = alloc(memory::desc({memory::dim(largest)}, dt::u8, tag::x));

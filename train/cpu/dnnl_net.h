@@ -70,6 +70,9 @@ struct DnnlNet {
   // Per tensor id: a batch norm output that only a ReLU reads, computed by one fused
   // primitive; that tensor and the ReLU's output are then one memory (and one gradient).
   std::vector<bool> fused_relu;
+  // Per tensor id: whether dact still holds this tensor's gradient after the backward
+  // (gradients share memory where the backward allows, see dnnl_net.cc).
+  std::vector<bool> grad_final;
   std::vector<ParamMemory> params;
   std::vector<LayerMemory> layers;
 
