@@ -116,6 +116,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   bc.precision = parse_precision(t.precision);
   bc.label_smoothing = t.label_smoothing;
   bc.threads = t.threads > 0 ? t.threads : online_cpus();
+  bc.conv_algorithm = t.conv_algo;
   std::unique_ptr<Backend> backend = make_backend(t.backend, net, bc);
   if (start) {
     backend->load(*start, o.resume.empty() ? o.init : o.resume);
@@ -236,6 +237,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
         {"arch", net.name},
         {"classes", t.classes},
         {"precision", t.precision},
+        {"conv_algo", t.conv_algo},
         {"threads", bc.threads},
         {"batch", batch},
         {"image_size", size},

@@ -16,6 +16,9 @@ void TrainOptions::add_to(CLI::App& app) {
   app.add_option("--backend", backend, "cpu (oneDNN)")->capture_default_str();
   app.add_option("--precision", precision, "f32, or bf16 where the CPU has native bf16")
       ->capture_default_str();
+  app.add_option("--conv-algo", conv_algo,
+                 "Convolutions: direct, winograd (3x3 stride 1) or auto (oneDNN's choice)")
+      ->capture_default_str();
   app.add_option("--threads", threads, "Compute threads (default: every core)");
   app.add_option("--lr", lr, "Base learning rate")->capture_default_str();
   app.add_flag("--scale-lr", scale_lr, "Linear scaling rule: lr x batch / 256");
@@ -64,6 +67,7 @@ nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l)
           {"classes", t.classes},
           {"zero_init_residual", t.zero_init_residual},
           {"precision", t.precision},
+          {"conv_algo", t.conv_algo},
           {"lr", t.lr},
           {"scale_lr", t.scale_lr},
           {"momentum", t.momentum},
@@ -111,6 +115,7 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
     take(j, "classes", "--classes", t.classes, path, app);
     take(j, "zero_init_residual", "--zero-init-residual", t.zero_init_residual, path, app);
     take(j, "precision", "--precision", t.precision, path, app);
+    take(j, "conv_algo", "--conv-algo", t.conv_algo, path, app);
     take(j, "lr", "--lr", t.lr, path, app);
     take(j, "scale_lr", "--scale-lr", t.scale_lr, path, app);
     take(j, "momentum", "--momentum", t.momentum, path, app);

@@ -23,6 +23,7 @@ struct TrainOptions {
   bool zero_init_residual = false;
   std::string backend = "cpu";
   std::string precision = "f32";
+  std::string conv_algo = "auto";
   int threads = 0;  // 0: every online CPU
   double lr = 0.1;
   bool scale_lr = false;  // lr x batch / 256

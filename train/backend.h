@@ -39,6 +39,9 @@ struct BackendConfig {
   Precision precision = Precision::f32;
   float label_smoothing = 0.0f;
   int threads = 0;  // CPU: compute threads (0: the runtime's default); GPU: ignored
+  // Convolution algorithm: "direct", "winograd" (3x3 stride 1; others direct) or "auto"
+  // (the library's choice).
+  std::string conv_algorithm = "auto";
 };
 
 // Wall-clock split of the last call, seconds. A backend that runs asynchronously (a GPU)

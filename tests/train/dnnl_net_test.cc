@@ -87,6 +87,7 @@ struct Case {
   int depth;
   int64_t batch, size;
   bool nhwc;
+  const char* algo = "direct";
 };
 
 class DnnlVsReference : public ::testing::TestWithParam<Case> {};
@@ -159,11 +160,12 @@ TEST_P(DnnlVsReference, EveryLayerForwardAndBackward) {
 
 INSTANTIATE_TEST_SUITE_P(ResNets, DnnlVsReference,
                          ::testing::Values(Case{18, 4, 40, false}, Case{18, 2, 64, true},
-                                           Case{50, 2, 40, false}),
+                                           Case{50, 2, 40, false},
+                                           Case{18, 2, 64, false, "winograd"}),
                          [](const auto& info) {
-                           return fmt::format("resnet{}_n{}_{}px_{}", info.param.depth,
+                           return fmt::format("resnet{}_n{}_{}px_{}_{}", info.param.depth,
                                               info.param.batch, info.param.size,
-                                              info.param.nhwc ? "nhwc" : "nchw");
+                                              info.param.nhwc ? "nhwc" : "nchw", info.param.algo);
                          });
 
 class CpuBackendContract : public ::testing::Test {

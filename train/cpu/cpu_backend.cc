@@ -49,10 +49,18 @@ class CpuBackend final : public Backend {
 
   std::string describe() const override {
     const dnnl_version_t* v = dnnl_version();
-    return fmt::format("cpu: oneDNN {}.{}.{} ({}), {}, {} threads, {} weight reorders/step",
-                       v->major, v->minor, v->patch, cpu_isa_name(),
-                       precision_name(d_.config.precision), omp_get_max_threads(),
-                       d_.reorders_per_step);
+    int convs = 0, winograd = 0;
+    for (const Step& s : d_.forward_train) {
+      if (!s.host && s.prim.get_kind() == dnnl::primitive::kind::convolution) {
+        ++convs;
+        winograd += s.impl.find("wino") != std::string::npos;
+      }
+    }
+    return fmt::format(
+        "cpu: oneDNN {}.{}.{} ({}), {}, {} threads, conv {} ({} of {} Winograd), {} weight "
+        "reorders/step",
+        v->major, v->minor, v->patch, cpu_isa_name(), precision_name(d_.config.precision),
+        omp_get_max_threads(), d_.config.conv_algorithm, winograd, convs, d_.reorders_per_step);
   }
 
   void load(const Checkpoint& ckpt, std::string_view source) override {

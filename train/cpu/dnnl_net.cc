@@ -129,6 +129,18 @@ struct Planner {
     return copy;
   }
 
+  // direct: what PyTorch's oneDNN path uses; winograd (3x3 stride 1 only) and auto (oneDNN's
+  // heuristic, which picks Winograd for the large 3x3 convs of ResNet at 224 on AVX-512)
+  // trade a few ulps more rounding error for fewer multiplies.
+  algorithm preferred_conv_algo(const Layer& l) const {
+    const std::string& a = d.config.conv_algorithm;
+    if (a == "winograd")
+      return l.kernel == 3 && l.stride == 1 ? algorithm::convolution_winograd
+                                            : algorithm::convolution_direct;
+    if (a == "auto") return algorithm::convolution_auto;
+    return algorithm::convolution_direct;
+  }
+
   // ---- pass 1: forward ----
 
   void forward_conv(size_t i, const Layer& l) {
@@ -137,22 +149,37 @@ struct Planner {
     const memory::dims w = {l.out_channels, l.in_channels, l.kernel, l.kernel};
     const memory::dims strides = {l.stride, l.stride}, pad = {l.padding, l.padding};
     const memory::desc src = in == 0 ? memory::desc(dims(in), d.act_type, tag::any) : d.md[in];
-    const auto fwd_pd = STOKER_DNNL(dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
-                                        src, memory::desc(w, d.act_type, tag::any),
-                                        memory::desc(dims(out), d.act_type, tag::any), strides, pad,
-                                        pad),
-        attr, d.engine));
+    // The preferred algorithm where oneDNN has it for this shape, else direct.
+    const auto plan = [&](algorithm algo) {
+      auto fwd = STOKER_DNNL(dnnl::convolution_forward::primitive_desc(
+          dnnl::convolution_forward::desc(
+              prop_kind::forward_training, algo, src, memory::desc(w, d.act_type, tag::any),
+              memory::desc(dims(out), d.act_type, tag::any), strides, pad, pad),
+          attr, d.engine));
+      // The master weights take the layout backward-weights writes gradients in (f32).
+      auto bww = STOKER_DNNL(dnnl::convolution_backward_weights::primitive_desc(
+          dnnl::convolution_backward_weights::desc(algo, fwd.src_desc(),
+                                                   memory::desc(w, dt::f32, tag::any),
+                                                   fwd.dst_desc(), strides, pad, pad),
+          attr, d.engine, fwd));
+      return std::pair(fwd, bww);
+    };
+    LayerMemory& lm = d.layers[i];
+    lm.conv_algo = preferred_conv_algo(l);
+    std::pair<dnnl::convolution_forward::primitive_desc,
+              dnnl::convolution_backward_weights::primitive_desc>
+        pds;
+    try {
+      pds = plan(lm.conv_algo);
+    } catch (const Error&) {
+      if (lm.conv_algo == algorithm::convolution_direct) throw;
+      lm.conv_algo = algorithm::convolution_direct;
+      pds = plan(lm.conv_algo);
+    }
+    const auto& [fwd_pd, bww_pd] = pds;
     if (in == 0) set_output(0, fwd_pd.src_desc());
     set_output(out, fwd_pd.dst_desc());
-    // The master weights take the layout backward-weights writes gradients in (f32 always).
-    const auto bww_pd = STOKER_DNNL(dnnl::convolution_backward_weights::primitive_desc(
-        dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, d.md[in],
-                                                 memory::desc(w, dt::f32, tag::any), d.md[out],
-                                                 strides, pad, pad),
-        attr, d.engine, fwd_pd));
     make_trainable(l.weight, bww_pd.diff_weights_desc(), memory::desc(w, dt::f32, tag::oihw));
-    LayerMemory& lm = d.layers[i];
     lm.conv_fwd = fwd_pd;
     lm.conv_bww = bww_pd;
     lm.fwd_weights = weights_for(param(l.weight).value, fwd_pd.weights_desc(), l.name,
@@ -391,7 +418,7 @@ struct Planner {
     if (in != 0) {
       const memory::dims wd = {l.out_channels, l.in_channels, l.kernel, l.kernel};
       const auto pd = STOKER_DNNL(dnnl::convolution_backward_data::primitive_desc(
-          dnnl::convolution_backward_data::desc(algorithm::convolution_direct, d.md[in],
+          dnnl::convolution_backward_data::desc(lm.conv_algo, d.md[in],
                                                 memory::desc(wd, d.act_type, tag::any), d.md[out],
                                                 strides, pad, pad),
           attr, d.engine, lm.conv_fwd));
@@ -690,6 +717,10 @@ struct Planner {
 }  // namespace
 
 DnnlNet plan_dnnl_net(const Network& net, const BackendConfig& config) {
+  if (config.conv_algorithm != "direct" && config.conv_algorithm != "winograd" &&
+      config.conv_algorithm != "auto")
+    fail("unknown convolution algorithm '{}': expected direct, winograd or auto",
+         config.conv_algorithm);
   if (config.batch < 1)
     fail("{} (oneDNN): batch {} given, expected at least 1", net.name, config.batch);
   DnnlNet d;

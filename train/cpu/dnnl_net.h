@@ -45,6 +45,7 @@ struct ParamMemory {
 struct LayerMemory {
   // Forward primitive descriptors: hints for the backward ones.
   dnnl::convolution_forward::primitive_desc conv_fwd;
+  dnnl::algorithm conv_algo = dnnl::algorithm::convolution_direct;  // what conv_fwd uses
   dnnl::convolution_backward_weights::primitive_desc conv_bww;
   dnnl::batch_normalization_forward::primitive_desc bn_fwd;
   dnnl::eltwise_forward::primitive_desc relu_fwd;
