@@ -247,6 +247,61 @@ TEST_F(CpuBackendContract, BadLabelsAndShapesAreErrors) {
   EXPECT_THROW(backend->load(init_checkpoint(resnet(18, 10), 1), "other"), Error);
 }
 
+// bf16 activations and weights (f32 master weights, gradients and statistics) against the
+// f32 reference. Without native bf16 the backend refuses bf16 unless STOKER_TEST_BF16 is set:
+// then oneDNN emulates it (slowly) with AVX-512, which checks the bf16 plan on any machine.
+TEST(CpuBackend, Bf16TracksTheF32Reference) {
+  setenv("STOKER_TEST_BF16", "1", 1);
+  const Network net = resnet(18, 10);
+  const Checkpoint init = tame_init(net, 11);
+  std::unique_ptr<Backend> backend = make_cpu_backend(net, {.batch = 4,
+                                                            .height = 48,
+                                                            .width = 48,
+                                                            .precision = Precision::bf16,
+                                                            .label_smoothing = 0.1f});
+  unsetenv("STOKER_TEST_BF16");
+  backend->load(init, "init");
+  ref::ReferenceNet r = ref::make_reference_net(net, 4, 48, 48);
+  ref::load_parameters(r, init, "init");
+  std::vector<float> images(4 * 3 * 48 * 48);
+  Rng rng(7);
+  fill_normal(rng, 1.0, images);
+  const std::vector<int32_t> labels = {3, 0, 7, 9};
+  const float ref_loss = ref::forward_backward(r, images.data(), labels.data(), 0.1f);
+  const float loss = backend->forward_backward(images.data(), labels.data());
+  // bf16 keeps 8 bits of mantissa (relative rounding 4e-3 per value); after 20 layers the
+  // outputs and gradients carry about 1e-2. A wrong layout or dtype gives O(1).
+  EXPECT_NEAR(loss, ref_loss, 2e-2 * std::abs(ref_loss));
+  EXPECT_LT(error(ref::logits(r), backend->logits()), 5e-2);
+  // Gradients: batch norm's backward subtracts nearly equal terms, so bf16's rounding of the
+  // incoming gradient shows up as 10-60% max-normalised error at this tiny batch; what must
+  // hold is the direction: cosine similarity per tensor and over the whole gradient.
+  const Checkpoint grads = backend->gradients();
+  double worst = 1, dot = 0, n_ref = 0, n_got = 0;
+  for (const Param& p : net.params) {
+    if (!p.trainable) continue;
+    const std::span<const float> a = ref::gradient(r, p.name);
+    const std::vector<float> b = values(tensor(grads, p.name));
+    double d = 0, na = 0, nb = 0;
+    for (size_t k = 0; k < a.size(); ++k) {
+      d += double(a[k]) * b[k];
+      na += double(a[k]) * a[k];
+      nb += double(b[k]) * b[k];
+    }
+    const double cosine = d / std::sqrt(na * nb + 1e-300);
+    worst = std::min(worst, cosine);
+    EXPECT_GT(cosine, 0.9) << "gradient of " << p.name;
+    dot += d;
+    n_ref += na;
+    n_got += nb;
+  }
+  const double total = dot / std::sqrt(n_ref * n_got);
+  EXPECT_GT(total, 0.95);  // measured 0.98; a layout or dtype mistake gives ~0
+  fmt::print(
+      "bf16 resnet18 N4 48x48: loss {} vs {}, gradient cosine {:.4f} (worst tensor {:.4f}); {}\n",
+      loss, ref_loss, total, worst, backend->describe());
+}
+
 TEST(CpuBackend, Bf16IsRefusedWithoutNativeSupport) {
   if (cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has native bf16";
   try {
