@@ -93,8 +93,8 @@ int batchnorm(Network& net, std::string name, int x, int c, bool zero_weight = f
   l.bias_param = add_param(net, name + ".bias", {c}, true, {Init::Kind::zeros, 0});
   l.running_mean = add_param(net, name + ".running_mean", {c}, false, {Init::Kind::zeros, 0});
   l.running_var = add_param(net, name + ".running_var", {c}, false, {Init::Kind::ones, 0});
-  l.num_batches_tracked =
-      add_param(net, name + ".num_batches_tracked", {}, false, {Init::Kind::zeros, 0}, ParamType::i64);
+  l.num_batches_tracked = add_param(net, name + ".num_batches_tracked", {}, false,
+                                    {Init::Kind::zeros, 0}, ParamType::i64);
   return push(net, std::move(l));
 }
 

@@ -33,12 +33,14 @@ std::string duration_text(double s) {
 class LiveLine {
  public:
   explicit LiveLine(bool enabled) : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0) {}
-  void update(const std::string& text, bool last) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    const double gap = std::chrono::duration<double>(now - last_draw_).count();
-    if (!last && gap < (tty_ ? 0.25 : 10.0)) return;
-    last_draw_ = now;
+  // Whether to draw now; the caller formats the text only then.
+  bool due(bool last) const {
+    if (!enabled_) return false;
+    const double gap = std::chrono::duration<double>(Clock::now() - last_draw_).count();
+    return last || gap >= (tty_ ? 0.25 : 10.0);
+  }
+  void draw(const std::string& text, bool last) {
+    last_draw_ = Clock::now();
     std::fprintf(stderr, tty_ ? "\r\033[K%s%s" : "%s%s", text.c_str(), tty_ && !last ? "" : "\n");
     std::fflush(stderr);
   }
@@ -87,13 +89,15 @@ std::vector<StepRecord> train_loop(Backend& backend, BatchFeed& feed, const Loop
     window_total += r.total;
     const double elapsed = since(start);
     const double per_step = elapsed / double(k + 1);
-    line.update(fmt::format("{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s data wait {:.0f}% "
-                            "ETA {}",
-                            c.label, step + 1, c.first_step + c.steps, r.loss, r.lr,
-                            double(c.images_per_step) / r.total,
-                            100.0 * window_wait / std::max(window_total, 1e-12),
-                            duration_text(per_step * double(c.steps - k - 1))),
-                k + 1 == c.steps);
+    const bool last = k + 1 == c.steps;
+    if (!line.due(last)) continue;
+    line.draw(
+        fmt::format("{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s data wait {:.0f}% ETA {}",
+                    c.label, step + 1, c.first_step + c.steps, r.loss, r.lr,
+                    double(c.images_per_step) / r.total,
+                    100.0 * window_wait / std::max(window_total, 1e-12),
+                    duration_text(per_step * double(c.steps - k - 1))),
+        last);
   }
   return records;
 }

@@ -9,6 +9,7 @@
 #include "train/cpu/dnnl_net.h"
 
 #include <fmt/format.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
 #include <cmath>
@@ -93,10 +94,26 @@ struct Planner {
 
   ParamMemory& param(int index) { return d.params[size_t(index)]; }
 
-  static std::unordered_map<int, memory> merge(std::unordered_map<int, memory> a,
-                                               const std::unordered_map<int, memory>& b) {
-    a.insert(b.begin(), b.end());
-    return a;
+  // Batch norm's flags, the same forward and backward: with the ReLU when it is fused.
+  dnnl::normalization_flags bn_flags(int out) const {
+    return d.fused_relu[size_t(out)] ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu
+                                     : kScaleShift;
+  }
+
+  // Global average pooling is one window over the whole input; maxpool pads with -inf,
+  // which is oneDNN's "padding is never the maximum".
+  struct PoolGeometry {
+    algorithm algo;
+    memory::dims kernel, strides, pad;
+  };
+  PoolGeometry pool_geometry(const Layer& l) const {
+    if (l.kind == LayerKind::maxpool)
+      return {algorithm::pooling_max,
+              {l.kernel, l.kernel},
+              {l.stride, l.stride},
+              {l.padding, l.padding}};
+    const ActShape& s = d.shapes[size_t(l.inputs[0])];
+    return {algorithm::pooling_avg_exclude_padding, {s.h, s.w}, {1, 1}, {0, 0}};
   }
 
   // A trainable f32 parameter in the layout `master` (gradient and momentum alike).
@@ -210,7 +227,7 @@ struct Planner {
     make_buffer(l.running_var, c_md);
 
     const bool fuse = d.fused_relu[size_t(out)];
-    const auto flags = fuse ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu : kScaleShift;
+    const auto flags = bn_flags(out);
     const auto train_pd = STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
         dnnl::batch_normalization_forward::desc(prop_kind::forward_training, d.md[in], float(l.eps),
                                                 flags),
@@ -283,18 +300,12 @@ struct Planner {
 
   void forward_pool(size_t i, const Layer& l) {
     const int in = l.inputs[0], out = l.output;
-    const ActShape& s = d.shapes[size_t(in)];
-    const bool max = l.kind == LayerKind::maxpool;
-    // Global average pooling is one window over the whole input; maxpool pads with -inf,
-    // which is oneDNN's "padding is never the maximum".
-    const memory::dims kernel = max ? memory::dims{l.kernel, l.kernel} : memory::dims{s.h, s.w};
-    const memory::dims strides = max ? memory::dims{l.stride, l.stride} : memory::dims{1, 1};
-    const memory::dims pad = max ? memory::dims{l.padding, l.padding} : memory::dims{0, 0};
+    const PoolGeometry g = pool_geometry(l);
+    const bool max = g.algo == algorithm::pooling_max;
     const auto pd = STOKER_DNNL(dnnl::pooling_forward::primitive_desc(
-        dnnl::pooling_forward::desc(
-            prop_kind::forward_training,
-            max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding, d.md[in],
-            memory::desc(dims(out), d.act_type, tag::any), strides, kernel, pad, pad),
+        dnnl::pooling_forward::desc(prop_kind::forward_training, g.algo, d.md[in],
+                                    memory::desc(dims(out), d.act_type, tag::any), g.strides,
+                                    g.kernel, g.pad, g.pad),
         attr, d.engine));
     set_output(out, pd.dst_desc());
     LayerMemory& lm = d.layers[i];
@@ -396,12 +407,11 @@ struct Planner {
   // ---- pass 2: backward ----
 
   std::vector<bool> written;  // per tensor: whether its gradient holds a first contribution
-  memory accumulate;          // u8 buffer for a tensor's second gradient
 
   // Where a layer writes the gradient of tensor `id`, and what to run after it.
   memory gradient_target(int id) {
     if (!written[size_t(id)]) return d.dact[size_t(id)];
-    return STOKER_DNNL(memory(d.md[size_t(id)], d.engine, handle(accumulate)));
+    return STOKER_DNNL(memory(d.md[size_t(id)], d.engine, handle(d.accumulate_storage)));
   }
   void gradient_written(int id, const memory& target, const std::string& what) {
     if (target.get_data_handle() != d.dact[size_t(id)].get_data_handle())
@@ -445,25 +455,24 @@ struct Planner {
     const int in = l.inputs[0], out = l.output;
     const LayerMemory& lm = d.layers[i];
     const bool fuse = d.fused_relu[size_t(out)];
-    const auto flags = fuse ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu : kScaleShift;
+    const auto flags = bn_flags(out);
     const auto pd = STOKER_DNNL(dnnl::batch_normalization_backward::primitive_desc(
         dnnl::batch_normalization_backward::desc(prop_kind::backward, d.md[out], d.md[in],
                                                  float(l.eps), flags),
         attr, d.engine, lm.bn_fwd));
     const memory target = gradient_target(in);
-    std::unordered_map<int, memory> extra;
-    if (fuse) extra[DNNL_ARG_WORKSPACE] = lm.workspace;
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, d.act[in]},
+                                            {DNNL_ARG_MEAN, lm.mean},
+                                            {DNNL_ARG_VARIANCE, lm.variance},
+                                            {DNNL_ARG_DIFF_DST, d.dact[out]},
+                                            {DNNL_ARG_SCALE, param(l.weight).value},
+                                            {DNNL_ARG_SHIFT, param(l.bias_param).value},
+                                            {DNNL_ARG_DIFF_SRC, target},
+                                            {DNNL_ARG_DIFF_SCALE, param(l.weight).grad},
+                                            {DNNL_ARG_DIFF_SHIFT, param(l.bias_param).grad}};
+    if (fuse) args[DNNL_ARG_WORKSPACE] = lm.workspace;  // the ReLU's mask
     add(d.backward, l.name + (fuse ? " backward (+relu)" : " backward"), pd,
-        STOKER_DNNL(dnnl::batch_normalization_backward(pd)),
-        merge(extra, {{DNNL_ARG_SRC, d.act[in]},
-                      {DNNL_ARG_MEAN, lm.mean},
-                      {DNNL_ARG_VARIANCE, lm.variance},
-                      {DNNL_ARG_DIFF_DST, d.dact[out]},
-                      {DNNL_ARG_SCALE, param(l.weight).value},
-                      {DNNL_ARG_SHIFT, param(l.bias_param).value},
-                      {DNNL_ARG_DIFF_SRC, target},
-                      {DNNL_ARG_DIFF_SCALE, param(l.weight).grad},
-                      {DNNL_ARG_DIFF_SHIFT, param(l.bias_param).grad}}));
+        STOKER_DNNL(dnnl::batch_normalization_backward(pd)), args);
     gradient_written(in, target, l.name);
   }
 
@@ -485,15 +494,11 @@ struct Planner {
   void backward_pool(size_t i, const Layer& l) {
     const int in = l.inputs[0], out = l.output;
     const LayerMemory& lm = d.layers[i];
-    const ActShape& s = d.shapes[size_t(in)];
-    const bool max = l.kind == LayerKind::maxpool;
-    const memory::dims kernel = max ? memory::dims{l.kernel, l.kernel} : memory::dims{s.h, s.w};
-    const memory::dims strides = max ? memory::dims{l.stride, l.stride} : memory::dims{1, 1};
-    const memory::dims pad = max ? memory::dims{l.padding, l.padding} : memory::dims{0, 0};
+    const PoolGeometry g = pool_geometry(l);
+    const bool max = g.algo == algorithm::pooling_max;
     const auto pd = STOKER_DNNL(dnnl::pooling_backward::primitive_desc(
-        dnnl::pooling_backward::desc(
-            max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding, d.md[in],
-            d.md[out], strides, kernel, pad, pad),
+        dnnl::pooling_backward::desc(g.algo, d.md[in], d.md[out], g.strides, g.kernel, g.pad,
+                                     g.pad),
         attr, d.engine, lm.pool_fwd));
     const memory target = gradient_target(in);
     std::unordered_map<int, memory> args = {{DNNL_ARG_DIFF_DST, d.dact[out]},
@@ -653,8 +658,6 @@ struct Planner {
       }
     }
     forward_loss();
-    for (const Param& p : d.net.params)
-      if (p.dtype == ParamType::i64) STOKER_CHECK(p.layer >= 0);  // counts live in ParamMemory
 
     // Pass 2, with every layout known.
     share_gradients();
@@ -665,8 +668,7 @@ struct Planner {
       d.dact[t] = d.dact[r];
       largest = std::max(largest, d.md[t].get_size());
     }
-    accumulate = alloc(memory::desc({memory::dim(largest)}, dt::u8, tag::x));
-    d.accumulate_storage = accumulate;
+    d.accumulate_storage = alloc(memory::desc({memory::dim(largest)}, dt::u8, tag::x));
     written.assign(tensors, false);
     add_reorder(d.backward, "logits gradient from plain", d.dlogits_plain, d.dact.back());
     written[tensors - 1] = true;
@@ -711,6 +713,11 @@ struct Planner {
         if (!s.host && s.scratchpad.get_size() > 0)
           s.args[DNNL_ARG_SCRATCHPAD] =
               STOKER_DNNL(memory(s.scratchpad, d.engine, handle(d.scratch_storage)));
+    // The C argument arrays, built once: the C++ execute() would build them from the map on
+    // every call, an allocation per primitive per step.
+    for (auto* program : {&d.forward_train, &d.forward_eval, &d.backward})
+      for (Step& s : *program)
+        for (const auto& [arg, m] : s.args) s.exec_args.push_back({arg, m.get()});
   }
 };
 
@@ -744,11 +751,10 @@ void run(DnnlNet& d, std::vector<Step>& program) {
       s.host();
       continue;
     }
-    try {
-      s.prim.execute(d.stream, s.args);
-    } catch (const dnnl::error& e) {
-      fail("{} (oneDNN): {} failed: {}", d.net.name, s.what, e.what());
-    }
+    const dnnl_status_t status = dnnl_primitive_execute(
+        s.prim.get(), d.stream.get(), int(s.exec_args.size()), s.exec_args.data());
+    if (status != dnnl_success)
+      fail("{} (oneDNN): {} failed with status {}", d.net.name, s.what, dnnl_status2str(status));
   }
   STOKER_DNNL(d.stream.wait());
 }
@@ -757,9 +763,8 @@ std::vector<float> read_activation(DnnlNet& d, int id, bool gradient) {
   STOKER_CHECK(id >= 0 && size_t(id) < d.md.size() && (!gradient || id > 0));
   const memory& m = gradient ? d.dact[size_t(id)] : d.act[size_t(id)];
   const memory::dims dims = m.get_desc().dims();
-  std::vector<float> out(size_t(m.get_desc().get_size()));  // upper bound on the plain size
   const memory::desc plain(dims, dt::f32, dims.size() == 2 ? tag::nc : tag::nchw);
-  out.resize(plain.get_size() / sizeof(float));
+  std::vector<float> out(plain.get_size() / sizeof(float));
   memory user = STOKER_DNNL(memory(plain, d.engine, out.data()));
   memory src = m;
   STOKER_DNNL(dnnl::reorder(src, user).execute(d.stream, src, user));

@@ -26,7 +26,8 @@ struct Step {
   std::string what;  // "layer1.0.conv1 forward", for the plan report and errors
   std::string impl;  // oneDNN's implementation name ("brg:avx512_core", "jit_1x1:..."), "host"
   dnnl::primitive prim;
-  std::unordered_map<int, dnnl::memory> args;
+  std::unordered_map<int, dnnl::memory> args;  // owns the memories
+  std::vector<dnnl_exec_arg_t> exec_args;      // the same, as run() passes them to oneDNN
   dnnl::memory::desc scratchpad;  // the primitive's; bound to the shared buffer after planning
   std::function<void()> host;     // runs instead of prim when set
 };
