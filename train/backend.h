@@ -1,93 +1,189 @@
 // SPDX-License-Identifier: Apache-2.0
 // The narrow interface between the training loop and a compute backend: oneDNN on the CPU
-// (train/cpu), cuDNN on a GPU (train/gpu). A backend is planned once for one network, batch
-// size and image size; it owns the parameters, their gradients and the momentum buffers in
-// whatever layout it likes, and converts to torchvision's plain layout only at its edges
-// (load, save, gradients). The loop, the schedule, the metrics and the checkpoints know
-// nothing else about it. Not thread-safe: one call at a time.
+// (train/cpu), cuDNN + cuBLAS on a GPU (train/gpu). A backend is planned once for one
+// network, batch size, image size and input format; it owns the parameters, their gradients
+// and the momentum buffers in whatever layout it likes, and converts to torchvision's plain
+// layout only at its edges (load, save, gradients). The loop, the schedule, the metrics and
+// the checkpoints know nothing else about it.
+//
+// Made for devices: a step is stage -> forward_backward -> update, and none of these waits
+// for the device. A GPU copies the staged batch on its own stream while the previous step
+// computes; the loss, logits and phase times are read back only when asked (collect,
+// logits), so the host runs ahead and the stream never idles for a host round trip.
+// Not thread-safe: one call at a time, from one thread.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "models/network.h"
+#include "train/activity.h"
 #include "train/checkpoint.h"
 #include "train/sgd.h"
 
 namespace stoker {
 
-enum class Precision { f32, bf16 };
-inline std::string_view precision_name(Precision p) {
-  return p == Precision::bf16 ? "bf16" : "f32";
-}
-inline Precision parse_precision(std::string_view name) {
-  if (name == "f32") return Precision::f32;
-  if (name == "bf16") return Precision::bf16;
-  fail("unknown precision '{}': expected f32 or bf16", name);
-}
+// Arithmetic of the forward and backward passes. Parameters, master weights and the
+// optimiser state are f32 in every mode.
+//   f32   fp32 everywhere (a GPU keeps TF32 off)
+//   tf32  fp32 storage, TF32 tensor-core math in convolutions and GEMMs (GPU only)
+//   f16   mixed precision: fp16 activations and weights copies, dynamic loss scaling (GPU)
+//   bf16  mixed precision: bf16 activations and weight copies, no loss scaling
+enum class Precision { f32, tf32, f16, bf16 };
+std::string_view precision_name(Precision p);
+// stoker::Error listing the valid names.
+Precision parse_precision(std::string_view name);
 
-// What a backend is built for. Images arrive as the loader collates them: f32, normalised,
-// NCHW or NHWC.
+// What the loop hands to stage(): the loader's own output format.
+enum class InputType { f32, u8 };  // f32: normalised already; u8: raw pixels, the backend
+                                   // normalises ((x / 255 - mean) / std per channel)
+struct InputSpec {
+  InputType type = InputType::f32;
+  bool nhwc = false;  // [batch, h, w, 3] when true, else [batch, 3, h, w]
+  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};  // u8 only, as torchvision's
+  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
+  size_t element_bytes() const { return type == InputType::u8 ? 1 : 4; }
+};
+
+// Layout of the activations inside the backend (not of the input).
+enum class ComputeLayout { automatic, nchw, nhwc };
+std::string_view compute_layout_name(ComputeLayout l);
+ComputeLayout parse_compute_layout(std::string_view name);  // "auto", "nchw", "nhwc"
+
+// What a backend is built for.
 struct BackendConfig {
   int64_t batch = 0;
   int64_t height = 0, width = 0;
-  bool nhwc = false;  // layout of the images given to the step calls
+  InputSpec input;
+  ComputeLayout layout = ComputeLayout::automatic;
   Precision precision = Precision::f32;
   float label_smoothing = 0.0f;
   int threads = 0;  // CPU: compute threads (0: the runtime's default); GPU: ignored
-  // Convolution algorithm: "direct", "winograd" (3x3 stride 1; others direct) or "auto"
-  // (the library's choice).
-  std::string conv_algorithm = "auto";
+  int device = 0;   // GPU: CUDA device index; CPU: ignored
+  // Convolution algorithm policy, one vocabulary for every backend:
+  //   "heuristic"       the library's own choice (default)
+  //   "exhaustive"      every candidate measured once per shape, the fastest kept (cached)
+  //   "fixed:<name>"    one algorithm wherever it applies, the heuristic elsewhere;
+  //                     names are the backend's (cpu: direct, winograd; gpu: cuDNN's)
+  std::string conv_algorithm = "heuristic";
+  size_t workspace_limit = size_t(1) << 30;  // bytes a convolution may borrow (GPU)
+  bool record_activity = false;  // record every kernel / primitive interval (activity.h)
+  bool graph = false;            // GPU: capture the step into a CUDA Graph once shapes fix
 };
 
-// Wall-clock split of the last call, seconds. A backend that runs asynchronously (a GPU)
-// reports the time to completion of each phase, not of its launch.
+// Seconds each phase of one step took on the compute engine. A GPU measures with events on
+// its stream, a CPU with the wall clock around the work.
 struct StepTimes {
+  double stage = 0;  // host-to-device copy and input conversion (0 on a CPU fed f32)
   double forward = 0;
   double backward = 0;
   double update = 0;
 };
 
+// The algorithm one convolution pass runs, as planned (heuristic, measured or fixed).
+struct ConvChoice {
+  std::string layer;      // the conv's torchvision name, e.g. "layer1.0.conv2"
+  std::string pass;       // "forward", "backward_data" or "backward_weights"
+  std::string algorithm;  // the library's name for it
+  size_t workspace_bytes = 0;
+  double measured_ms = 0;  // when chosen by measurement ("exhaustive"), else 0
+};
+
+// One finished training step as collect() reports it.
+struct StepResult {
+  float loss = 0;
+  StepTimes times;
+  bool skipped = false;  // f16: the update was skipped (overflow) and the loss scale lowered
+};
+
+// How a loader's batch pool gets its memory, so a GPU run collates straight into pinned
+// host memory. Null functions: ordinary aligned heap memory, nothing pinned.
+struct HostMemory {
+  std::function<void*(size_t bytes)> allocate;  // page-aligned, or throws stoker::Error
+  std::function<void(void* p)> release;
+  // Pin memory allocated elsewhere (a shared-memory pool mapped by worker processes) for as
+  // long as it lives; unpin before it is unmapped.
+  std::function<void(void* p, size_t bytes)> pin;
+  std::function<void(void* p)> unpin;
+};
+
+// A batch on the host, as the loader or a synthetic feed produced it: `count` images in
+// the config's InputSpec, and their labels. Must stay unchanged until release_input().
+struct HostBatch {
+  const void* images = nullptr;
+  const int32_t* labels = nullptr;
+  int64_t count = 0;  // == config.batch
+};
+
 class Backend {
  public:
+  static constexpr int64_t kMaxPendingSteps = 256;  // steps the loop may leave uncollected
+
   virtual ~Backend() = default;
 
-  // One line for logs and the JSON summary: engine, precision, threads or device.
+  // One line for logs and the JSON summary: engine, precision, layout, threads or device.
   virtual std::string describe() const = 0;
+  // How the loader should allocate batch memory for this backend.
+  virtual HostMemory host_memory() const = 0;
 
   // Parameters, buffers and (when present) momentum buffers from a checkpoint that
   // check_checkpoint accepts for this network; a trainable parameter without a momentum
   // buffer starts without one (as a fresh torch optimiser). stoker::Error naming `source`.
+  // Waits for the device.
   virtual void load(const Checkpoint& ckpt, std::string_view source) = 0;
   // The model in state_dict order, then "optim.momentum.<key>" for each parameter that has a
-  // buffer. Plain torch layout, f32 (num_batches_tracked i64).
+  // buffer. Plain torch layout, f32 (num_batches_tracked i64). Waits for the device.
   virtual Checkpoint save() const = 0;
-  // The trainable parameters' gradients from the last forward_backward, under their keys.
+  // The trainable parameters' gradients from the last forward_backward, under their keys
+  // (unscaled under f16). Waits for the device.
   virtual Checkpoint gradients() const = 0;
 
-  // Training-mode forward (batch statistics; running statistics and num_batches_tracked
-  // updated), mean softmax cross-entropy with the configured label smoothing, backward to
-  // every trainable parameter. Returns the loss. stoker::Error for a label outside
-  // [0, classes).
-  virtual float forward_backward(const float* images, const int32_t* labels) = 0;
-  // One SGD step on every trainable parameter with the last gradients.
-  virtual void update(const SgdConfig& sgd, float lr) = 0;
-  // Eval-mode forward (running statistics, nothing updated).
-  virtual void forward_eval(const float* images) = 0;
-  // batch x classes logits of the last forward, either mode.
-  virtual std::span<const float> logits() const = 0;
+  // The batch the next forward_backward / forward_eval reads. May copy asynchronously (a GPU
+  // copies on its own stream, overlapping the step in flight). stoker::Error for a label
+  // outside [0, classes) is raised here or by the next collect().
+  virtual void stage(const HostBatch& batch) = 0;
+  // Blocks until the memory of the last staged batch may be reused by its owner. The loop
+  // calls this before asking its feed for the next batch (the loader reuses the buffer).
+  virtual void release_input() = 0;
 
-  virtual const StepTimes& last_times() const = 0;
+  // Training-mode forward on the staged batch (batch statistics; running statistics and
+  // num_batches_tracked updated), mean softmax cross-entropy with the configured label
+  // smoothing, backward to every trainable parameter. Does not wait for the device.
+  virtual void forward_backward() = 0;
+  // One SGD step on every trainable parameter with the last gradients (skipped on f16
+  // overflow). Does not wait for the device.
+  virtual void update(const SgdConfig& sgd, float lr) = 0;
+  // The training steps (forward_backward [+ update]) finished since the last call, oldest
+  // first; waits for those in flight. The loop calls it at least every kMaxPendingSteps.
+  virtual std::vector<StepResult> collect() = 0;
+
+  // Eval-mode forward on the staged batch (running statistics, nothing updated).
+  virtual void forward_eval() = 0;
+  // batch x classes logits of the last forward, either mode. Waits for the device; valid
+  // until the next call on the backend.
+  virtual std::span<const float> logits() = 0;
+
+  // Kernel (GPU) or primitive (CPU) intervals recorded since the last call, when
+  // config.record_activity is set; empty otherwise. Waits for the device.
+  virtual std::vector<ActivityRecord> take_activity() = 0;
+  // What each convolution ran, for the JSON; empty if the library does not say.
+  virtual std::vector<ConvChoice> algorithms() const = 0;
 };
 
-// The backends this build has, by name: "cpu" (oneDNN) when built with it. stoker::Error
-// naming the backend and why when it is unknown, not built in, or cannot run here (no
-// device, no bf16 support).
+// The backends this build has, by name: "cpu" (oneDNN) and "cuda" (cuDNN + cuBLAS) when
+// built with them. stoker::Error naming the backend and why when it is unknown, not built
+// in, or cannot run here (no device, no driver, no bf16 support).
 std::unique_ptr<Backend> make_backend(std::string_view name, const Network& net,
                                       const BackendConfig& config);
+// Names of the backends built in ("cpu", "cuda"), whether or not they can run here.
+std::vector<std::string> built_backends();
 
 }  // namespace stoker

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where the compute engine's time goes between the work it was given: intervals of work
+// (GPU kernels and copies from CUPTI, CPU primitives from the compute thread's clock), and
+// the gaps between them on one stream. The same arithmetic answers "is the GPU idle
+// between kernels, and is it because the loop waited for data?" on every machine.
+// Pure functions over recorded intervals: no CUDA, no oneDNN here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/histogram.h"
+
+namespace stoker {
+
+// One interval of work on the compute engine. Times are nanoseconds on the host's
+// steady_clock (common/clock.h): a GPU backend converts CUPTI's timestamps before
+// returning them, so they line up with the loop's own wait intervals.
+struct ActivityRecord {
+  enum class Kind : uint8_t { kernel, memcpy, memset, primitive } kind = Kind::kernel;
+  int64_t begin_ns = 0, end_ns = 0;
+  uint32_t stream = 0;  // GPU stream id (compute, copy); 0 on a CPU
+  std::string name;     // kernel or primitive name ("conv fwd layer1.0.conv1", ...)
+  int64_t step = -1;    // training step it belongs to, when the backend knows
+};
+
+// A half-open interval [begin_ns, end_ns) on the steady clock, e.g. a data wait.
+struct Interval {
+  int64_t begin_ns = 0, end_ns = 0;
+};
+
+// Idle time of one engine inside a window.
+struct GapStats {
+  int64_t window_ns = 0;     // length of the window analysed
+  int64_t busy_ns = 0;       // union of the work intervals, clipped to the window
+  int64_t gap_ns = 0;        // window - busy: idle between (and around) the work
+  uint64_t gaps = 0;         // idle intervals longer than the threshold
+  int64_t longest_ns = 0;    // longest idle interval
+  int64_t during_wait_ns = 0;  // idle time that coincides with the loop waiting for data
+  Histogram histogram;       // of idle interval lengths
+  double share() const { return window_ns > 0 ? double(gap_ns) / double(window_ns) : 0; }
+};
+
+// Busy/idle split of `work` (any order, overlaps merged) on [window_begin, window_end).
+// Idle intervals shorter than `min_gap_ns` still count in gap_ns but not in `gaps` or the
+// histogram (a kernel boundary on a GPU leaves ~1 us that is no one's fault).
+// `waits`: the loop's data waits, to say how much idle time they explain.
+GapStats gap_stats(std::span<const ActivityRecord> work, int64_t window_begin,
+                   int64_t window_end, std::span<const Interval> waits = {},
+                   int64_t min_gap_ns = 0);
+
+// Records on one stream only (stream ids as the backend reports them).
+std::vector<ActivityRecord> on_stream(std::span<const ActivityRecord> records,
+                                      uint32_t stream);
+
+}  // namespace stoker
