@@ -269,6 +269,8 @@ class ProcessesProducer final : public Producer {
     s.t.augment_ns += r.timing.augment_ns;
     s.t.collate_ns += r.timing.collate_ns;
     s.t.bytes += r.timing.bytes;
+    s.t.start_ns = r.timing.start_ns;
+    s.t.worker = r.timing.worker;
     std::string reason(r.reason, r.reason_size);
     if (r.status == SampleStatus::bad_input) return candidate_failed(id, std::move(reason));
     if (r.status == SampleStatus::internal) {

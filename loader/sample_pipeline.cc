@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "loader/sample_pipeline.h"
 
+#include <unistd.h>
+
 #include <xxhash.h>
 
 #include "augment/crop.h"
@@ -53,6 +55,8 @@ uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer
                         const PreRead* pre_read, SampleTiming& t) {
   const size_t dst_bytes = normalizer.spec.sample_bytes();
   const int64_t t0 = now_ns();
+  t.start_ns = t0;
+  t.worker = static_cast<int32_t>(gettid());
   std::span<const uint8_t> bytes;
   if (pre_read) {
     bytes = pre_read->bytes;

@@ -18,6 +18,7 @@
 #include "models/resnet.h"
 #include "tools/commands.h"
 #include "tools/loader_options.h"
+#include "tools/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 
@@ -25,9 +26,9 @@ namespace stoker {
 namespace {
 
 struct EvalCommand {
-  std::string data, checkpoint, arch, reader, backend = "cpu", json;
+  std::string data, checkpoint, arch, reader, json;
   int classes = 0;
-  int threads = 0;
+  TrainOptions compute;  // only its backend options (add_backend_options)
   LoaderOptions loader;
 };
 
@@ -68,14 +69,17 @@ void run_eval(EvalCommand& o) {
   LoaderConfig lc = o.loader.to_config();
   lc.reader = parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
   lc.sampler.drop_last = false;
-  if (lc.output.dtype != DType::f32) fail("eval: --dtype must be f32");
 
   BackendConfig bc;
   bc.batch = int64_t(o.loader.batch);
   bc.height = bc.width = o.loader.size;
-  bc.nhwc = lc.output.layout == Layout::nhwc;
-  bc.threads = o.threads > 0 ? o.threads : online_cpus();
-  std::unique_ptr<Backend> backend = make_backend(o.backend, net, bc);
+  bc.input.type = lc.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
+  bc.input.nhwc = lc.output.layout == Layout::nhwc;
+  bc.input.mean = lc.output.mean;
+  bc.input.std = lc.output.std;
+  bc.threads = o.compute.threads > 0 ? o.compute.threads : online_cpus();
+  o.compute.apply(bc);
+  std::unique_ptr<Backend> backend = make_backend(o.compute.backend, net, bc);
   backend->load(ckpt, o.checkpoint);
 
   Iterator it(index, lc);
@@ -84,7 +88,10 @@ void run_eval(EvalCommand& o) {
   double loss = 0;
   Progress progress(fmt::format("eval {}", net.name), index.size(), "images");
   while (const Batch* b = it.next()) {
-    backend->forward_eval(static_cast<const float*>(b->data));
+    // A short last batch still fills the planned batch: the pool's tensor has room for it,
+    // and only its first b->size rows are read back.
+    backend->stage({b->data, b->labels.data(), bc.batch});
+    backend->forward_eval();
     const std::span<const float> logits = backend->logits();
     for (size_t i = 0; i < b->size; ++i) {
       const float* row = logits.data() + i * size_t(classes);
@@ -135,8 +142,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--arch", o->arch, "Architecture (default: the checkpoint's)");
   cmd->add_option("--classes", o->classes, "Output classes (default: from fc.bias)");
   cmd->add_option("--reader", o->reader, "Reader policy (default threads:<cores>)");
-  cmd->add_option("--backend", o->backend, "cpu (oneDNN)")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Compute threads (default: every core)");
+  o->compute.add_backend_options(*cmd);
   cmd->add_option("--json", o->json, "Write the result here");
   o->loader.add_to(*cmd);
   cmd->callback([o] { run_eval(*o); });

@@ -26,6 +26,7 @@
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/loader_feed.h"
+#include "train/loop_trace.h"
 #include "train/train_loop.h"
 
 namespace stoker {
@@ -39,6 +40,8 @@ struct TrainCommand {
   int64_t steps = 0;
   int epochs = 0;
   int64_t timing_warmup = 2;
+  bool no_gaps = false;
+  std::string trace, trace_steps;
   TrainOptions train;  // what the run computes: restored from a checkpoint on --resume
   LoaderOptions loader;
 };
@@ -102,21 +105,44 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     lc.reader =
         parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
     lc.sampler.drop_last = true;  // the backend is planned for one batch size
-    if (lc.output.dtype != DType::f32) fail("train: --dtype must be f32 (normalised floats)");
   }
   const int64_t batch = int64_t(o.loader.batch);
   const int64_t size = o.loader.size;
   const std::vector<ActShape> shapes = infer_shapes(net, size, size);
   const double flop_per_image = trained_image_flops(forward_cost(net, shapes));
 
+  // The trace window, global steps [first, last).
+  int64_t trace_first = 0, trace_last = 0;
+  if (!o.trace.empty()) {
+    trace_first = state.step;
+    trace_last = state.step + std::min<int64_t>(o.steps > 0 ? o.steps : 20, 20);
+    if (!o.trace_steps.empty()) {
+      const size_t colon = o.trace_steps.find(':');
+      try {
+        if (colon == std::string::npos) throw std::invalid_argument("no colon");
+        trace_first = std::stoll(o.trace_steps.substr(0, colon));
+        trace_last = std::stoll(o.trace_steps.substr(colon + 1));
+      } catch (const std::logic_error&) {
+        fail("train: --trace-steps '{}': expected A:B (global steps, B excluded)", o.trace_steps);
+      }
+      if (trace_last <= trace_first)
+        fail("train: --trace-steps '{}': the window is empty", o.trace_steps);
+    }
+  }
+
+  // The loader's output format is the backend's input: u8 is normalised by the backend.
   BackendConfig bc;
   bc.batch = batch;
   bc.height = bc.width = size;
-  bc.nhwc = !o.synthetic && lc.output.layout == Layout::nhwc;
-  bc.precision = parse_precision(t.precision);
+  bc.input.type = lc.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
+  bc.input.nhwc = lc.output.layout == Layout::nhwc;
+  bc.input.mean = lc.output.mean;
+  bc.input.std = lc.output.std;
   bc.label_smoothing = t.label_smoothing;
   bc.threads = t.threads > 0 ? t.threads : online_cpus();
-  bc.conv_algorithm = t.conv_algo;
+  t.apply(bc);
+  t.conv_algo = bc.conv_algorithm;  // stored canonical
+  bc.record_activity = !o.no_gaps || !o.trace.empty();
   std::unique_ptr<Backend> backend = make_backend(t.backend, net, bc);
   if (start) {
     backend->load(*start, o.resume.empty() ? o.init : o.resume);
@@ -129,7 +155,8 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   LoaderFeed* loader_feed = nullptr;
   int64_t steps = o.steps;
   if (o.synthetic) {
-    feed = std::make_unique<SyntheticFeed>(batch, size, size, t.classes, lc.sampler.seed);
+    feed = std::make_unique<SyntheticFeed>(batch, size, size, t.classes, lc.sampler.seed,
+                                           bc.input.type);
     if (steps == 0) steps = 20;
   } else {
     iterator = std::make_unique<Iterator>(*index, lc);
@@ -151,6 +178,10 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   loop.schedule = t.schedule(batch, state.step + steps);
   loop.images_per_step = batch;
   loop.label = fmt::format("train {}", net.name);
+  loop.timing_warmup = std::clamp<int64_t>(o.timing_warmup, 0, steps - 1);
+  loop.activity = bc.record_activity;
+  loop.trace_begin = trace_first;
+  loop.trace_end = trace_last;
   // The options as they will be stored, total_steps fixed for a later --resume.
   t.total_steps = int64_t(loop.schedule.total_steps);
 
@@ -175,31 +206,46 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   fmt::print("# run: steps {}..{}{}\n", state.step, state.step + steps,
              start ? fmt::format(", from {}", o.resume.empty() ? o.init : o.resume) : "");
 
-  const std::vector<StepRecord> records = train_loop(*backend, *feed, loop);
+  const LoopResult result = train_loop(*backend, *feed, loop);
+  const std::vector<StepRecord>& records = result.records;
 
   // Steady state: the first steps pay for first touches of memory and caches.
-  const size_t skip = size_t(std::clamp<int64_t>(o.timing_warmup, 0, steps - 1));
-  std::vector<double> wait, fwd, bwd, upd, total;
-  double timed = 0, timed_wait = 0;
+  const size_t skip = size_t(loop.timing_warmup);
+  std::vector<double> wait, stage, fwd, bwd, upd, total;
+  double timed = 0, timed_wait = 0, timed_stage = 0, timed_fwd = 0, timed_bwd = 0, timed_upd = 0;
   for (size_t k = skip; k < records.size(); ++k) {
     const StepRecord& r = records[k];
     wait.push_back(r.wait);
+    stage.push_back(r.stage);
     fwd.push_back(r.forward);
     bwd.push_back(r.backward);
     upd.push_back(r.update);
     total.push_back(r.total);
     timed += r.total;
     timed_wait += r.wait;
+    timed_stage += r.stage;
+    timed_fwd += r.forward;
+    timed_bwd += r.backward;
+    timed_upd += r.update;
   }
   const double images_per_s = double(batch) * double(total.size()) / timed;
-  fmt::print("{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10}\n", "steps", "img/s",
-             "step ms", "wait ms", "fwd ms", "bwd ms", "upd ms", "wait %", "GFLOP/s", "loss");
+  const GapStats& gaps = result.gaps;
+  fmt::print("{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>10}\n", "steps",
+             "img/s", "step ms", "wait ms", "fwd ms", "bwd ms", "upd ms", "wait %", "gap %",
+             "GFLOP/s", "loss");
   fmt::print(
-      "{:>8} {:>8.2f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f} {:>8.1f} "
+      "{:>8} {:>8.2f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f} {:>7} {:>8.1f} "
       "{:>10.4f}\n",
       total.size(), images_per_s, 1e3 * median(total), 1e3 * median(wait), 1e3 * median(fwd),
       1e3 * median(bwd), 1e3 * median(upd), 100 * timed_wait / timed,
+      loop.activity ? fmt::format("{:.1f}", 100 * gaps.share()) : "-",
       images_per_s * flop_per_image / 1e9, records.back().loss);
+  if (!o.trace.empty()) {
+    const TraceWriter tw = loop_trace(result.trace, t.backend);
+    tw.write(o.trace);
+    fmt::print("# trace: {} (steps {}..{}, {} events)\n", o.trace, trace_first, trace_last,
+               tw.events());
+  }
 
   RunState end = state;
   end.step = state.step + steps;
@@ -224,10 +270,41 @@ void run_train(TrainCommand& o, const CLI::App& app) {
       losses.push_back(r.loss);
       lrs.push_back(r.lr);
       steps_json.push_back({{"wait_s", r.wait},
+                            {"stage_s", r.stage},
                             {"forward_s", r.forward},
                             {"backward_s", r.backward},
                             {"update_s", r.update},
                             {"total_s", r.total}});
+      if (loop.activity)
+        steps_json.back().update({{"busy_s", r.busy},
+                                  {"gap_s", r.gap},
+                                  {"gaps", r.gaps},
+                                  {"longest_gap_s", r.longest_gap},
+                                  {"gap_during_wait_s", r.gap_during_wait}});
+    }
+    nlohmann::json algos = nlohmann::json::array();
+    for (const ConvChoice& a : backend->algorithms())
+      algos.push_back({{"layer", a.layer},
+                       {"pass", a.pass},
+                       {"algorithm", a.algorithm},
+                       {"workspace_bytes", a.workspace_bytes},
+                       {"measured_ms", a.measured_ms}});
+    nlohmann::json gaps_json = nullptr;
+    if (loop.activity) {
+      const Histogram& h = gaps.histogram;
+      gaps_json = {{"window_s", 1e-9 * double(gaps.window_ns)},
+                   {"busy_s", 1e-9 * double(gaps.busy_ns)},
+                   {"gap_s", 1e-9 * double(gaps.gap_ns)},
+                   {"share", gaps.share()},
+                   {"count", gaps.gaps},
+                   {"longest_ms", 1e-6 * double(gaps.longest_ns)},
+                   {"during_data_wait_s", 1e-9 * double(gaps.during_wait_ns)},
+                   {"gap_us",
+                    {{"p50", 1e-3 * h.quantile_ns(0.5)},
+                     {"p90", 1e-3 * h.quantile_ns(0.9)},
+                     {"p99", 1e-3 * h.quantile_ns(0.99)},
+                     {"max", 1e-3 * h.quantile_ns(1.0)},
+                     {"mean", 1e-3 * h.mean_ns()}}}};
     }
     const nlohmann::json doc = {
         {"command", "train"},
@@ -251,8 +328,19 @@ void run_train(TrainCommand& o, const CLI::App& app) {
         {"flop_per_image", flop_per_image},
         {"achieved_gflop_per_s", images_per_s * flop_per_image / 1e9},
         {"data_wait_fraction", timed_wait / timed},
+        {"totals_s",
+         {{"wall", timed},
+          {"data_wait", timed_wait},
+          {"stage", timed_stage},
+          {"forward", timed_fwd},
+          {"backward", timed_bwd},
+          {"update", timed_upd}}},
+        {"input", bc.input.type == InputType::u8 ? "u8" : "f32"},
+        {"gaps", gaps_json},
+        {"conv_algorithms", algos},
         {"step_ms", ms_stats(total)},
         {"data_wait_ms", ms_stats(wait)},
+        {"stage_ms", ms_stats(stage)},
         {"forward_ms", ms_stats(fwd)},
         {"backward_ms", ms_stats(bwd)},
         {"update_ms", ms_stats(upd)},
@@ -291,6 +379,12 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
   cmd->add_option("--timing-warmup", o->timing_warmup, "Steps left out of the steady-state figures")
       ->capture_default_str();
+  cmd->add_flag("--no-gaps", o->no_gaps,
+                "Do not time each primitive / kernel (no gap statistics in the summary)");
+  cmd->add_option("--trace", o->trace,
+                  "Write a Chrome trace-event JSON (Perfetto) of the --trace-steps window here");
+  cmd->add_option("--trace-steps", o->trace_steps,
+                  "A:B, the global steps [A, B) to trace (default: the first 20 of this run)");
   o->train.add_to(*cmd);
   o->loader.add_to(*cmd);
   cmd->callback([o, cmd] { run_train(*o, *cmd); });

@@ -13,13 +13,7 @@ void TrainOptions::add_to(CLI::App& app) {
   app.add_option("--classes", classes, "Output classes (default: the dataset's; synthetic 1000)");
   app.add_flag("--zero-init-residual", zero_init_residual,
                "Start the last BN of each residual branch at 0 (each block starts as identity)");
-  app.add_option("--backend", backend, "cpu (oneDNN)")->capture_default_str();
-  app.add_option("--precision", precision, "f32, or bf16 where the CPU has native bf16")
-      ->capture_default_str();
-  app.add_option("--conv-algo", conv_algo,
-                 "Convolutions: direct, winograd (3x3 stride 1) or auto (oneDNN's choice)")
-      ->capture_default_str();
-  app.add_option("--threads", threads, "Compute threads (default: every core)");
+  add_backend_options(app);
   app.add_option("--lr", lr, "Base learning rate")->capture_default_str();
   app.add_flag("--scale-lr", scale_lr, "Linear scaling rule: lr x batch / 256");
   app.add_option("--momentum", momentum, "SGD momentum")->capture_default_str();
@@ -37,6 +31,44 @@ void TrainOptions::add_to(CLI::App& app) {
   app.add_option("--label-smoothing", label_smoothing, "Cross-entropy label smoothing")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+}
+
+void TrainOptions::add_backend_options(CLI::App& app) {
+  app.add_option("--backend", backend, "cpu (oneDNN) or cuda (cuDNN + cuBLAS, when built in)")
+      ->capture_default_str();
+  app.add_option("--device", device, "cuda: the CUDA device index")->capture_default_str();
+  app.add_option("--precision", precision,
+                 "f32, tf32 (cuda), f16 (cuda, loss scaling) or bf16 (cuda; cpu with native bf16)")
+      ->capture_default_str();
+  app.add_option("--compute-layout", compute_layout,
+                 "Activations inside the backend: auto, nchw or nhwc (cuda; the cpu keeps "
+                 "oneDNN's blocked layouts)")
+      ->capture_default_str();
+  app.add_option("--conv-algo", conv_algo,
+                 "Convolutions: heuristic (the library's choice), exhaustive (cuda: measured), "
+                 "fixed:<name> (cpu: fixed:direct, fixed:winograd); older words auto, direct, "
+                 "winograd still mean heuristic, fixed:direct, fixed:winograd")
+      ->capture_default_str();
+  app.add_option("--workspace-limit", workspace_limit_mib,
+                 "cuda: MiB a convolution may borrow as workspace")
+      ->capture_default_str();
+  app.add_flag("--graph", graph, "cuda: capture the step into a CUDA Graph");
+  app.add_option("--threads", threads, "Compute threads (default: every core)");
+}
+
+void TrainOptions::apply(BackendConfig& bc) const {
+  bc.device = device;
+  bc.precision = parse_precision(precision);
+  bc.layout = parse_compute_layout(compute_layout);
+  bc.conv_algorithm = canonical_conv_algo(conv_algo);
+  bc.workspace_limit = workspace_limit_mib << 20;
+  bc.graph = graph;
+}
+
+std::string canonical_conv_algo(const std::string& word) {
+  if (word == "auto") return "heuristic";
+  if (word == "direct" || word == "winograd") return "fixed:" + word;
+  return word;
 }
 
 SgdConfig TrainOptions::sgd() const {
@@ -115,6 +147,9 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
     take(j, "classes", "--classes", t.classes, path, app);
     take(j, "zero_init_residual", "--zero-init-residual", t.zero_init_residual, path, app);
     take(j, "precision", "--precision", t.precision, path, app);
+    // Older checkpoints store auto/direct/winograd: compare and keep the canonical words.
+    t.conv_algo = canonical_conv_algo(t.conv_algo);
+    j["conv_algo"] = canonical_conv_algo(j.at("conv_algo").get<std::string>());
     take(j, "conv_algo", "--conv-algo", t.conv_algo, path, app);
     take(j, "lr", "--lr", t.lr, path, app);
     take(j, "scale_lr", "--scale-lr", t.scale_lr, path, app);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tools/loader_options.h"
+#include "train/backend.h"
 #include "train/lr_schedule.h"
 #include "train/sgd.h"
 
@@ -22,8 +23,12 @@ struct TrainOptions {
   int classes = 0;  // 0: the dataset's class count (synthetic: 1000)
   bool zero_init_residual = false;
   std::string backend = "cpu";
+  int device = 0;  // cuda: device index
   std::string precision = "f32";
-  std::string conv_algo = "auto";
+  std::string compute_layout = "auto";
+  std::string conv_algo = "heuristic";  // canonical (see canonical_conv_algo)
+  size_t workspace_limit_mib = 1024;
+  bool graph = false;
   int threads = 0;  // 0: every online CPU
   double lr = 0.1;
   bool scale_lr = false;  // lr x batch / 256
@@ -41,9 +46,18 @@ struct TrainOptions {
   float label_smoothing = 0.0f;
 
   void add_to(CLI::App& app);
+  // The backend options alone (train and eval share them).
+  void add_backend_options(CLI::App& app);
+  // The BackendConfig fields these options decide (not batch, size, input).
+  void apply(BackendConfig& bc) const;
   SgdConfig sgd() const;
   LrSchedule schedule(int64_t batch, int64_t run_end_step) const;
 };
+
+// The algorithm vocabulary of train/backend.h, with the words of older versions (stored in
+// their checkpoints) mapped: auto -> heuristic, direct -> fixed:direct, winograd ->
+// fixed:winograd. Other words pass unchanged (the backend judges them).
+std::string canonical_conv_algo(const std::string& word);
 
 // The options that decide a run's numbers (these and the loader's data options).
 nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l);

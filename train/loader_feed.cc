@@ -7,11 +7,20 @@ namespace stoker {
 
 LoaderFeed::LoaderFeed(Iterator& iterator, Position from) : it_(iterator), position_(from) {
   const LoaderConfig& c = it_.config();
-  STOKER_CHECK_MSG(c.output.dtype == DType::f32 && c.sampler.drop_last,
-                   "the training feed needs f32 batches without a short last batch");
+  STOKER_CHECK_MSG(c.sampler.drop_last, "the training feed needs batches without a short last one");
 }
 
-StepBatch LoaderFeed::next() {
+InputSpec LoaderFeed::input_spec() const {
+  const OutputSpec& o = it_.config().output;
+  InputSpec s;
+  s.type = o.dtype == DType::u8 ? InputType::u8 : InputType::f32;
+  s.nhwc = o.layout == Layout::nhwc;
+  s.mean = o.mean;
+  s.std = o.std;
+  return s;
+}
+
+HostBatch LoaderFeed::next() {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!started_ || position_.index >= it_.batches_per_epoch() * it_.config().sampler.batch_size) {
       if (started_) position_ = {position_.epoch + 1, 0};
@@ -24,7 +33,8 @@ StepBatch LoaderFeed::next() {
       continue;
     }
     position_.index += b->size;
-    return {static_cast<const float*>(b->data), b->labels.data()};
+    timings_ = std::span<const SampleTiming>(b->timing.data(), b->size);
+    return {b->data, b->labels.data(), int64_t(b->size)};
   }
   fail("the dataset yields no full batch of {} (fewer samples than one batch?)",
        it_.config().sampler.batch_size);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The loader as a BatchFeed: full batches of f32 images from an Iterator, epoch after epoch,
+// The loader as a BatchFeed: full batches from an Iterator in the loader's own format (f32
+// normalised or u8 pixels, NCHW or NHWC), epoch after epoch,
 // with the position (epoch, samples consumed) a checkpoint needs to resume exactly there.
 #pragma once
 
@@ -12,10 +13,13 @@ namespace stoker {
 
 class LoaderFeed final : public BatchFeed {
  public:
-  // The iterator must produce f32 and drop short batches (the backend is planned for one
-  // batch size); STOKER_CHECK otherwise. Starts at `from` (a batch boundary).
+  // The iterator must drop short batches (the backend is planned for one batch size);
+  // STOKER_CHECK otherwise. Starts at `from` (a batch boundary).
   LoaderFeed(Iterator& iterator, Position from);
-  StepBatch next() override;
+  HostBatch next() override;
+  std::span<const SampleTiming> timings() const override { return timings_; }
+  // The InputSpec the backend must be configured with for this feed's batches.
+  InputSpec input_spec() const;
   // Where the next batch starts: resuming from here replays exactly what follows.
   Position position() const { return position_; }
 
@@ -23,6 +27,7 @@ class LoaderFeed final : public BatchFeed {
   Iterator& it_;
   Position position_;
   bool started_ = false;
+  std::span<const SampleTiming> timings_;
 };
 
 }  // namespace stoker

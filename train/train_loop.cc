@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/rng.h"
 #include "models/normal.h"
@@ -50,56 +52,129 @@ class LiveLine {
   Clock::time_point last_draw_{};
 };
 
+void merge(GapStats& into, const GapStats& g) {
+  into.window_ns += g.window_ns;
+  into.busy_ns += g.busy_ns;
+  into.gap_ns += g.gap_ns;
+  into.gaps += g.gaps;
+  into.longest_ns = std::max(into.longest_ns, g.longest_ns);
+  into.during_wait_ns += g.during_wait_ns;
+  into.histogram.merge(g.histogram);
+}
+
 }  // namespace
 
 SyntheticFeed::SyntheticFeed(int64_t batch, int64_t height, int64_t width, int classes,
-                             uint64_t seed)
-    : images_(size_t(batch * 3 * height * width)), labels_(size_t(batch)) {
+                             uint64_t seed, InputType type)
+    : type_(type), labels_(size_t(batch)) {
   Rng rng(seed);
-  fill_normal(rng, 1.0, images_);
+  const size_t n = size_t(batch * 3 * height * width);
+  if (type == InputType::u8) {
+    bytes_.resize(n);
+    for (uint8_t& b : bytes_) b = uint8_t(rng.next() >> 56);
+  } else {
+    images_.resize(n);
+    fill_normal(rng, 1.0, images_);
+  }
   for (int32_t& y : labels_) y = int32_t(rng.next() % uint64_t(classes));
 }
 
-std::vector<StepRecord> train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
-  std::vector<StepRecord> records;
+LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
+  LoopResult out;
+  std::vector<StepRecord>& records = out.records;
   records.reserve(size_t(c.steps));
   LiveLine line(c.progress);
   const auto start = Clock::now();
   double window_wait = 0, window_total = 0;
+  size_t collected = 0;  // records[0, collected) have their loss and backend times
+  float last_loss = 0;
+  const auto in_trace = [&](int64_t step) { return step >= c.trace_begin && step < c.trace_end; };
+
+  // Fills the steps finished since the last collect; with activity, their gap figures.
+  const auto collect = [&] {
+    const std::vector<StepResult> results = backend.collect();
+    STOKER_CHECK_MSG(collected + results.size() == records.size(),
+                     "the backend returned {} results for {} uncollected steps", results.size(),
+                     records.size() - collected);
+    std::vector<ActivityRecord> activity;
+    if (c.activity) activity = backend.take_activity();
+    for (const StepResult& res : results) {
+      StepRecord& r = records[collected];
+      const int64_t step = c.first_step + int64_t(collected);
+      if (!std::isfinite(res.loss))
+        fail("{}: the loss is {} at step {}: the run diverged (hint: a lower --lr or a warm-up)",
+             c.label, res.loss, step);
+      r.loss = last_loss = res.loss;
+      r.skipped = res.skipped;
+      r.backend_stage = res.times.stage;
+      r.forward = res.times.forward;
+      r.backward = res.times.backward;
+      r.update = res.times.update;
+      if (c.activity) {
+        const Interval wait{r.begin_ns, r.wait_end_ns};
+        const GapStats g =
+            gap_stats(activity, r.begin_ns, r.end_ns, std::span<const Interval>(&wait, 1));
+        r.busy = 1e-9 * double(g.busy_ns);
+        r.gap = 1e-9 * double(g.gap_ns);
+        r.gap_during_wait = 1e-9 * double(g.during_wait_ns);
+        r.longest_gap = 1e-9 * double(g.longest_ns);
+        r.gaps = g.gaps;
+        if (int64_t(collected) >= c.timing_warmup) merge(out.gaps, g);
+      }
+      if (in_trace(step)) {
+        out.trace.steps.push_back(r);
+        out.trace.numbers.push_back(step);
+      }
+      ++collected;
+    }
+    if (c.trace_end > c.trace_begin)
+      for (ActivityRecord& a : activity)
+        if (!out.trace.steps.empty() && a.end_ns > out.trace.steps.front().begin_ns &&
+            a.begin_ns < out.trace.steps.back().end_ns)
+          out.trace.activity.push_back(std::move(a));
+  };
+
   for (int64_t k = 0; k < c.steps; ++k) {
     const int64_t step = c.first_step + k;
     StepRecord r;
-    const auto t0 = Clock::now();
-    const StepBatch batch = feed.next();
-    r.wait = since(t0);
-    r.loss = backend.forward_backward(batch.images, batch.labels);
-    if (!std::isfinite(r.loss))
-      fail("{}: the loss is {} at step {}: the run diverged (hint: a lower --lr or a warm-up)",
-           c.label, r.loss, step);
+    r.begin_ns = now_ns();
+    const HostBatch batch = feed.next();
+    r.wait_end_ns = now_ns();
+    if (in_trace(step)) {
+      const std::span<const SampleTiming> t = feed.timings();
+      out.trace.samples.emplace_back(t.begin(), t.end());
+    }
+    backend.stage(batch);
+    r.stage_end_ns = now_ns();
+    backend.forward_backward();
+    r.fb_end_ns = now_ns();
     r.lr = lr_at(c.schedule, size_t(step));
     backend.update(c.sgd, float(r.lr));
-    const StepTimes& t = backend.last_times();
-    r.forward = t.forward;
-    r.backward = t.backward;
-    r.update = t.update;
-    r.total = since(t0);
+    r.end_ns = now_ns();
+    r.wait = 1e-9 * double(r.wait_end_ns - r.begin_ns);
+    r.stage = 1e-9 * double(r.stage_end_ns - r.wait_end_ns);
+    r.total = 1e-9 * double(r.end_ns - r.begin_ns);
     records.push_back(r);
 
     window_wait += r.wait;
     window_total += r.total;
+    const bool last = k + 1 == c.steps;
+    const bool draw = line.due(last);
+    if (draw || last || int64_t(records.size() - collected) >= Backend::kMaxPendingSteps) collect();
+    // The feed may now reuse the buffer it handed out.
+    backend.release_input();
+    if (!draw) continue;
     const double elapsed = since(start);
     const double per_step = elapsed / double(k + 1);
-    const bool last = k + 1 == c.steps;
-    if (!line.due(last)) continue;
     line.draw(
         fmt::format("{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s data wait {:.0f}% ETA {}",
-                    c.label, step + 1, c.first_step + c.steps, r.loss, r.lr,
+                    c.label, step + 1, c.first_step + c.steps, last_loss, r.lr,
                     double(c.images_per_step) / r.total,
                     100.0 * window_wait / std::max(window_total, 1e-12),
                     duration_text(per_step * double(c.steps - k - 1))),
         last);
   }
-  return records;
+  return out;
 }
 
 }  // namespace stoker

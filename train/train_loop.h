@@ -1,42 +1,52 @@
 // SPDX-License-Identifier: Apache-2.0
-// The training loop: pull a batch, step the backend, update with the scheduled learning rate,
-// time every phase. It knows the Backend interface and a BatchFeed, nothing of oneDNN, cuDNN
-// or the loader; a live progress line on stderr shows step, loss, images/s, data wait, ETA.
+// The training loop: pull a batch, stage it on the backend, step, update with the scheduled
+// learning rate, time every phase. It knows the Backend interface and a BatchFeed, nothing of
+// oneDNN, cuDNN or the loader; a live progress line on stderr shows step, loss, images/s,
+// data wait, ETA. Losses and the backend's phase times are collected every few steps (when
+// the line draws, at least every Backend::kMaxPendingSteps, and at the end), so a device
+// backend is never forced to synchronise per step.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "loader/batch.h"
+#include "train/activity.h"
 #include "train/backend.h"
 #include "train/lr_schedule.h"
 #include "train/sgd.h"
 
 namespace stoker {
 
-// One full batch for a step: images as the backend was configured for, labels.
-struct StepBatch {
-  const float* images = nullptr;
-  const int32_t* labels = nullptr;
-};
-
 // Where batches come from: the loader (train/loader_feed.h) or random tensors.
 class BatchFeed {
  public:
   virtual ~BatchFeed() = default;
-  // The next batch; it stays valid until the next call. Throws stoker::Error when the data
-  // cannot be read under the loader's policy.
-  virtual StepBatch next() = 0;
+  // The next batch, in the feed's InputSpec; it stays valid until the next call. Throws
+  // stoker::Error when the data cannot be read under the loader's policy.
+  virtual HostBatch next() = 0;
+  // Per-sample loader timings of the batch last returned (empty for synthetic data).
+  virtual std::span<const SampleTiming> timings() const { return {}; }
 };
 
-// Random images (standard normal) and labels, drawn once: times compute alone.
+// Random images and labels, drawn once: times compute alone. f32: standard normal; u8:
+// uniform bytes. NCHW or NHWC is only a matter of interpretation for random data.
 class SyntheticFeed final : public BatchFeed {
  public:
-  SyntheticFeed(int64_t batch, int64_t height, int64_t width, int classes, uint64_t seed);
-  StepBatch next() override { return {images_.data(), labels_.data()}; }
+  SyntheticFeed(int64_t batch, int64_t height, int64_t width, int classes, uint64_t seed,
+                InputType type = InputType::f32);
+  HostBatch next() override {
+    return {type_ == InputType::u8 ? static_cast<const void*>(bytes_.data())
+                                   : static_cast<const void*>(images_.data()),
+            labels_.data(), int64_t(labels_.size())};
+  }
 
  private:
+  InputType type_;
   std::vector<float> images_;
+  std::vector<uint8_t> bytes_;
   std::vector<int32_t> labels_;
 };
 
@@ -48,17 +58,48 @@ struct LoopConfig {
   int64_t images_per_step = 0;
   bool progress = true;  // the live line on stderr
   std::string label = "train";
+  // Gap statistics (when the backend records activity) merge steps from this one (a count
+  // from the first step of this run: the first steps pay for first touches).
+  int64_t timing_warmup = 0;
+  // Global steps [trace_begin, trace_end) keep their activity records, loop intervals and
+  // loader timings for a trace (LoopResult::trace); empty range: nothing kept.
+  int64_t trace_begin = 0, trace_end = 0;
+  // The backend was configured with record_activity: take its records and analyse the gaps.
+  bool activity = false;
 };
 
-// Seconds per phase of one step. `wait` is the time spent in BatchFeed::next().
+// One step. Seconds per phase: `wait` in BatchFeed::next(), `stage` in Backend::stage() (as
+// the loop saw it); forward/backward/update as the backend measured them (collected later).
+// Timestamps (steady clock, ns) delimit the loop's calls; the step's window is
+// [begin_ns, end_ns): wait, stage, forward_backward, update.
 struct StepRecord {
-  double wait = 0, forward = 0, backward = 0, update = 0, total = 0;
+  double wait = 0, stage = 0, forward = 0, backward = 0, update = 0, total = 0;
+  double backend_stage = 0;  // the backend's own figure for the input conversion / copy
   float loss = 0;
   double lr = 0;
+  bool skipped = false;
+  int64_t begin_ns = 0, wait_end_ns = 0, stage_end_ns = 0, fb_end_ns = 0, end_ns = 0;
+  // Engine busy/idle inside the window, when the backend records activity (else all 0).
+  double busy = 0, gap = 0, gap_during_wait = 0, longest_gap = 0;
+  uint64_t gaps = 0;
+};
+
+// What a trace needs from the steps in the trace window.
+struct LoopTrace {
+  std::vector<StepRecord> steps;  // with their global step numbers in `numbers`
+  std::vector<int64_t> numbers;
+  std::vector<ActivityRecord> activity;
+  std::vector<std::vector<SampleTiming>> samples;  // per step: the batch's loader timings
+};
+
+struct LoopResult {
+  std::vector<StepRecord> records;
+  GapStats gaps;  // merged over the steps from timing_warmup on (LoopConfig::activity)
+  LoopTrace trace;
 };
 
 // Runs config.steps steps; a non-finite loss is a stoker::Error naming the step (a diverged
-// run should stop, not write NaN weights).
-std::vector<StepRecord> train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& config);
+// run should stop, not write NaN weights), raised when the step is collected.
+LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& config);
 
 }  // namespace stoker

@@ -73,7 +73,11 @@ int run(int argc, char** argv) {
     stoker::copy_values(need(batches, fmt::format("images.{}", k), batches_path), images);
     stoker::copy_values(need(batches, fmt::format("labels.{}", k), batches_path), labels64);
     const std::vector<int32_t> labels(labels64.begin(), labels64.end());
-    const float loss = backend->forward_backward(images.data(), labels.data());
+    backend->stage({images.data(), labels.data(), bc.batch});
+    backend->forward_backward();
+    const std::vector<stoker::StepResult> results = backend->collect();
+    if (results.size() != 1) stoker::fail("collect() gave {} results for 1 step", results.size());
+    const float loss = results[0].loss;
     losses.push_back(loss);
     if (k == 0) {
       const std::span<const float> logits = backend->logits();
@@ -86,12 +90,13 @@ int run(int argc, char** argv) {
         const int i = stoker::param_index(net, t.name);
         if (i >= 0 && !net.params[size_t(i)].trainable) out.tensors.push_back(t);  // buffers
       }
-      backend->forward_eval(images.data());
+      backend->forward_eval();  // on the batch staged above
       const std::span<const float> eval = backend->logits();
       out.tensors.push_back(stoker::make_f32_tensor("eval_logits", {bc.batch, config.num_classes},
                                                     std::vector<float>(eval.begin(), eval.end())));
     }
     backend->update(sgd, lr);
+    backend->release_input();
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.tensors.push_back(stoker::make_f32_tensor("losses", {steps}, losses));

@@ -11,11 +11,13 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/error.h"
 #include "models/normal.h"
 #include "models/resnet.h"
+#include "tests/train/backend_cases.h"
 #include "train/cpu/cpu_backend.h"
 #include "train/reference/network.h"
 
@@ -28,66 +30,18 @@ namespace {
 // tap or missing gradient contribution gives 1e-1 or more.
 constexpr double kTol = 1e-4;
 
-double error(std::span<const float> ref, std::span<const float> got) {
-  EXPECT_EQ(ref.size(), got.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < std::min(ref.size(), got.size()); ++i) {
-    diff = std::max(diff, std::abs(double(ref[i]) - double(got[i])));
-    scale = std::max(scale, std::abs(double(ref[i])));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
-
-const Tensor& tensor(const Checkpoint& c, std::string_view name) {
-  const Tensor* t = find_tensor(c, name);
-  STOKER_CHECK_MSG(t != nullptr, "no tensor {}", name);
-  return *t;
-}
-
-std::vector<float> values(const Tensor& t) {
-  std::vector<float> v(size_t(shape_numel(t.shape)));
-  copy_values(t, v);
-  return v;
-}
-
-Network resnet(int depth, int classes) {
-  ResNetConfig c;
-  c.depth = depth;
-  c.num_classes = classes;
-  return build_resnet(c);
-}
-
-// Small last-BN weights in every residual branch: unit-BN ResNet-50 at small inputs is
-// chaotic (gradients of 1e3 and more), which would test conditioning rather than layers.
-Checkpoint tame_init(const Network& net, uint64_t seed) {
-  Checkpoint c = init_checkpoint(net, seed);
-  for (Tensor& t : c.tensors) {
-    const bool last_bn =
-        t.name.ends_with("bn3.weight") ||
-        (net.name == "resnet18" && t.name.ends_with("bn2.weight") && t.name.starts_with("layer"));
-    if (!last_bn) continue;
-    std::vector<float> v = values(t);
-    for (float& x : v) x = 0.2f;
-    t = make_f32_tensor(t.name, t.shape, v);
-  }
-  return c;
-}
-
-std::vector<float> nchw_to_nhwc(const std::vector<float>& x, int64_t n, int64_t c, int64_t h,
-                                int64_t w) {
-  std::vector<float> y(x.size());
-  for (int64_t a = 0; a < n; ++a)
-    for (int64_t k = 0; k < c; ++k)
-      for (int64_t i = 0; i < h * w; ++i)
-        y[size_t((a * h * w + i) * c + k)] = x[size_t((a * c + k) * h * w + i)];
-  return y;
-}
+using test::error;
+using test::nchw_to_nhwc;
+using test::resnet;
+using test::tame_init;
+using test::tensor;
+using test::values;
 
 struct Case {
   int depth;
   int64_t batch, size;
   bool nhwc;
-  const char* algo = "direct";
+  const char* algo = "fixed:direct";
 };
 
 class DnnlVsReference : public ::testing::TestWithParam<Case> {};
@@ -99,8 +53,9 @@ TEST_P(DnnlVsReference, EveryLayerForwardAndBackward) {
   BackendConfig config{.batch = cs.batch,
                        .height = cs.size,
                        .width = cs.size,
-                       .nhwc = cs.nhwc,
-                       .label_smoothing = 0.1f};
+                       .input = {.nhwc = cs.nhwc},
+                       .label_smoothing = 0.1f,
+                       .conv_algorithm = cs.algo};
   std::unique_ptr<Backend> backend = make_cpu_backend(net, config);
   backend->load(init, "init");
   ref::ReferenceNet r = ref::make_reference_net(net, cs.batch, cs.size, cs.size);
@@ -115,7 +70,7 @@ TEST_P(DnnlVsReference, EveryLayerForwardAndBackward) {
       cs.nhwc ? nchw_to_nhwc(images, cs.batch, 3, cs.size, cs.size) : images;
 
   const float ref_loss = ref::forward_backward(r, images.data(), labels.data(), 0.1f);
-  const float loss = backend->forward_backward(given.data(), labels.data());
+  const float loss = test::step(*backend, given.data(), labels.data(), cs.batch);
   EXPECT_NEAR(loss, ref_loss, 1e-5 * std::max(1.0f, std::abs(ref_loss)));
 
   DnnlNet& d = dnnl_net_of(*backend);
@@ -147,7 +102,8 @@ TEST_P(DnnlVsReference, EveryLayerForwardAndBackward) {
       EXPECT_EQ(count[0], 1) << p.name;
     }
   }
-  backend->forward_eval(given.data());
+  backend->stage({given.data(), labels.data(), cs.batch});
+  backend->forward_eval();
   const std::vector<float> eval(backend->logits().begin(), backend->logits().end());
   const std::span<const float> ref_eval = ref::forward_eval(r, images.data());
   EXPECT_LT(error(ref_eval, eval), kTol) << "eval logits";
@@ -158,93 +114,110 @@ TEST_P(DnnlVsReference, EveryLayerForwardAndBackward) {
       worst_grad, backend->describe());
 }
 
-INSTANTIATE_TEST_SUITE_P(ResNets, DnnlVsReference,
-                         ::testing::Values(Case{18, 4, 40, false}, Case{18, 2, 64, true},
-                                           Case{50, 2, 40, false},
-                                           Case{18, 2, 64, false, "winograd"}),
-                         [](const auto& info) {
-                           return fmt::format("resnet{}_n{}_{}px_{}_{}", info.param.depth,
-                                              info.param.batch, info.param.size,
-                                              info.param.nhwc ? "nhwc" : "nchw", info.param.algo);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    ResNets, DnnlVsReference,
+    ::testing::Values(Case{18, 4, 40, false}, Case{18, 2, 64, true}, Case{50, 2, 40, false},
+                      Case{18, 2, 64, false, "fixed:winograd"}, Case{18, 2, 40, true, "heuristic"}),
+    [](const auto& info) {
+      std::string algo = info.param.algo;
+      std::replace(algo.begin(), algo.end(), ':', '_');
+      return fmt::format("resnet{}_n{}_{}px_{}_{}", info.param.depth, info.param.batch,
+                         info.param.size, info.param.nhwc ? "nhwc" : "nchw", algo);
+    });
 
-class CpuBackendContract : public ::testing::Test {
- protected:
-  void SetUp() override {
-    backend->load(init, "init");
-    Rng rng(3);
-    fill_normal(rng, 1.0, images);
+static_assert(!std::is_copy_constructible_v<DnnlNet> && !std::is_move_constructible_v<DnnlNet>,
+              "host steps hold pointers into the net: it must stay where it was planned");
+
+// What each convolution ran, from oneDNN's implementation strings: fixed:winograd must run a
+// Winograd kernel on every 3x3 stride-1 conv (and only there), fixed:direct never. Where this
+// CPU has no Winograd kernel (oneDNN has them for AVX-512 only), the plan falls back to direct
+// and the test says so.
+TEST(CpuBackend, FixedAlgorithmsRunWhatTheySay) {
+  const Network net = resnet(18, 4);
+  const BackendConfig base{.batch = 2, .height = 64, .width = 64};
+  BackendConfig wino = base, direct = base;
+  wino.conv_algorithm = "fixed:winograd";
+  direct.conv_algorithm = "fixed:direct";
+  const std::vector<ConvChoice> w = make_cpu_backend(net, wino)->algorithms();
+  const std::vector<ConvChoice> d = make_cpu_backend(net, direct)->algorithms();
+  ASSERT_EQ(w.size(), d.size());
+  int convs = 0;
+  for (const Layer& l : net.layers) convs += l.kind == LayerKind::conv;
+  // forward, backward_data (not for conv1: nothing before it) and backward_weights per conv.
+  EXPECT_EQ(int(d.size()), 3 * convs - 1);
+  int winograd_3x3 = 0, eligible = 0;
+  for (const ConvChoice& c : d)
+    EXPECT_EQ(c.algorithm.find("wino"), std::string::npos) << c.layer << " " << c.pass;
+  for (const ConvChoice& c : w) {
+    const auto it = std::find_if(net.layers.begin(), net.layers.end(),
+                                 [&](const Layer& l) { return l.name == c.layer; });
+    ASSERT_NE(it, net.layers.end()) << c.layer;
+    const bool is_wino = c.algorithm.find("wino") != std::string::npos;
+    if (it->kernel == 3 && it->stride == 1) {
+      ++eligible;
+      winograd_3x3 += is_wino;
+    } else {
+      EXPECT_FALSE(is_wino) << c.layer << " " << c.pass << ": " << c.algorithm;
+    }
   }
-  Network net = resnet(18, 4);
-  Checkpoint init = init_checkpoint(net, 5);
-  std::unique_ptr<Backend> backend =
-      make_cpu_backend(net, {.batch = 2, .height = 32, .width = 32, .label_smoothing = 0.1f});
-  std::vector<float> images = std::vector<float>(2 * 3 * 32 * 32);
-  std::vector<int32_t> labels = {1, 3};
-};
-
-TEST_F(CpuBackendContract, StepsAreRepeatableAndWriteGradients) {
-  const float loss = backend->forward_backward(images.data(), labels.data());
-  const std::vector<float> g = values(tensor(backend->gradients(), "conv1.weight"));
-  // Batch statistics make the second forward identical; gradients are written, not summed.
-  EXPECT_EQ(backend->forward_backward(images.data(), labels.data()), loss);
-  EXPECT_EQ(values(tensor(backend->gradients(), "conv1.weight")), g);
-  const StepTimes& t = backend->last_times();
-  EXPECT_GT(t.forward, 0);
-  EXPECT_GT(t.backward, 0);
+  ASSERT_GT(eligible, 0);
+  if (winograd_3x3 == 0) {
+    GTEST_SKIP() << "oneDNN has no Winograd kernel for " << cpu_isa_name()
+                 << ": fixed:winograd fell back to direct on all " << eligible << " passes";
+  }
+  EXPECT_EQ(winograd_3x3, eligible);
 }
 
-TEST_F(CpuBackendContract, UpdateIsTorchSgdOnTheGradients) {
-  backend->forward_backward(images.data(), labels.data());
-  const Checkpoint grads = backend->gradients();
-  const SgdConfig sgd{.momentum = 0.9f, .weight_decay = 1e-4f, .decay_bn_and_bias = false};
-  backend->update(sgd, 0.1f);
-  const Checkpoint after = backend->save();
-  // The same step on plain vectors with sgd_step, the function checked against torch.
-  for (const Param& p : net.params) {
-    if (!p.trainable) continue;
-    std::vector<float> w = values(tensor(init, p.name));
-    const std::vector<float> g = values(tensor(grads, p.name));
-    std::vector<float> m(w.size());
-    bool has = false;
-    const SgdParam sp{w.data(), g.data(), m.data(), &has, w.size(), p.shape.size() == 1};
-    sgd_step(sgd, 0.1f, std::span(&sp, 1));
-    EXPECT_EQ(values(tensor(after, p.name)), w) << p.name;
-    EXPECT_EQ(values(tensor(after, std::string(kMomentumPrefix) + p.name)), m) << p.name;
+TEST(CpuBackend, UnknownAlgorithmAndLayoutAreErrors) {
+  const Network net = resnet(18, 4);
+  for (const char* algo : {"exhaustive", "fixed:fft", "auto"}) {
+    try {
+      make_cpu_backend(net, {.batch = 2, .height = 32, .width = 32, .conv_algorithm = algo});
+      FAIL() << "expected stoker::Error for " << algo;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(algo), std::string::npos) << e.what();
+    }
   }
+  EXPECT_THROW(
+      make_cpu_backend(net, {.batch = 2, .height = 32, .width = 32, .layout = ComputeLayout::nhwc}),
+      Error);
 }
 
-TEST_F(CpuBackendContract, SaveLoadRoundTripsInTorchLayout) {
-  const Checkpoint saved = backend->save();
-  check_checkpoint(saved, net, "saved");  // torchvision's keys and shapes, no momentum yet
-  for (const Tensor& t : init.tensors) {
-    const Tensor& s = tensor(saved, t.name);
-    EXPECT_EQ(s.bytes, t.bytes) << t.name;
-  }
-  backend->forward_backward(images.data(), labels.data());
-  backend->update({}, 0.1f);
-  const Checkpoint stepped = backend->save();
-  std::unique_ptr<Backend> other =
-      make_cpu_backend(net, {.batch = 2, .height = 32, .width = 32, .label_smoothing = 0.1f});
-  other->load(stepped, "stepped");
-  const Checkpoint again = other->save();
-  ASSERT_EQ(again.tensors.size(), stepped.tensors.size());
-  for (size_t i = 0; i < again.tensors.size(); ++i)
-    EXPECT_EQ(again.tensors[i].bytes, stepped.tensors[i].bytes) << again.tensors[i].name;
-}
+// Each primitive's interval on the compute thread, in order and without overlap, tagged with
+// the step; nothing recorded unless asked.
+TEST(CpuBackend, RecordsEveryPrimitiveWhenAsked) {
+  const Network net = resnet(18, 4);
+  std::vector<float> images(2 * 3 * 32 * 32, 0.5f);
+  const std::vector<int32_t> labels = {1, 2};
+  std::unique_ptr<Backend> off = make_cpu_backend(net, {.batch = 2, .height = 32, .width = 32});
+  off->load(init_checkpoint(net, 1), "init");
+  test::step(*off, images.data(), labels.data(), 2);
+  EXPECT_TRUE(off->take_activity().empty());
 
-TEST_F(CpuBackendContract, BadLabelsAndShapesAreErrors) {
-  const std::vector<int32_t> bad = {1, 4};
-  try {
-    backend->forward_backward(images.data(), bad.data());
-    FAIL() << "expected stoker::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("label 4"), std::string::npos) << e.what();
+  std::unique_ptr<Backend> on =
+      make_cpu_backend(net, {.batch = 2, .height = 32, .width = 32, .record_activity = true});
+  on->load(init_checkpoint(net, 1), "init");
+  for (int k = 0; k < 2; ++k) {
+    on->stage({images.data(), labels.data(), 2});
+    on->forward_backward();
+    on->update({}, 0.1f);
   }
-  // 32 x 32 at batch 1: the last stage's batch norm sees one value per channel.
-  EXPECT_THROW(make_cpu_backend(net, {.batch = 1, .height = 32, .width = 32}), Error);
-  EXPECT_THROW(make_cpu_backend(net, {.batch = 0, .height = 32, .width = 32}), Error);
-  EXPECT_THROW(backend->load(init_checkpoint(resnet(18, 10), 1), "other"), Error);
+  EXPECT_EQ(on->collect().size(), 2u);
+  const std::vector<ActivityRecord> a = on->take_activity();
+  const DnnlNet& d = dnnl_net_of(*on);
+  const size_t per_step = d.forward_train.size() + d.backward.size() + 1;  // + SGD
+  ASSERT_EQ(a.size(), 2 * per_step);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].kind, ActivityRecord::Kind::primitive);
+    EXPECT_LE(a[i].begin_ns, a[i].end_ns);
+    if (i > 0) {
+      EXPECT_GE(a[i].begin_ns, a[i - 1].end_ns) << a[i].name;
+    }
+    EXPECT_EQ(a[i].step, int64_t(i / per_step)) << a[i].name;
+  }
+  EXPECT_EQ(a.front().name, d.forward_train.front().what);
+  EXPECT_EQ(a[per_step - 1].name, "sgd update");
+  EXPECT_TRUE(on->take_activity().empty());  // taken
 }
 
 // bf16 activations and weights (f32 master weights, gradients and statistics) against the
@@ -268,7 +241,7 @@ TEST(CpuBackend, Bf16TracksTheF32Reference) {
   fill_normal(rng, 1.0, images);
   const std::vector<int32_t> labels = {3, 0, 7, 9};
   const float ref_loss = ref::forward_backward(r, images.data(), labels.data(), 0.1f);
-  const float loss = backend->forward_backward(images.data(), labels.data());
+  const float loss = test::step(*backend, images.data(), labels.data(), 4);
   // bf16 keeps 8 bits of mantissa (relative rounding 4e-3 per value); after 20 layers the
   // outputs and gradients carry about 1e-2. A wrong layout or dtype gives O(1).
   EXPECT_NEAR(loss, ref_loss, 2e-2 * std::abs(ref_loss));

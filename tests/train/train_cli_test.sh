@@ -62,6 +62,55 @@ assert w["lr"][3:] == r["lr"], (w["lr"], r["lr"])
 PY
 cmp -s "$tmp/whole.safetensors" "$tmp/resumed.safetensors" || fail "resumed checkpoint differs"
 
+# u8 input normalised by the backend = f32 input normalised by the loader: the same table,
+# so the same bits (NHWC here, NCHW above).
+for dtype in u8 f32; do
+  "$stoker" train "$tmp/d" --arch resnet18 --size 32 --batch 8 --steps 3 --lr 0.1 --seed 5 \
+    --reader threads:2 --dtype $dtype --layout nhwc --json "$tmp/in_$dtype.json" \
+    > /dev/null 2>&1 || fail "--dtype $dtype"
+done
+python3 - "$tmp/in_u8.json" "$tmp/in_f32.json" <<'PY'
+import json, sys
+u, f = (json.load(open(p)) for p in sys.argv[1:])
+assert u["input"] == "u8" and f["input"] == "f32", (u["input"], f["input"])
+assert all(abs(a - b) <= 1e-6 * max(1, abs(b)) for a, b in zip(u["loss"], f["loss"])), \
+    (u["loss"], f["loss"])
+PY
+
+# Gaps and trace: per step, wait + stage + engine busy + gaps is the step's wall time; the
+# trace is Chrome trace-event JSON with a loader, loop and compute-stream track.
+"$stoker" train "$tmp/d" --arch resnet18 --size 32 --batch 8 --steps 4 --timing-warmup 1 \
+  --reader threads:2 --json "$tmp/gaps.json" --trace "$tmp/trace.json" --trace-steps 1:3 \
+  > /dev/null 2>&1 || fail "--trace"
+python3 - "$tmp/gaps.json" "$tmp/trace.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+for s in g["per_step"]:
+    parts = s["busy_s"] + s["gap_s"]
+    assert abs(parts - s["total_s"]) <= 0.02 * s["total_s"], s
+    assert s["gap_s"] >= 0 and s["gap_during_wait_s"] <= s["gap_s"] + 1e-12, s
+    assert s["gap_during_wait_s"] >= 0.9 * s["wait_s"] - 1e-4, s  # nothing runs while it waits
+gaps = g["gaps"]
+assert gaps["count"] > 0 and 0 < gaps["share"] < 1 and gaps["busy_s"] > 0, gaps
+assert len(g["conv_algorithms"]) == 3 * 20 - 1, len(g["conv_algorithms"])
+t = json.load(open(sys.argv[2]))
+names = {(e["pid"], e["tid"]): e["args"]["name"] for e in t if e.get("name") == "thread_name"}
+assert "training loop" in names.values(), names
+assert any(n.startswith("loader worker") for n in names.values()), names
+assert any(n.startswith("cpu stream") for n in names.values()), names
+last = {}
+for e in t:
+    if e["ph"] != "X":
+        continue
+    key = (e["pid"], e["tid"])
+    assert key in names, e
+    assert e["ts"] >= last.get(key, -1), e
+    last[key] = e["ts"]
+loop = [e["name"] for e in t if e["ph"] == "X" and names[(e["pid"], e["tid"])] == "training loop"]
+assert loop[:4] == ["wait 1", "stage 1", "forward+backward 1", "update 1"], loop[:4]
+assert len(loop) == 8, loop
+PY
+
 # --init from a checkpoint: a fresh run (step 0) starting from those weights.
 "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 4 --size 32 --steps 1 \
   --init "$tmp/learned.safetensors" > "$tmp/init.txt" 2>&1 || fail "--init"
@@ -83,7 +132,13 @@ expect 1 "fc.weight" -- "$stoker" train --synthetic --arch resnet18 --classes 10
 expect 1 "no/such/dir" -- "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 2 \
   --size 32 --steps 1 --save "$tmp/no/such/dir/x.safetensors"
 expect 1 "unknown precision" -- "$stoker" train --synthetic --precision fp8
-expect 1 "expected cpu or gpu" -- "$stoker" train --synthetic --backend tpu
+expect 1 "expected cpu or cuda" -- "$stoker" train --synthetic --backend tpu
+expect 1 "exhaustive" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
+  --conv-algo exhaustive
+expect 1 "not offered by the CPU" -- "$stoker" train --synthetic --arch resnet18 --size 32 \
+  --batch 2 --precision f16
+expect 1 "trace-steps" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
+  --trace "$tmp/t.json" --trace-steps 5
 if ! grep -q avx512_bf16 /proc/cpuinfo; then
   expect 1 "native bf16" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
     --precision bf16

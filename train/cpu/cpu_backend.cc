@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
+#include <tuple>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "train/cpu/dnnl_check.h"
 
@@ -28,10 +31,25 @@ const BackendConfig& with_threads(const BackendConfig& config) {
   return config;
 }
 
+// The u8 -> f32 table the loader's collate uses (augment/collate.cc): the same float32
+// operations, so u8 input normalised here gives the bits the loader's f32 output would.
+std::array<std::array<float, 256>, 3> normalise_table(const InputSpec& in) {
+  std::array<std::array<float, 256>, 3> lut{};
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      const float x = static_cast<float>(v) / 255.0f;
+      lut[size_t(c)][size_t(v)] = (x - in.mean[size_t(c)]) / in.std[size_t(c)];
+    }
+  }
+  return lut;
+}
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const Network& net, const BackendConfig& config)
-      : d_(plan_dnnl_net(net, with_threads(config))) {
+      : owned_(plan_dnnl_net(net, with_threads(config))),
+        d_(*owned_),
+        lut_(normalise_table(config.input)) {
     has_momentum_ = std::make_unique<bool[]>(d_.params.size());
     for (size_t i = 0; i < d_.params.size(); ++i) {
       const Param& p = d_.net.params[i];
@@ -46,6 +64,7 @@ class CpuBackend final : public Backend {
       s.is_bn_or_bias = p.shape.size() == 1;
       sgd_.push_back(s);
     }
+    if (d_.config.record_activity) activity_.reserve(4096);
   }
 
   std::string describe() const override {
@@ -58,11 +77,14 @@ class CpuBackend final : public Backend {
       }
     }
     return fmt::format(
-        "cpu: oneDNN {}.{}.{} ({}), {}, {} threads, conv {} ({} of {} Winograd), {} weight "
-        "reorders/step",
+        "cpu: oneDNN {}.{}.{} ({}), {}, {} input, {} threads, conv {} ({} of {} Winograd), {} "
+        "weight reorders/step",
         v->major, v->minor, v->patch, cpu_isa_name(), precision_name(d_.config.precision),
-        omp_get_max_threads(), d_.config.conv_algorithm, winograd, convs, d_.reorders_per_step);
+        d_.config.input.type == InputType::u8 ? "u8" : "f32", omp_get_max_threads(),
+        d_.config.conv_algorithm, winograd, convs, d_.reorders_per_step);
   }
+
+  HostMemory host_memory() const override { return {}; }  // the heap: nothing to pin
 
   void load(const Checkpoint& ckpt, std::string_view source) override {
     check_checkpoint(ckpt, d_.net, source);
@@ -114,48 +136,101 @@ class CpuBackend final : public Backend {
     return out;
   }
 
-  float forward_backward(const float* images, const int32_t* labels) override {
+  void stage(const HostBatch& batch) override {
     const int64_t classes = d_.net.num_classes;
+    if (batch.count != d_.config.batch)
+      fail("{}: a batch of {} images staged, the backend is planned for {}", d_.net.name,
+           batch.count, d_.config.batch);
     for (int64_t n = 0; n < d_.config.batch; ++n) {
-      if (labels[n] < 0 || labels[n] >= classes)
-        fail("{}: label {} of image {} in the batch is outside [0, {})", d_.net.name, labels[n], n,
-             classes);
-      d_.labels[size_t(n)] = labels[n];
+      if (batch.labels[n] < 0 || batch.labels[n] >= classes)
+        fail("{}: label {} of image {} in the batch is outside [0, {})", d_.net.name,
+             batch.labels[n], n, classes);
+      d_.labels[size_t(n)] = batch.labels[n];
     }
-    STOKER_DNNL(d_.images_user.set_data_handle(const_cast<float*>(images)));  // only read
+    if (d_.config.input.type == InputType::f32) {  // read in place: nothing to copy
+      STOKER_DNNL(d_.images_user.set_data_handle(const_cast<void*>(batch.images)));
+      stage_s_ = 0;
+      return;
+    }
     const auto t0 = Clock::now();
-    run(d_, d_.forward_train);
-    times_.forward = seconds_since(t0);
+    const int64_t begin = now_ns();
+    normalise_u8(static_cast<const uint8_t*>(batch.images));
+    STOKER_DNNL(d_.images_user.set_data_handle(d_.images_f32.data()));
+    stage_s_ = seconds_since(t0);
+    if (d_.config.record_activity) record("input u8 to f32", begin, steps_);
+  }
+
+  // The CPU reads the images synchronously inside forward: by the time the caller can call
+  // this, they are no longer needed (and u8 input was converted in stage()).
+  void release_input() override {}
+
+  void forward_backward() override {
+    std::vector<ActivityRecord>* rec = d_.config.record_activity ? &activity_ : nullptr;
+    StepResult r;
+    r.times.stage = stage_s_;
+    const auto t0 = Clock::now();
+    run(d_, d_.forward_train, rec, steps_);
+    r.times.forward = seconds_since(t0);
     const auto t1 = Clock::now();
-    run(d_, d_.backward);
-    times_.backward = seconds_since(t1);
-    return d_.loss;
+    run(d_, d_.backward, rec, steps_);
+    r.times.backward = seconds_since(t1);
+    r.loss = d_.loss;
+    pending_.push_back(r);
+    ++steps_;
   }
 
   void update(const SgdConfig& sgd, float lr) override {
     const auto t0 = Clock::now();
+    const int64_t begin = d_.config.record_activity ? now_ns() : 0;
     // One tensor per task: a tensor's momentum flag flips only after its whole update.
     const int count = int(sgd_.size());
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < count; ++i) sgd_step(sgd, lr, std::span(&sgd_[size_t(i)], 1));
-    times_.update = seconds_since(t0);
+    // Its time goes with the step it follows, unless that step was collected already.
+    if (!pending_.empty()) pending_.back().times.update = seconds_since(t0);
+    if (d_.config.record_activity) record("sgd update", begin, steps_ - 1);
   }
 
-  void forward_eval(const float* images) override {
-    STOKER_DNNL(d_.images_user.set_data_handle(const_cast<float*>(images)));
-    const auto t0 = Clock::now();
-    run(d_, d_.forward_eval);
-    times_.forward = seconds_since(t0);
-    times_.backward = times_.update = 0;
+  std::vector<StepResult> collect() override {
+    std::vector<StepResult> out;
+    out.swap(pending_);
+    return out;
   }
 
-  std::span<const float> logits() const override {
+  void forward_eval() override {
+    run(d_, d_.forward_eval, d_.config.record_activity ? &activity_ : nullptr, -1);
+  }
+
+  std::span<const float> logits() override {
     return {static_cast<const float*>(d_.logits_plain.get_data_handle()),
             size_t(d_.config.batch * d_.net.num_classes)};
   }
 
-  const StepTimes& last_times() const override {
-    return times_;
+  std::vector<ActivityRecord> take_activity() override {
+    std::vector<ActivityRecord> out;
+    out.swap(activity_);
+    if (d_.config.record_activity) activity_.reserve(out.capacity());
+    return out;
+  }
+
+  std::vector<ConvChoice> algorithms() const override {
+    std::vector<ConvChoice> out;
+    const auto find = [&](const std::vector<Step>& program, const std::string& what) {
+      for (const Step& s : program)
+        if (s.what == what) return s.impl;
+      return std::string();
+    };
+    for (const Layer& l : d_.net.layers) {
+      if (l.kind != LayerKind::conv) continue;
+      for (const auto& [pass, program, suffix] :
+           {std::tuple{"forward", &d_.forward_train, " forward"},
+            std::tuple{"backward_data", &d_.backward, " backward-data"},
+            std::tuple{"backward_weights", &d_.backward, " backward-weights"}}) {
+        std::string impl = find(*program, l.name + suffix);
+        if (!impl.empty()) out.push_back({l.name, pass, std::move(impl), 0, 0});
+      }
+    }
+    return out;
   }
 
   DnnlNet& net() {
@@ -163,6 +238,36 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  void record(const char* name, int64_t begin, int64_t step) {
+    ActivityRecord r;
+    r.kind = ActivityRecord::Kind::primitive;
+    r.begin_ns = begin;
+    r.end_ns = now_ns();
+    r.name = name;
+    r.step = step;
+    activity_.push_back(std::move(r));
+  }
+
+  // u8 pixels, NCHW or NHWC as the input, into images_f32 in the same layout.
+  void normalise_u8(const uint8_t* in) {
+    float* out = d_.images_f32.data();
+    const int64_t hw = d_.config.height * d_.config.width;
+    const int64_t n = d_.config.batch;
+    if (d_.config.input.nhwc) {
+#pragma omp parallel for
+      for (int64_t p = 0; p < n * hw; ++p)
+        for (int c = 0; c < 3; ++c) out[p * 3 + c] = lut_[size_t(c)][in[p * 3 + c]];
+    } else {
+#pragma omp parallel for collapse(2)
+      for (int64_t i = 0; i < n; ++i)
+        for (int c = 0; c < 3; ++c) {
+          const int64_t o = (i * 3 + c) * hw;
+          const auto& t = lut_[size_t(c)];
+          for (int64_t p = 0; p < hw; ++p) out[o + p] = t[in[o + p]];
+        }
+    }
+  }
+
   void from_plain(const Tensor& t, const memory::desc& plain, memory& to) {
     std::vector<float> values(plain.get_size() / sizeof(float));
     copy_values(t, values);
@@ -181,10 +286,15 @@ class CpuBackend final : public Backend {
     return values;
   }
 
-  DnnlNet d_;
+  std::unique_ptr<DnnlNet> owned_;
+  DnnlNet& d_;
+  std::array<std::array<float, 256>, 3> lut_;
   std::unique_ptr<bool[]> has_momentum_;
   std::vector<SgdParam> sgd_;
-  StepTimes times_;
+  double stage_s_ = 0;
+  int64_t steps_ = 0;  // forward_backward calls so far: the step of activity records
+  std::vector<StepResult> pending_;
+  std::vector<ActivityRecord> activity_;
 };
 
 }  // namespace
@@ -218,6 +328,14 @@ std::string cpu_isa_name() {
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const Network& net, const BackendConfig& config) {
+  if (config.precision == Precision::tf32 || config.precision == Precision::f16)
+    fail("precision {} is not offered by the CPU backend (oneDNN): use f32 or bf16",
+         precision_name(config.precision));
+  if (config.layout != ComputeLayout::automatic)
+    fail(
+        "compute layout {} is not offered by the CPU backend: oneDNN keeps its own blocked "
+        "layouts (use auto; nchw/nhwc apply to cuda)",
+        compute_layout_name(config.layout));
   // STOKER_TEST_BF16 lets oneDNN emulate bf16 with AVX-512 (several times slower than f32):
   // for checking the bf16 plan's numerics on machines without native bf16, not for speed.
   if (config.precision == Precision::bf16 && !cpu_has_native_bf16() &&

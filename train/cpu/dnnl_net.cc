@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "train/cpu/dnnl_check.h"
 
@@ -146,15 +147,15 @@ struct Planner {
     return copy;
   }
 
-  // direct: what PyTorch's oneDNN path uses; winograd (3x3 stride 1 only) and auto (oneDNN's
-  // heuristic, which picks Winograd for the large 3x3 convs of ResNet at 224 on AVX-512)
-  // trade a few ulps more rounding error for fewer multiplies.
+  // fixed:direct: what PyTorch's oneDNN path uses; fixed:winograd (3x3 stride 1 only) and
+  // heuristic (oneDNN's choice, which picks Winograd for the large 3x3 convs of ResNet at
+  // 224 on AVX-512) trade a few ulps more rounding error for fewer multiplies.
   algorithm preferred_conv_algo(const Layer& l) const {
     const std::string& a = d.config.conv_algorithm;
-    if (a == "winograd")
+    if (a == "fixed:winograd")
       return l.kernel == 3 && l.stride == 1 ? algorithm::convolution_winograd
                                             : algorithm::convolution_direct;
-    if (a == "auto") return algorithm::convolution_auto;
+    if (a == "heuristic") return algorithm::convolution_auto;
     return algorithm::convolution_direct;
   }
 
@@ -618,7 +619,7 @@ struct Planner {
 
     // The images arrive plain (NCHW or NHWC f32) and are reordered into the first conv's
     // layout; the conv that reads tensor 0 plans it, so its step goes first.
-    const memory::desc user(dims(0), dt::f32, d.config.nhwc ? tag::nhwc : tag::nchw);
+    const memory::desc user(dims(0), dt::f32, d.config.input.nhwc ? tag::nhwc : tag::nchw);
     d.images_user = STOKER_DNNL(memory(user, d.engine, DNNL_MEMORY_NONE));
     for (size_t i = 0; i < d.net.layers.size(); ++i) {
       const Layer& l = d.net.layers[i];
@@ -723,14 +724,19 @@ struct Planner {
 
 }  // namespace
 
-DnnlNet plan_dnnl_net(const Network& net, const BackendConfig& config) {
-  if (config.conv_algorithm != "direct" && config.conv_algorithm != "winograd" &&
-      config.conv_algorithm != "auto")
-    fail("unknown convolution algorithm '{}': expected direct, winograd or auto",
-         config.conv_algorithm);
+std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& config) {
+  if (config.conv_algorithm != "heuristic" && config.conv_algorithm != "fixed:direct" &&
+      config.conv_algorithm != "fixed:winograd") {
+    fail(
+        "{} (oneDNN): convolution algorithm '{}' is not offered on the CPU: expected heuristic, "
+        "fixed:direct or fixed:winograd{}",
+        net.name, config.conv_algorithm,
+        config.conv_algorithm == "exhaustive" ? " (exhaustive search is cuda only)" : "");
+  }
   if (config.batch < 1)
     fail("{} (oneDNN): batch {} given, expected at least 1", net.name, config.batch);
-  DnnlNet d;
+  auto owned = std::make_unique<DnnlNet>();
+  DnnlNet& d = *owned;
   d.net = net;
   d.config = config;
   d.shapes = infer_shapes(net, config.height, config.width);
@@ -740,21 +746,35 @@ DnnlNet plan_dnnl_net(const Network& net, const BackendConfig& config) {
   d.engine = STOKER_DNNL(dnnl::engine(dnnl::engine::kind::cpu, 0));
   d.stream = STOKER_DNNL(dnnl::stream(d.engine));
   d.labels.assign(size_t(config.batch), 0);
+  if (config.input.type == InputType::u8)
+    d.images_f32.assign(size_t(config.batch * 3 * config.height * config.width), 0.f);
   Planner(d).plan();
-  return d;
+  return owned;
 }
 
-void run(DnnlNet& d, std::vector<Step>& program) {
+void run(DnnlNet& d, std::vector<Step>& program, std::vector<ActivityRecord>* activity,
+         int64_t step) {
   for (Step& s : program) {
+    // One branch per step when not recording: the clock is read only when asked.
+    const int64_t begin = activity != nullptr ? now_ns() : 0;
     if (s.host) {
       STOKER_DNNL(d.stream.wait());
       s.host();
-      continue;
+    } else {
+      const dnnl_status_t status = dnnl_primitive_execute(
+          s.prim.get(), d.stream.get(), int(s.exec_args.size()), s.exec_args.data());
+      if (status != dnnl_success)
+        fail("{} (oneDNN): {} failed with status {}", d.net.name, s.what, dnnl_status2str(status));
     }
-    const dnnl_status_t status = dnnl_primitive_execute(
-        s.prim.get(), d.stream.get(), int(s.exec_args.size()), s.exec_args.data());
-    if (status != dnnl_success)
-      fail("{} (oneDNN): {} failed with status {}", d.net.name, s.what, dnnl_status2str(status));
+    if (activity != nullptr) {
+      ActivityRecord r;
+      r.kind = ActivityRecord::Kind::primitive;
+      r.begin_ns = begin;
+      r.end_ns = now_ns();
+      r.name = s.what;
+      r.step = step;
+      activity->push_back(std::move(r));
+    }
   }
   STOKER_DNNL(d.stream.wait());
 }

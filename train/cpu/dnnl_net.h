@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
@@ -58,7 +59,13 @@ struct LayerMemory {
   dnnl::memory fwd_weights;     // conv/fc: the weights in forward layout when not the master's
 };
 
+// Not copyable or movable: host steps and the SGD table hold pointers into it, so it lives
+// behind a std::unique_ptr from planning on.
 struct DnnlNet {
+  DnnlNet() = default;
+  DnnlNet(const DnnlNet&) = delete;
+  DnnlNet& operator=(const DnnlNet&) = delete;
+
   Network net;
   BackendConfig config;
   std::vector<ActShape> shapes;  // per tensor id, per image
@@ -78,9 +85,10 @@ struct DnnlNet {
   std::vector<ParamMemory> params;
   std::vector<LayerMemory> layers;
 
-  dnnl::memory images_user;   // the caller's images (plain NCHW or NHWC f32), handle per call
-  dnnl::memory logits_plain;  // N x classes f32, plain
-  dnnl::memory logp;          // log-softmax of the logits, plain
+  dnnl::memory images_user;       // plain NCHW or NHWC f32: the caller's images, or images_f32
+  std::vector<float> images_f32;  // u8 input normalised here (empty for f32 input)
+  dnnl::memory logits_plain;      // N x classes f32, plain
+  dnnl::memory logp;              // log-softmax of the logits, plain
   dnnl::memory dlogits_plain;
   std::vector<int32_t> labels;  // the batch's labels, copied in before the forward
   float loss = 0;
@@ -93,11 +101,15 @@ struct DnnlNet {
 };
 
 // Plans everything. stoker::Error naming the layer when oneDNN rejects a shape, when the
-// input is too small for the network, or when batch norm would see one value per channel.
-DnnlNet plan_dnnl_net(const Network& net, const BackendConfig& config);
+// input is too small for the network, or when batch norm would see one value per channel,
+// or naming the unknown config.conv_algorithm.
+std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& config);
 
-// Runs a program on the net's stream and waits for it.
-void run(DnnlNet& d, std::vector<Step>& program);
+// Runs a program on the net's stream and waits for it. With `activity`, appends one record
+// per primitive and host step (steady clock around each: oneDNN's CPU stream executes
+// synchronously), tagged with `step`.
+void run(DnnlNet& d, std::vector<Step>& program, std::vector<ActivityRecord>* activity = nullptr,
+         int64_t step = -1);
 
 // Tensor `id` (or its gradient) in plain NCHW f32, for tests and debugging.
 std::vector<float> read_activation(DnnlNet& d, int id, bool gradient);

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// gap_stats on hand-built intervals whose answers are worked out by hand: overlaps, unsorted
+// input, clipping to the window, waits partly covering gaps, the count threshold.
+#include "train/activity.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace stoker {
+namespace {
+
+ActivityRecord rec(int64_t b, int64_t e, uint32_t stream = 0) {
+  ActivityRecord r;
+  r.begin_ns = b;
+  r.end_ns = e;
+  r.stream = stream;
+  return r;
+}
+
+TEST(GapStats, EmptyWorkIsOneGapTheWholeWindow) {
+  const GapStats g = gap_stats({}, 100, 200);
+  EXPECT_EQ(g.window_ns, 100);
+  EXPECT_EQ(g.busy_ns, 0);
+  EXPECT_EQ(g.gap_ns, 100);
+  EXPECT_EQ(g.gaps, 1u);
+  EXPECT_EQ(g.longest_ns, 100);
+  EXPECT_DOUBLE_EQ(g.share(), 1.0);
+}
+
+TEST(GapStats, EmptyOrInvertedWindowIsZero) {
+  const std::vector<ActivityRecord> w = {rec(0, 10)};
+  const GapStats g = gap_stats(w, 50, 50);
+  EXPECT_EQ(g.window_ns, 0);
+  EXPECT_EQ(g.gap_ns, 0);
+  EXPECT_EQ(g.gaps, 0u);
+  EXPECT_DOUBLE_EQ(g.share(), 0.0);
+}
+
+TEST(GapStats, UnsortedOverlappingWorkIsMerged) {
+  // Union: [10,40) [50,60) [70,100) -> busy 70; idle [0,10) [40,50) [60,70) -> 30.
+  const std::vector<ActivityRecord> w = {rec(70, 100), rec(20, 40), rec(10, 30),
+                                         rec(50, 60),  rec(25, 35), rec(75, 80)};
+  const GapStats g = gap_stats(w, 0, 100);
+  EXPECT_EQ(g.busy_ns, 70);
+  EXPECT_EQ(g.gap_ns, 30);
+  EXPECT_EQ(g.gaps, 3u);
+  EXPECT_EQ(g.longest_ns, 10);
+  EXPECT_EQ(g.histogram.count(), 3u);
+  EXPECT_EQ(g.histogram.sum_ns(), 30);
+  EXPECT_DOUBLE_EQ(g.share(), 0.3);
+}
+
+TEST(GapStats, TouchingIntervalsLeaveNoGap) {
+  const std::vector<ActivityRecord> w = {rec(0, 10), rec(10, 20), rec(20, 30)};
+  const GapStats g = gap_stats(w, 0, 30);
+  EXPECT_EQ(g.busy_ns, 30);
+  EXPECT_EQ(g.gap_ns, 0);
+  EXPECT_EQ(g.gaps, 0u);
+  EXPECT_EQ(g.longest_ns, 0);
+}
+
+TEST(GapStats, WorkIsClippedToTheWindow) {
+  // [0,30) clipped to [20,30); [90,150) to [90,100); [200,300) outside.
+  const std::vector<ActivityRecord> w = {rec(0, 30), rec(90, 150), rec(200, 300), rec(-50, -10)};
+  const GapStats g = gap_stats(w, 20, 100);
+  EXPECT_EQ(g.window_ns, 80);
+  EXPECT_EQ(g.busy_ns, 20);
+  EXPECT_EQ(g.gap_ns, 60);  // [30,90)
+  EXPECT_EQ(g.gaps, 1u);
+  EXPECT_EQ(g.longest_ns, 60);
+}
+
+TEST(GapStats, ThresholdDropsShortGapsFromCountButNotFromTotal) {
+  // Idle: [10,12) 2, [20,21) 1, [30,50) 20, [60,100) 40.
+  const std::vector<ActivityRecord> w = {rec(0, 10), rec(12, 20), rec(21, 30), rec(50, 60)};
+  const GapStats g = gap_stats(w, 0, 100, {}, 5);
+  EXPECT_EQ(g.gap_ns, 63);
+  EXPECT_EQ(g.busy_ns, 37);
+  EXPECT_EQ(g.gaps, 2u);
+  EXPECT_EQ(g.histogram.count(), 2u);
+  EXPECT_EQ(g.histogram.sum_ns(), 60);
+  EXPECT_EQ(g.longest_ns, 40);
+  // Without a threshold every idle interval counts.
+  EXPECT_EQ(gap_stats(w, 0, 100).gaps, 4u);
+}
+
+TEST(GapStats, WaitsCountOnlyWhereTheyOverlapIdleTime) {
+  // Busy [0,10) [40,50) [80,100); idle [10,40) [50,80).
+  const std::vector<ActivityRecord> w = {rec(40, 50), rec(0, 10), rec(80, 100)};
+  // Waits (unsorted, overlapping each other, one across a busy interval, one busy-only):
+  //   [5,20)  -> idle part [10,20)      10
+  //   [15,25) -> merged with the above: [5,25) -> [10,25) 15 in all
+  //   [35,60) -> [35,40) + [50,60)      15
+  //   [85,95) -> busy only               0
+  //   [70,200)-> [70,80), clipped        10
+  const std::vector<Interval> waits = {{35, 60}, {15, 25}, {85, 95}, {5, 20}, {70, 200}};
+  const GapStats g = gap_stats(w, 0, 100, waits);
+  EXPECT_EQ(g.gap_ns, 60);
+  EXPECT_EQ(g.during_wait_ns, 15 + 15 + 10);
+  EXPECT_LE(g.during_wait_ns, g.gap_ns);
+}
+
+TEST(GapStats, OneWaitSpanningSeveralGaps) {
+  const std::vector<ActivityRecord> w = {rec(10, 20), rec(30, 40), rec(50, 60)};
+  const std::vector<Interval> waits = {{0, 100}};
+  const GapStats g = gap_stats(w, 0, 100, waits);
+  EXPECT_EQ(g.gap_ns, 70);
+  EXPECT_EQ(g.during_wait_ns, 70);
+  EXPECT_EQ(g.gaps, 4u);
+  EXPECT_EQ(g.longest_ns, 40);
+}
+
+TEST(GapStats, BusyPlusGapIsTheWindow) {
+  std::vector<ActivityRecord> w;
+  for (int k = 0; k < 1000; ++k) w.push_back(rec(k * 1000 + (k % 7) * 13, k * 1000 + 900));
+  const GapStats g = gap_stats(w, 0, 1'000'000, {}, 50);
+  EXPECT_EQ(g.busy_ns + g.gap_ns, g.window_ns);
+  EXPECT_GT(g.gap_ns, 0);
+  EXPECT_LE(g.histogram.sum_ns(), g.gap_ns);
+  EXPECT_EQ(g.longest_ns, 100 + 6 * 13);
+}
+
+TEST(OnStream, KeepsOneStreamInOrder) {
+  const std::vector<ActivityRecord> w = {rec(0, 1, 7), rec(2, 3, 8), rec(4, 5, 7)};
+  const std::vector<ActivityRecord> s = on_stream(w, 7);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].begin_ns, 0);
+  EXPECT_EQ(s[1].begin_ns, 4);
+  EXPECT_TRUE(on_stream(w, 9).empty());
+}
+
+}  // namespace
+}  // namespace stoker
