@@ -6,6 +6,9 @@
 #ifdef STOKER_HAVE_DNNL
 #include "train/cpu/cpu_backend.h"
 #endif
+#ifdef STOKER_HAVE_CUDA
+#include "train/gpu/cuda_backend.h"
+#endif
 
 namespace stoker {
 
@@ -20,8 +23,16 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const Network& net,
         "libdnnl-dev; then reconfigure with -DSTOKER_WITH_DNNL=ON)");
 #endif
   }
-  if (name == "gpu") fail("backend 'gpu' (cuDNN) is not built yet; use --backend cpu");
-  fail("unknown backend '{}': expected cpu or gpu", name);
+  if (name == "cuda") {
+#ifdef STOKER_HAVE_CUDA
+    return gpu::make_cuda_backend(net, config);
+#else
+    fail(
+        "backend 'cuda' is not built in: the CUDA toolkit (nvcc, cuDNN, cuBLAS, CUPTI) was not "
+        "found at configure time (reconfigure with -DSTOKER_WITH_CUDA=ON)");
+#endif
+  }
+  fail("unknown backend '{}': expected cpu or cuda", name);
 }
 
 }  // namespace stoker
