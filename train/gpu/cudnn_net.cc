@@ -27,11 +27,6 @@ cudaDataType_t cuda_type(DType t) {
   }
 }
 
-cudnnBatchNormMode_t bn_mode(DType t, bool nhwc) {
-  // cuDNN's persistent kernels serve NHWC half/bf16 (as torch picks them for channels_last).
-  return nhwc && t != DType::f32 ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT : CUDNN_BATCHNORM_SPATIAL;
-}
-
 std::vector<TensorChunk> chunks_of(const std::vector<TensorSlot>& slots,
                                    const std::vector<bool>& take) {
   std::vector<TensorChunk> out;
@@ -103,6 +98,9 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
   STOKER_GPU(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
   STOKER_GPU(cublasSetMathMode(
       cublas_, config.precision == Precision::f32 ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
+  // cuDNN's persistent batch-norm kernels serve NHWC half/bf16 (torch picks them for
+  // channels_last); trial_step falls back to the plain ones where they are refused.
+  if (nhwc_ && dtype_ != DType::f32) bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
   plan_tensors();
   plan_params();
   plan_layers();
@@ -114,7 +112,30 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
   alloc(overflow_, sizeof(int32_t));
   alloc(per_sample_, size_t(config.batch) * sizeof(float));
   reset_loss_scale();
-  STOKER_GPU(cudaStreamSynchronize(stream_));
+  trial_step();
+}
+
+// One forward and backward on the zeroed buffers while planning: every library call meets
+// its shapes once (so an unsupported combination fails here, naming the call, and lazy
+// library set-up happens before any graph capture). Parameters are loaded afterwards.
+void CudnnNet::trial_step() {
+  try {
+    forward(true);
+    loss_and_backward();
+    STOKER_GPU(cudaStreamSynchronize(stream_));
+  } catch (const Error&) {
+    if (bn_mode_ != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) throw;
+    cudaGetLastError();
+    bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
+    forward(true);
+    loss_and_backward();
+    STOKER_GPU(cudaStreamSynchronize(stream_));
+  }
+}
+
+bool CudnnNet::overwritten(int id) const {
+  return std::any_of(tensors_.begin(), tensors_.end(),
+                     [id](const GpuTensor& t) { return t.alias_of == id; });
 }
 
 CudnnNet::~CudnnNet() {
@@ -239,8 +260,8 @@ void CudnnNet::plan_layers() {
           cudnnTensorDescriptor_t d = nullptr;
           STOKER_GPU(cudnnCreateTensorDescriptor(&d));
           g.bn.reset(d);
-          STOKER_GPU(cudnnDeriveBNTensorDescriptor(d, tensors_[size_t(l.inputs[0])].desc.get(),
-                                                   bn_mode(dtype_, nhwc_)));
+          STOKER_GPU(
+              cudnnDeriveBNTensorDescriptor(d, tensors_[size_t(l.inputs[0])].desc.get(), bn_mode_));
           alloc(g.save_mean, size_t(out.c) * sizeof(float));
           alloc(g.save_invvar, size_t(out.c) * sizeof(float));
           break;
@@ -402,9 +423,8 @@ void CudnnNet::forward(bool train) {
         void* var = params_[size_t(l.running_var)].value.get();
         if (train)
           STOKER_GPU(cudnnBatchNormalizationForwardTraining(
-              cudnn_, bn_mode(dtype_, nhwc_), &kOne, &kZero, x.desc.get(), x.act, y.desc.get(),
-              y.act, g.bn.get(), scale, bias, l.momentum, mean, var, l.eps, g.save_mean.get(),
-              g.save_invvar.get()));
+              cudnn_, bn_mode_, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(), y.act, g.bn.get(),
+              scale, bias, l.momentum, mean, var, l.eps, g.save_mean.get(), g.save_invvar.get()));
         else
           STOKER_GPU(cudnnBatchNormalizationForwardInference(
               cudnn_, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(),
@@ -472,10 +492,10 @@ void CudnnNet::loss_and_backward() {
       }
       case LayerKind::batchnorm:
         STOKER_GPU(cudnnBatchNormalizationBackward(
-            cudnn_, bn_mode(dtype_, nhwc_), &kOne, &beta, &kOne, &kZero, x.desc.get(), x.act,
-            y.desc.get(), y.dact, x.desc.get(), x.dact, g.bn.get(),
-            params_[size_t(l.weight)].value.get(), params_[size_t(l.weight)].raw,
-            params_[size_t(l.bias_param)].raw, l.eps, g.save_mean.get(), g.save_invvar.get()));
+            cudnn_, bn_mode_, &kOne, &beta, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(),
+            y.dact, x.desc.get(), x.dact, g.bn.get(), params_[size_t(l.weight)].value.get(),
+            params_[size_t(l.weight)].raw, params_[size_t(l.bias_param)].raw, l.eps,
+            g.save_mean.get(), g.save_invvar.get()));
         break;
       case LayerKind::relu:
         // In place (aliased): dx is dy's own memory, written for the first time.

@@ -91,7 +91,11 @@ class CudnnNet {
 
   // Tensor `id` (or its gradient) as plain NCHW f32, for tests. Synchronous.
   std::vector<float> read_tensor(int id, bool gradient) const;
+  // A ReLU output computed in place over its input (`aliased`): the input's values are the
+  // ReLU's after the forward (`overwritten`), and the output's gradient memory holds the
+  // input's gradient after the backward.
   bool aliased(int id) const { return tensors_[size_t(id)].alias_of >= 0; }
+  bool overwritten(int id) const;
 
   const Network& network() const { return net_; }
   const BackendConfig& config() const { return config_; }
@@ -110,6 +114,7 @@ class CudnnNet {
   void* alloc(DeviceBuffer& b, size_t bytes);
   void fc_forward(const Layer& l);
   void fc_backward(const Layer& l, float beta_dx);
+  void trial_step();
 
   Network net_;
   BackendConfig config_;
@@ -118,6 +123,7 @@ class CudnnNet {
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
   std::string device_name_;
   std::vector<ActShape> shapes_;
   std::vector<int> readers_;  // per tensor id: how many layers read it

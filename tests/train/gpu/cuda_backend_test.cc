@@ -137,15 +137,18 @@ TEST_P(CudaVsReference, OneTrainingStep) {
   EXPECT_NEAR(steps[0].loss, ref_loss, cs.tol * std::max(1.0f, std::abs(ref_loss)));
 
   CudnnNet& d = cudnn_net_of(*backend);
-  double worst_act = 0, worst_grad = 0;
-  for (size_t t = 0; t < r.acts.size(); ++t) {
-    // A ReLU computed in place leaves its input holding the ReLU's output.
-    const bool overwritten =
-        t + 1 < r.acts.size() && d.aliased(int(t + 1)) && net.layers[t].kind != LayerKind::relu;
-    if (overwritten || t == 0) continue;
-    const double e = error(r.acts[t], d.read_tensor(int(t), false));
-    worst_act = std::max(worst_act, e);
-    EXPECT_LT(e, cs.tol) << "activation " << net.tensors[t];
+  double worst_act = 0, worst_dact = 0, worst_grad = 0;
+  for (size_t t = 1; t < r.acts.size(); ++t) {
+    if (!d.overwritten(int(t))) {
+      const double e = error(r.acts[t], d.read_tensor(int(t), false));
+      worst_act = std::max(worst_act, e);
+      EXPECT_LT(e, cs.tol) << "activation " << net.tensors[t];
+    }
+    // Activation gradients are loss-scaled under f16: compared in f32 only.
+    if (cs.precision != Precision::f32 || d.aliased(int(t))) continue;
+    const double g = error(r.dacts[t], d.read_tensor(int(t), true));
+    worst_dact = std::max(worst_dact, g);
+    EXPECT_LT(g, cs.tol) << "gradient of " << net.tensors[t];
   }
   const Checkpoint grads = backend->gradients();
   const Checkpoint state = backend->save();
@@ -161,9 +164,11 @@ TEST_P(CudaVsReference, OneTrainingStep) {
   backend->forward_eval();
   const std::vector<float> eval(backend->logits().begin(), backend->logits().end());
   EXPECT_LT(error(ref::forward_eval(r, images.data()), eval), cs.tol) << "eval logits";
-  fmt::print("resnet18 N{} {}px {}: worst activation {:.2e}, parameter gradient {:.2e}; {}\n",
-             cs.batch, cs.size, precision_word(cs.precision), worst_act, worst_grad,
-             backend->describe());
+  fmt::print(
+      "resnet18 N{} {}px {}: worst activation {:.2e}, activation gradient {:.2e}, parameter "
+      "gradient {:.2e}; {}\n",
+      cs.batch, cs.size, precision_word(cs.precision), worst_act, worst_dact, worst_grad,
+      backend->describe());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -208,9 +213,12 @@ TEST_F(CudaContract, StepsAreRepeatableAndUpdateIsTorchSgd) {
   auto b = make();
   const float loss = step(*b, false);
   const Checkpoint g1 = b->gradients();
-  EXPECT_EQ(step(*b, false), loss);
+  // Batch statistics make the second step the same; gradients are written, not summed.
+  // cuDNN's fastest backward algorithms may add with atomics (as torch allows by default):
+  // equal up to summation order.
+  EXPECT_NEAR(step(*b, false), loss, 1e-5f * std::abs(loss));
   const Checkpoint g2 = b->gradients();
-  EXPECT_EQ(values(g1, "conv1.weight"), values(g2, "conv1.weight"));
+  EXPECT_LT(error(values(g1, "conv1.weight"), values(g2, "conv1.weight")), 1e-5);
   // update() on those gradients = train/sgd.cc on the host (first step: no momentum yet).
   const Checkpoint before = b->save();
   b->update(sgd, 0.1f);
@@ -234,7 +242,8 @@ TEST_F(CudaContract, SaveLoadRoundTripAndU8Input) {
   const Checkpoint saved = b->save();
   auto c = make();
   c->load(saved, "saved");
-  EXPECT_EQ(step(*b, true), step(*c, true));
+  const float lb = step(*b, true), lc = step(*c, true);
+  EXPECT_NEAR(lb, lc, 1e-5f * std::abs(lb));
 
   // u8 pixels normalised on the device = the same pixels normalised on the host.
   std::vector<uint8_t> pixels(images.size());
@@ -287,7 +296,7 @@ TEST_F(CudaContract, CollectAndGraphReplayMatchEagerSteps) {
   for (const StepResult& r : graphed->collect()) b.push_back(r.loss);
   ASSERT_EQ(a.size(), 5u);
   ASSERT_EQ(b.size(), 5u);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], b[i]) << "step " << i;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4f * a[i]) << "step " << i;
   EXPECT_LT(a.back(), a.front());  // one batch, five steps: the loss falls
 }
 

@@ -11,14 +11,15 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Every thread gets op over the block's values; `identity` pads the partial-warp tail.
 template <class Op>
-__device__ float block_reduce(float v, Op op, float* shared) {
+__device__ float block_reduce(float v, Op op, float identity, float* shared) {
   for (int o = 16; o > 0; o /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) shared[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < int(blockDim.x / 32) ? shared[lane] : shared[0];
+    v = lane < int(blockDim.x / 32) ? shared[lane] : identity;
     for (int o = 16; o > 0; o /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     if (lane == 0) shared[32] = v;
   }
@@ -36,16 +37,16 @@ __global__ void loss_rows(LossArgs a, T* dlow) {
   const int32_t label = a.labels[row];
   float m = -FLT_MAX;
   for (int64_t j = threadIdx.x; j < a.classes; j += blockDim.x) m = fmaxf(m, z[j]);
-  m = block_reduce(
-      m, [](float x, float y) { return fmaxf(x, y); }, shared);
+  const auto larger = [](float x, float y) { return fmaxf(x, y); };
+  m = block_reduce(m, larger, -FLT_MAX, shared);
   float sum = 0, zsum = 0;
   for (int64_t j = threadIdx.x; j < a.classes; j += blockDim.x) {
     sum += expf(z[j] - m);
     zsum += z[j];
   }
   const auto plus = [](float x, float y) { return x + y; };
-  sum = block_reduce(sum, plus, shared);
-  zsum = block_reduce(zsum, plus, shared);
+  sum = block_reduce(sum, plus, 0.0f, shared);
+  zsum = block_reduce(zsum, plus, 0.0f, shared);
   const float lse = m + logf(sum);
   const float s = a.smoothing, c = float(a.classes);
   if (threadIdx.x == 0) a.per_sample[row] = (1.0f - s) * (lse - z[label]) + s * (lse - zsum / c);
