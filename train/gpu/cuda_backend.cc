@@ -128,15 +128,13 @@ class CudaBackend final : public Backend {
       }
       values.resize(size_t(numel(p)));
       copy_values(*t, values);
-      STOKER_GPU(cudaMemcpy(g.value.get(), values.data(), values.size() * sizeof(float),
-                            cudaMemcpyHostToDevice));
+      net_->upload(g.value.get(), values.data(), values.size() * sizeof(float));
       if (!p.trainable) continue;
       const Tensor* mom = find_tensor(ckpt, std::string(kMomentumPrefix) + p.name);
       momentum[i] = mom != nullptr;
       if (mom == nullptr) continue;
       copy_values(*mom, values);
-      STOKER_GPU(cudaMemcpy(g.momentum.get(), values.data(), values.size() * sizeof(float),
-                            cudaMemcpyHostToDevice));
+      net_->upload(g.momentum.get(), values.data(), values.size() * sizeof(float));
     }
     net_->set_momentum_flags(momentum);
     net_->reset_loss_scale();
@@ -390,7 +388,7 @@ class CudaBackend final : public Backend {
 
   std::vector<float> download(const DeviceBuffer& b) const {
     std::vector<float> v(b.bytes() / sizeof(float));
-    STOKER_GPU(cudaMemcpy(v.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
+    net_->download(v.data(), b.get(), b.bytes());
     return v;
   }
 };

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
@@ -224,6 +225,11 @@ void CudnnNet::plan_layers() {
       }());
   // Exhaustive search measures in a workspace as large as the limit allows (planning only).
   DeviceBuffer find_ws;
+  // STOKER_CUDNN_ALGO_CACHE=FILE keeps measured choices across processes (read here, written
+  // after planning).
+  const char* cache_file = std::getenv("STOKER_CUDNN_ALGO_CACHE");
+  if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
+    AlgoCache::process().load(cache_file);
   if (policy.kind == ConvPolicy::Kind::exhaustive) {
     size_t free = 0, total = 0;
     STOKER_GPU(cudaMemGetInfo(&free, &total));
@@ -289,6 +295,8 @@ void CudnnNet::plan_layers() {
     }
   }
   find_ws = DeviceBuffer();
+  if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
+    AlgoCache::process().save(cache_file);
   alloc(workspace_, workspace);
 }
 
@@ -338,17 +346,27 @@ void CudnnNet::plan_optimizer() {
   STOKER_GPU(cudaStreamSynchronize(stream_));  // the host vectors above go out of scope
 }
 
+void CudnnNet::upload(void* dst, const void* src, size_t bytes) const {
+  STOKER_GPU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  STOKER_GPU(cudaStreamSynchronize(stream_));
+}
+
+void CudnnNet::download(void* dst, const void* src, size_t bytes) const {
+  STOKER_GPU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  STOKER_GPU(cudaStreamSynchronize(stream_));
+}
+
 void CudnnNet::reset_loss_scale() {
   LossScale s;
   if (dtype_ != DType::f16) s.scale = 1.0f;
-  STOKER_GPU(cudaMemcpy(scale_.get(), &s, sizeof(s), cudaMemcpyHostToDevice));
+  upload(scale_.get(), &s, sizeof(s));
 }
 
 bool CudnnNet::has_momentum(int i) const {
   const int slot = params_[size_t(i)].slot;
   if (slot < 0) return false;
   TensorSlot s;
-  STOKER_GPU(cudaMemcpy(&s, slots_dev_.as<TensorSlot>() + slot, sizeof(s), cudaMemcpyDeviceToHost));
+  download(&s, slots_dev_.as<TensorSlot>() + slot, sizeof(s));
   return s.has_momentum != 0;
 }
 
@@ -356,8 +374,7 @@ void CudnnNet::set_momentum_flags(const std::vector<bool>& flags) {
   STOKER_CHECK(flags.size() == params_.size());
   for (size_t i = 0; i < params_.size(); ++i)
     if (params_[i].slot >= 0) slots_[size_t(params_[i].slot)].has_momentum = flags[i] ? 1 : 0;
-  STOKER_GPU(
-      cudaMemcpy(slots_dev_.get(), slots_.data(), slots_dev_.bytes(), cudaMemcpyHostToDevice));
+  upload(slots_dev_.get(), slots_.data(), slots_dev_.bytes());
 }
 
 void CudnnNet::count_batch() {
@@ -548,8 +565,7 @@ std::vector<float> CudnnNet::read_tensor(int id, bool gradient) const {
   const bool logits = size_t(id) + 1 == tensors_.size();
   const DType type = logits ? DType::f32 : dtype_;
   std::vector<unsigned char> raw(size_t(t.elements) * dtype_bytes(type));
-  STOKER_GPU(cudaStreamSynchronize(stream_));
-  STOKER_GPU(cudaMemcpy(raw.data(), src, raw.size(), cudaMemcpyDeviceToHost));
+  download(raw.data(), src, raw.size());
   const ActShape& s = shapes_[size_t(id)];
   const int64_t hw = s.h * s.w;
   std::vector<float> out(size_t(t.elements));

@@ -88,6 +88,10 @@ class CudnnNet {
   bool has_momentum(int i) const;
   void set_momentum_flags(const std::vector<bool>& flags);  // by param index
   void reset_loss_scale();
+  // Host <-> device copies ordered with the compute stream (which does not synchronise with
+  // the legacy default stream that plain cudaMemcpy uses); return when done.
+  void upload(void* dst, const void* src, size_t bytes) const;
+  void download(void* dst, const void* src, size_t bytes) const;
 
   // Tensor `id` (or its gradient) as plain NCHW f32, for tests. Synchronous.
   std::vector<float> read_tensor(int id, bool gradient) const;
