@@ -38,10 +38,15 @@ template <>
 struct CudnnDeleter<cudnnPoolingStruct> {
   void operator()(cudnnPoolingStruct* p) const { cudnnDestroyPoolingDescriptor(p); }
 };
+template <>
+struct CudnnDeleter<cudnnActivationStruct> {
+  void operator()(cudnnActivationStruct* p) const { cudnnDestroyActivationDescriptor(p); }
+};
 using TensorDesc = std::unique_ptr<cudnnTensorStruct, CudnnDeleter<cudnnTensorStruct>>;
 using FilterDesc = std::unique_ptr<cudnnFilterStruct, CudnnDeleter<cudnnFilterStruct>>;
 using ConvDesc = std::unique_ptr<cudnnConvolutionStruct, CudnnDeleter<cudnnConvolutionStruct>>;
 using PoolDesc = std::unique_ptr<cudnnPoolingStruct, CudnnDeleter<cudnnPoolingStruct>>;
+using ActivationDesc = std::unique_ptr<cudnnActivationStruct, CudnnDeleter<cudnnActivationStruct>>;
 
 cudnnDataType_t cudnn_dtype(DType t);
 // A 4-D tensor n x c x h x w, stored NCHW or NHWC.

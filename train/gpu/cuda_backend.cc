@@ -100,12 +100,13 @@ class CudaBackend final : public Backend {
     int runtime = 0;
     cudaRuntimeGetVersion(&runtime);
     return fmt::format(
-        "cuda: device {} ({}), CUDA runtime {}.{}, cuDNN {}, {} {}, conv {}, workspace {} MiB, "
-        "{} MiB planned{}",
+        "cuda: device {} ({}), CUDA runtime {}.{}, cuDNN {}, {} {}, conv {}, BN {}{}, "
+        "workspace {} MiB, {} MiB planned{}",
         config_.device, net_->device_name(), runtime / 1000, runtime % 1000 / 10, cudnnGetVersion(),
         precision_word(config_.precision), net_->nhwc() ? "NHWC" : "NCHW", config_.conv_algorithm,
-        net_->workspace_bytes() >> 20, net_->device_bytes() >> 20,
-        config_.graph ? ", CUDA Graph" : "");
+        net_->bn_persistent() ? "persistent" : "spatial",
+        net_->bn_relu_fused() ? "+ReLU fused" : "", net_->workspace_bytes() >> 20,
+        net_->device_bytes() >> 20, config_.graph ? ", CUDA Graph" : "");
   }
 
   HostMemory host_memory() const override { return pinned_host_memory(); }

@@ -101,7 +101,14 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
       cublas_, config.precision == Precision::f32 ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
   // cuDNN's persistent batch-norm kernels serve NHWC half/bf16 (torch picks them for
   // channels_last); trial_step falls back to the plain ones where they are refused.
-  if (nhwc_ && dtype_ != DType::f32) bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+  if (nhwc_ && dtype_ != DType::f32) {
+    bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+    fuse_bn_relu_ = true;
+  }
+  cudnnActivationDescriptor_t act = nullptr;
+  STOKER_GPU(cudnnCreateActivationDescriptor(&act));
+  relu_desc_.reset(act);
+  STOKER_GPU(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
   plan_tensors();
   plan_params();
   plan_layers();
@@ -120,17 +127,40 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
 // its shapes once (so an unsupported combination fails here, naming the call, and lazy
 // library set-up happens before any graph capture). Parameters are loaded afterwards.
 void CudnnNet::trial_step() {
-  try {
-    forward(true);
-    loss_and_backward();
-    STOKER_GPU(cudaStreamSynchronize(stream_));
-  } catch (const Error&) {
-    if (bn_mode_ != CUDNN_BATCHNORM_SPATIAL_PERSISTENT) throw;
-    cudaGetLastError();
-    bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
-    forward(true);
-    loss_and_backward();
-    STOKER_GPU(cudaStreamSynchronize(stream_));
+  // Fastest first: fused BN+ReLU, then persistent BN alone, then plain BN.
+  for (;;) {
+    try {
+      forward(true);
+      loss_and_backward();
+      STOKER_GPU(cudaStreamSynchronize(stream_));
+      return;
+    } catch (const Error&) {
+      cudaGetLastError();
+      if (fuse_bn_relu_) {
+        set_fusion(false);
+      } else if (bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
+        bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
+      } else {
+        throw;
+      }
+    }
+  }
+}
+
+void CudnnNet::set_fusion(bool on) {
+  fuse_bn_relu_ = on;
+  relu_fused_.assign(net_.layers.size(), false);
+  for (size_t i = 0; i < net_.layers.size(); ++i) {
+    const Layer& l = net_.layers[i];
+    layers_[i].fused_relu = false;
+    if (!on || l.kind != LayerKind::batchnorm || i + 1 >= net_.layers.size()) continue;
+    const Layer& next = net_.layers[i + 1];
+    // The same condition as the in-place ReLU: the BN's output is read by the ReLU only.
+    if (next.kind == LayerKind::relu && next.inputs[0] == l.output &&
+        tensors_[size_t(next.output)].alias_of == l.output && layers_[i].reserve.get()) {
+      layers_[i].fused_relu = true;
+      relu_fused_[i + 1] = true;
+    }
   }
 }
 
@@ -270,6 +300,23 @@ void CudnnNet::plan_layers() {
               cudnnDeriveBNTensorDescriptor(d, tensors_[size_t(l.inputs[0])].desc.get(), bn_mode_));
           alloc(g.save_mean, size_t(out.c) * sizeof(float));
           alloc(g.save_invvar, size_t(out.c) * sizeof(float));
+          if (fuse_bn_relu_) {
+            // Sizes for the fused calls; a refusal here only means no fusion for this layer.
+            const cudnnTensorDescriptor_t x = tensors_[size_t(l.inputs[0])].desc.get();
+            size_t fwd = 0, bwd = 0, reserve = 0;
+            if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, x, nullptr, x, d,
+                    relu_desc_.get(), &fwd) == CUDNN_STATUS_SUCCESS &&
+                cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, x, x, x, nullptr, x, d,
+                    relu_desc_.get(), &bwd) == CUDNN_STATUS_SUCCESS &&
+                cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
+                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, relu_desc_.get(), x,
+                    &reserve) == CUDNN_STATUS_SUCCESS) {
+              workspace = std::max({workspace, fwd, bwd});
+              alloc(g.reserve, std::max<size_t>(reserve, 1));
+            }
+          }
           break;
         }
         case LayerKind::maxpool:
@@ -295,6 +342,7 @@ void CudnnNet::plan_layers() {
     }
   }
   find_ws = DeviceBuffer();
+  set_fusion(fuse_bn_relu_);
   if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
     AlgoCache::process().save(cache_file);
   alloc(workspace_, workspace);
@@ -438,7 +486,13 @@ void CudnnNet::forward(bool train) {
         const void* bias = params_[size_t(l.bias_param)].value.get();
         void* mean = params_[size_t(l.running_mean)].value.get();
         void* var = params_[size_t(l.running_var)].value.get();
-        if (train)
+        if (train && g.fused_relu)
+          STOKER_GPU(cudnnBatchNormalizationForwardTrainingEx(
+              cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &kOne, &kZero, x.desc.get(),
+              x.act, nullptr, nullptr, y.desc.get(), y.act, g.bn.get(), scale, bias, l.momentum,
+              mean, var, l.eps, g.save_mean.get(), g.save_invvar.get(), relu_desc_.get(),
+              workspace_.get(), workspace_.bytes(), g.reserve.get(), g.reserve.bytes()));
+        else if (train)
           STOKER_GPU(cudnnBatchNormalizationForwardTraining(
               cudnn_, bn_mode_, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(), y.act, g.bn.get(),
               scale, bias, l.momentum, mean, var, l.eps, g.save_mean.get(), g.save_invvar.get()));
@@ -449,7 +503,7 @@ void CudnnNet::forward(bool train) {
         break;
       }
       case LayerKind::relu:
-        relu_forward(dtype_, x.act, y.act, y.elements, stream_);
+        if (!(train && relu_fused_[i])) relu_forward(dtype_, x.act, y.act, y.elements, stream_);
         break;
       case LayerKind::add:
         add_forward(dtype_, x.act, tensors_[size_t(l.inputs[1])].act, y.act, y.elements, stream_);
@@ -508,6 +562,18 @@ void CudnnNet::loss_and_backward() {
         break;
       }
       case LayerKind::batchnorm:
+        if (g.fused_relu) {
+          // y is the ReLU's output (the same memory), dy the gradient at it.
+          STOKER_GPU(cudnnBatchNormalizationBackwardEx(
+              cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &kOne, &beta, &kOne, &kZero,
+              x.desc.get(), x.act, y.desc.get(), y.act, y.desc.get(), y.dact, nullptr, nullptr,
+              x.desc.get(), x.dact, g.bn.get(), params_[size_t(l.weight)].value.get(),
+              params_[size_t(l.bias_param)].value.get(), params_[size_t(l.weight)].raw,
+              params_[size_t(l.bias_param)].raw, l.eps, g.save_mean.get(), g.save_invvar.get(),
+              relu_desc_.get(), workspace_.get(), workspace_.bytes(), g.reserve.get(),
+              g.reserve.bytes()));
+          break;
+        }
         STOKER_GPU(cudnnBatchNormalizationBackward(
             cudnn_, bn_mode_, &kOne, &beta, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(),
             y.dact, x.desc.get(), x.dact, g.bn.get(), params_[size_t(l.weight)].value.get(),
@@ -515,7 +581,9 @@ void CudnnNet::loss_and_backward() {
             g.save_mean.get(), g.save_invvar.get()));
         break;
       case LayerKind::relu:
-        // In place (aliased): dx is dy's own memory, written for the first time.
+        // Fused: the batch norm's backward applies the ReLU's. In place (aliased): dx is
+        // dy's own memory, written for the first time.
+        if (relu_fused_[i]) break;
         relu_backward(dtype_, y.act, y.dact, x.dact, y.elements, beta != 0.0f && y.alias_of < 0,
                       stream_);
         break;

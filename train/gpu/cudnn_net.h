@@ -43,6 +43,11 @@ struct GpuLayer {
   TensorDesc bn;           // batchnorm: the derived scale/bias/stats descriptor
   DeviceBuffer save_mean;  // batchnorm: batch statistics for the backward (f32, C)
   DeviceBuffer save_invvar;
+  // batchnorm followed by a ReLU that only it feeds: one cuDNN call each way in training
+  // (cudnnBatchNormalization*Ex with BN_ACTIVATION), with its reserve space; the ReLU layer
+  // then does nothing in training (eval runs it).
+  bool fused_relu = false;
+  DeviceBuffer reserve;
   PoolDesc pool;  // maxpool, global_avgpool
 };
 
@@ -106,6 +111,8 @@ class CudnnNet {
   DType dtype() const { return dtype_; }
   bool nhwc() const { return nhwc_; }
   const std::vector<ConvChoice>& choices() const { return choices_; }
+  bool bn_relu_fused() const { return fuse_bn_relu_; }
+  bool bn_persistent() const { return bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT; }
   size_t workspace_bytes() const { return workspace_.bytes(); }
   size_t device_bytes() const { return device_bytes_; }
   const std::string& device_name() const { return device_name_; }
@@ -119,6 +126,7 @@ class CudnnNet {
   void fc_forward(const Layer& l);
   void fc_backward(const Layer& l, float beta_dx);
   void trial_step();
+  void set_fusion(bool on);  // which BN layers compute their ReLU (needs planned layers)
 
   Network net_;
   BackendConfig config_;
@@ -128,6 +136,9 @@ class CudnnNet {
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
+  bool fuse_bn_relu_ = false;  // NHWC f16/bf16 with persistent BN: cuDNN's fused kernels
+  ActivationDesc relu_desc_;
+  std::vector<bool> relu_fused_;  // per layer: a ReLU whose BN computes it (training)
   std::string device_name_;
   std::vector<ActShape> shapes_;
   std::vector<int> readers_;  // per tensor id: how many layers read it
