@@ -32,6 +32,27 @@ STOKER_HD float add_rn(float a, float b) {
 #endif
 }
 
+// Index in cuDNN's NHWC filter layout (K x R x S x C) of plain index i (K x C x R x S, torch's),
+// for a filter of c input channels and rs = R * S taps.
+STOKER_HD int64_t krsc_index(int64_t i, int64_t c, int64_t rs) {
+  const int64_t tap = i % rs, ch = (i / rs) % c, k = i / (rs * c);
+  return (k * rs + tap) * c + ch;
+}
+
+// For element `i` of a 3-channel image batch stored NHWC (dst_nhwc) or NCHW, with hw pixels
+// per image: its channel, and its index in a source stored NHWC (src_nhwc) or NCHW.
+STOKER_HD int64_t image_source_index(int64_t i, bool dst_nhwc, bool src_nhwc, int64_t hw,
+                                     int* channel) {
+  int64_t img, ch, px;
+  if (dst_nhwc) {
+    ch = i % 3, px = (i / 3) % hw, img = i / (3 * hw);
+  } else {
+    px = i % hw, ch = (i / hw) % 3, img = i / (3 * hw);
+  }
+  *channel = int(ch);
+  return src_nhwc ? (img * hw + px) * 3 + ch : (img * 3 + ch) * hw + px;
+}
+
 // The SGD hyper-parameters a step's kernel reads from device memory (so a captured CUDA
 // Graph picks up a new learning rate without being rebuilt).
 struct SgdHyper {

@@ -86,5 +86,36 @@ TEST(LossScale, StartsAt2To16HalvesOnOverflowDoublesAfter2000CleanSteps) {
   EXPECT_EQ(s.scale, 65536.0f);
 }
 
+// The layouts the kernels convert between, against loops that spell them out.
+TEST(Layouts, KrscIndexIsTheNhwcFilterLayout) {
+  const int64_t K = 3, C = 5, R = 2, S = 3;
+  std::vector<int> seen(size_t(K * C * R * S), 0);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t s = 0; s < S; ++s) {
+          const int64_t plain = ((k * C + c) * R + r) * S + s;
+          const int64_t krsc = ((k * R + r) * S + s) * C + c;
+          EXPECT_EQ(krsc_index(plain, C, R * S), krsc);
+          ++seen[size_t(krsc)];
+        }
+  for (int v : seen) EXPECT_EQ(v, 1);
+}
+
+TEST(Layouts, ImageSourceIndexForEveryLayoutPair) {
+  const int64_t N = 2, H = 3, W = 4, hw = H * W;
+  for (bool dst_nhwc : {false, true})
+    for (bool src_nhwc : {false, true})
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < 3; ++c)
+          for (int64_t p = 0; p < hw; ++p) {
+            const int64_t nchw = (n * 3 + c) * hw + p, nhwc = (n * hw + p) * 3 + c;
+            int ch = -1;
+            EXPECT_EQ(image_source_index(dst_nhwc ? nhwc : nchw, dst_nhwc, src_nhwc, hw, &ch),
+                      src_nhwc ? nhwc : nchw);
+            EXPECT_EQ(ch, c);
+          }
+}
+
 }  // namespace
 }  // namespace stoker::gpu

@@ -16,14 +16,8 @@ template <class S, class T>
 __global__ void convert_input_kernel(InputConversion c, const S* src, T* dst) {
   const int64_t hw = c.h * c.w, total = c.n * 3 * hw;
   STOKER_GRID_STRIDE(i, total) {
-    // i indexes the destination; find (image, channel, pixel).
-    int64_t img, ch, px;
-    if (c.dst_nhwc) {
-      ch = i % 3, px = (i / 3) % hw, img = i / (3 * hw);
-    } else {
-      px = i % hw, ch = (i / hw) % 3, img = i / (3 * hw);
-    }
-    const int64_t s = c.src_nhwc ? (img * hw + px) * 3 + ch : (img * 3 + ch) * hw + px;
+    int ch = 0;  // i indexes the destination
+    const int64_t s = image_source_index(i, c.dst_nhwc, c.src_nhwc, hw, &ch);
     float v = float(src[s]);
     if (c.src_u8) v = (v / 255.0f - c.mean[ch]) * c.inv_std[ch];
     store_f(dst, i, v);

@@ -9,12 +9,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Index in K x R x S x C of plain (K x C x R x S) index i.
-__device__ __forceinline__ int64_t krsc_index(const TensorSlot& s, int64_t i) {
-  const int64_t rs = i % s.rs, c = (i / s.rs) % s.c, k = i / (int64_t(s.rs) * s.c);
-  return (k * s.rs + rs) * s.c + c;
-}
-
 __device__ __forceinline__ float load_any(const void* p, DType t, int64_t i) {
   switch (t) {
     case DType::f16:
@@ -46,7 +40,7 @@ __global__ void finish_kernel(const TensorSlot* slots, const TensorChunk* chunks
   const float inv = scale ? 1.0f / scale->scale : 1.0f;
   bool bad = false;
   for (int64_t i = ch.begin + threadIdx.x; i < ch.end; i += blockDim.x) {
-    const int64_t j = s.krsc ? krsc_index(s, i) : i;
+    const int64_t j = s.krsc ? krsc_index(i, s.c, s.rs) : i;
     const float g = load_any(s.raw, s.raw_dtype, j) * inv;
     bad |= !isfinite(g);
     s.grad[i] = g;
@@ -68,7 +62,7 @@ __global__ void sgd_kernel(const TensorSlot* slots, const TensorChunk* chunks,
       v = sgd_element(v, s.grad[i], &s.momentum[i], first, wd, h);
       s.value[i] = v;
     }
-    if (s.compute) store_any(s.compute, s.compute_dtype, s.krsc ? krsc_index(s, i) : i, v);
+    if (s.compute) store_any(s.compute, s.compute_dtype, s.krsc ? krsc_index(i, s.c, s.rs) : i, v);
   }
 }
 
