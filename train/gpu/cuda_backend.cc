@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "common/error.h"
 #include "train/checkpoint.h"
@@ -47,6 +48,17 @@ std::string_view precision_word(Precision p) {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const Network& net, const BackendConfig& config) : config_(config) {
+    try {
+      plan(net, config);
+    } catch (...) {
+      release();  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+
+  ~CudaBackend() override { release(); }
+
+  void plan(const Network& net, const BackendConfig& config) {
     STOKER_GPU(cudaSetDevice(config.device));
     STOKER_GPU(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     STOKER_GPU(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
@@ -80,20 +92,21 @@ class CudaBackend final : public Backend {
     if (config.record_activity) cupti_ = std::make_unique<CuptiRecorder>(compute_, copy_);
   }
 
-  ~CudaBackend() override {
+  // Everything the backend holds, in reverse order of creation; safe on a partial plan.
+  void release() {
     cupti_.reset();
     if (compute_) cudaStreamSynchronize(compute_);
     if (copy_) cudaStreamSynchronize(copy_);
     if (graph_) cudaGraphExecDestroy(graph_);
+    graph_ = nullptr;
     net_.reset();
     for (auto& step : events_)
-      for (cudaEvent_t e : step) cudaEventDestroy(e);
-    for (int s = 0; s < 2; ++s) {
-      cudaEventDestroy(copied_[size_t(s)]);
-      cudaEventDestroy(consumed_[size_t(s)]);
-    }
-    cudaStreamDestroy(copy_);
-    cudaStreamDestroy(compute_);
+      for (cudaEvent_t& e : step)
+        if (e) cudaEventDestroy(std::exchange(e, nullptr));
+    for (cudaEvent_t* e : {&copied_[0], &copied_[1], &consumed_[0], &consumed_[1]})
+      if (*e) cudaEventDestroy(std::exchange(*e, nullptr));
+    if (copy_) cudaStreamDestroy(std::exchange(copy_, nullptr));
+    if (compute_) cudaStreamDestroy(std::exchange(compute_, nullptr));
   }
 
   std::string describe() const override {
@@ -403,6 +416,13 @@ std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConf
     fail("backend 'cuda': batch {} and image {}x{} must be positive", config.batch, config.height,
          config.width);
   parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
+  if (config.precision == Precision::bf16 || config.precision == Precision::tf32) {
+    int major = 0;
+    STOKER_GPU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config.device));
+    if (major < 8)
+      fail("backend 'cuda': {} needs compute capability 8.0 or later (Ampere); device {} is {}.x",
+           precision_word(config.precision), config.device, major);
+  }
   return std::make_unique<CudaBackend>(net, config);
 }
 
