@@ -29,6 +29,8 @@ void check(cudnnStatus_t status, const char* call, const char* file, int line) {
     return;
   char detail[512] = "";
   cudnnGetLastErrorString(detail, sizeof(detail));
+  for (char& ch : detail)
+    if (ch == '\n' || ch == '\r') ch = ' ';  // errors are one line
   fail("cuDNN: {} failed: {}{}{} at {}:{}", call, cudnnGetErrorString(status),
        detail[0] ? ": " : "", detail, base(file), line);
 }

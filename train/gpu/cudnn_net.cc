@@ -50,6 +50,17 @@ float to_float(const void* p, DType t, size_t i) {
   }
 }
 
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    default:
+      return "f32";
+  }
+}
+
 }  // namespace
 
 DType compute_dtype(Precision p) {
@@ -134,14 +145,15 @@ void CudnnNet::trial_step() {
       loss_and_backward();
       STOKER_GPU(cudaStreamSynchronize(stream_));
       return;
-    } catch (const Error&) {
+    } catch (const Error& e) {
       cudaGetLastError();
       if (fuse_bn_relu_) {
         set_fusion(false);
       } else if (bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
         bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
       } else {
-        throw;
+        fail("{} {} on {}: the planning step failed: {}", dtype_name(dtype_),
+             nhwc_ ? "NHWC" : "NCHW", device_name_, e.what());
       }
     }
   }
