@@ -62,8 +62,8 @@ std::vector<std::string> built_backends() {
   return names;
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view name, const Network& net,
-                                      const BackendConfig& config) {
+std::unique_ptr<Backend> make_backend(std::string_view name, [[maybe_unused]] const Network& net,
+                                      [[maybe_unused]] const BackendConfig& config) {
   if (name == "cpu") {
 #ifdef STOKER_HAVE_DNNL
     return cpu::make_cpu_backend(net, config);

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/gpu/cuda_backend.h"
+
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "common/error.h"
+#include "train/checkpoint.h"
+#include "train/gpu/cuda_check.h"
+#include "train/gpu/cudnn_net.h"
+#include "train/gpu/cupti_activity.h"
+#include "train/gpu/gpu_memory.h"
+
+namespace stoker::gpu {
+namespace {
+
+constexpr int64_t kRing = Backend::kMaxPendingSteps;
+// Eager steps before a CUDA Graph is captured: the libraries' lazy set-up (handles, kernels
+// loaded on first use) happens outside the capture.
+constexpr int kWarmSteps = 2;
+
+// Events of one step on the compute stream.
+enum StepEvent { kBegin, kStaged, kForward, kBackward, kUpdated, kEvents };
+
+struct StepStatus {  // written by the device (async copies), read after the step's events
+  float loss = 0;
+  int32_t skipped = 0;
+};
+
+std::string_view precision_word(Precision p) {
+  switch (p) {
+    case Precision::f32:
+      return "f32";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::f16:
+      return "f16";
+    case Precision::bf16:
+      return "bf16";
+  }
+  return "?";
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const Network& net, const BackendConfig& config) : config_(config) {
+    try {
+      plan(net, config);
+    } catch (...) {
+      release();  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+
+  ~CudaBackend() override { release(); }
+
+  void plan(const Network& net, const BackendConfig& config) {
+    STOKER_GPU(cudaSetDevice(config.device));
+    STOKER_GPU(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+    STOKER_GPU(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+    for (auto& step : events_)
+      for (cudaEvent_t& e : step) STOKER_GPU(cudaEventCreate(&e));
+    for (int s = 0; s < 2; ++s) {
+      STOKER_GPU(cudaEventCreateWithFlags(&copied_[size_t(s)], cudaEventDisableTiming));
+      STOKER_GPU(cudaEventCreateWithFlags(&consumed_[size_t(s)], cudaEventDisableTiming));
+    }
+    net_ = std::make_unique<CudnnNet>(net, config, compute_);
+    const size_t image_bytes =
+        size_t(config.batch * 3 * config.height * config.width) * config.input.element_bytes();
+    for (int s = 0; s < 2; ++s) {
+      stage_images_[size_t(s)] = DeviceBuffer(image_bytes);
+      stage_labels_[size_t(s)] = DeviceBuffer(size_t(config.batch) * sizeof(int32_t));
+    }
+    ring_ = PinnedBuffer(size_t(kRing) * sizeof(StepStatus));
+    hyper_ring_ = PinnedBuffer(size_t(kRing) * sizeof(SgdHyper));
+    logits_ = PinnedBuffer(size_t(config.batch * net.num_classes) * sizeof(float));
+    conversion_.src_u8 = config.input.type == InputType::u8;
+    conversion_.src_nhwc = config.input.nhwc;
+    conversion_.dst_nhwc = net_->nhwc();
+    conversion_.dtype = net_->dtype();
+    conversion_.n = config.batch;
+    conversion_.h = config.height;
+    conversion_.w = config.width;
+    for (int c = 0; c < 3; ++c) {
+      conversion_.mean[c] = config.input.mean[size_t(c)];
+      conversion_.inv_std[c] = 1.0f / config.input.std[size_t(c)];
+    }
+    if (config.record_activity) cupti_ = std::make_unique<CuptiRecorder>(compute_, copy_);
+  }
+
+  // Everything the backend holds, in reverse order of creation; safe on a partial plan.
+  void release() {
+    cupti_.reset();
+    if (compute_) cudaStreamSynchronize(compute_);
+    if (copy_) cudaStreamSynchronize(copy_);
+    if (graph_) cudaGraphExecDestroy(graph_);
+    graph_ = nullptr;
+    net_.reset();
+    for (auto& step : events_)
+      for (cudaEvent_t& e : step)
+        if (e) cudaEventDestroy(std::exchange(e, nullptr));
+    for (cudaEvent_t* e : {&copied_[0], &copied_[1], &consumed_[0], &consumed_[1]})
+      if (*e) cudaEventDestroy(std::exchange(*e, nullptr));
+    if (copy_) cudaStreamDestroy(std::exchange(copy_, nullptr));
+    if (compute_) cudaStreamDestroy(std::exchange(compute_, nullptr));
+  }
+
+  std::string describe() const override {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return fmt::format(
+        "cuda: device {} ({}), CUDA runtime {}.{}, cuDNN {}, {} {}, conv {}, BN {}{}, "
+        "workspace {} MiB, {} MiB planned{}",
+        config_.device, net_->device_name(), runtime / 1000, runtime % 1000 / 10, cudnnGetVersion(),
+        precision_word(config_.precision), net_->nhwc() ? "NHWC" : "NCHW", config_.conv_algorithm,
+        net_->bn_persistent() ? "persistent" : "spatial",
+        net_->bn_relu_fused() ? "+ReLU fused" : "", net_->workspace_bytes() >> 20,
+        net_->device_bytes() >> 20, config_.graph ? ", CUDA Graph" : "");
+  }
+
+  HostMemory host_memory() const override { return pinned_host_memory(); }
+
+  void load(const Checkpoint& ckpt, std::string_view source) override {
+    flush_pending();
+    check_checkpoint(ckpt, net_->network(), source);
+    STOKER_GPU(cudaStreamSynchronize(compute_));
+    const Network& net = net_->network();
+    std::vector<bool> momentum(net.params.size(), false);
+    std::vector<float> values;
+    for (size_t i = 0; i < net.params.size(); ++i) {
+      const Param& p = net.params[i];
+      GpuParam& g = net_->param(int(i));
+      const Tensor* t = find_tensor(ckpt, p.name);
+      STOKER_CHECK(t != nullptr);  // check_checkpoint found every key
+      if (p.dtype == ParamType::i64) {
+        copy_values(*t, std::span<int64_t>(&g.count, 1));
+        continue;
+      }
+      values.resize(size_t(numel(p)));
+      copy_values(*t, values);
+      net_->upload(g.value.get(), values.data(), values.size() * sizeof(float));
+      if (!p.trainable) continue;
+      const Tensor* mom = find_tensor(ckpt, std::string(kMomentumPrefix) + p.name);
+      momentum[i] = mom != nullptr;
+      if (mom == nullptr) continue;
+      copy_values(*mom, values);
+      net_->upload(g.momentum.get(), values.data(), values.size() * sizeof(float));
+    }
+    net_->set_momentum_flags(momentum);
+    net_->reset_loss_scale();
+    net_->cast_weights();
+    STOKER_GPU(cudaStreamSynchronize(compute_));
+  }
+
+  Checkpoint save() const override {
+    const_cast<CudaBackend*>(this)->flush_pending();
+    STOKER_GPU(cudaStreamSynchronize(compute_));
+    const Network& net = net_->network();
+    Checkpoint out;
+    for (size_t i = 0; i < net.params.size(); ++i) {
+      const Param& p = net.params[i];
+      const GpuParam& g = net_->param(int(i));
+      if (p.dtype == ParamType::i64)
+        out.tensors.push_back(make_i64_tensor(p.name, p.shape, std::span(&g.count, 1)));
+      else
+        out.tensors.push_back(make_f32_tensor(p.name, p.shape, download(g.value)));
+    }
+    for (size_t i = 0; i < net.params.size(); ++i) {
+      const Param& p = net.params[i];
+      if (p.trainable && net_->has_momentum(int(i)))
+        out.tensors.push_back(make_f32_tensor(std::string(kMomentumPrefix) + p.name, p.shape,
+                                              download(net_->param(int(i)).momentum)));
+    }
+    return out;
+  }
+
+  Checkpoint gradients() const override {
+    const_cast<CudaBackend*>(this)->flush_pending();
+    STOKER_GPU(cudaStreamSynchronize(compute_));
+    const Network& net = net_->network();
+    Checkpoint out;
+    for (size_t i = 0; i < net.params.size(); ++i) {
+      const Param& p = net.params[i];
+      if (p.trainable)
+        out.tensors.push_back(make_f32_tensor(p.name, p.shape, download(net_->param(int(i)).grad)));
+    }
+    return out;
+  }
+
+  void stage(const HostBatch& batch) override {
+    if (batch.count != config_.batch)
+      fail("cuda backend: staged batch of {} images, planned for {}", batch.count, config_.batch);
+    const int64_t classes = net_->network().num_classes;
+    for (int64_t n = 0; n < batch.count; ++n)
+      if (batch.labels[n] < 0 || batch.labels[n] >= classes)
+        fail("{}: label {} of image {} in the batch is outside [0, {})", net_->network().name,
+             batch.labels[n], n, classes);
+    const size_t slot = size_t(next_stage_);
+    next_stage_ ^= 1;
+    // The buffer's previous batch must have been converted before it is overwritten.
+    STOKER_GPU(cudaStreamWaitEvent(copy_, consumed_[slot], 0));
+    STOKER_GPU(cudaMemcpyAsync(stage_images_[slot].get(), batch.images, stage_images_[slot].bytes(),
+                               cudaMemcpyHostToDevice, copy_));
+    STOKER_GPU(cudaMemcpyAsync(stage_labels_[slot].get(), batch.labels,
+                               size_t(batch.count) * sizeof(int32_t), cudaMemcpyHostToDevice,
+                               copy_));
+    STOKER_GPU(cudaEventRecord(copied_[slot], copy_));
+    staged_ = int(slot);
+  }
+
+  void release_input() override {
+    if (staged_ >= 0) STOKER_GPU(cudaEventSynchronize(copied_[size_t(staged_)]));
+  }
+
+  void forward_backward() override {
+    flush_pending();
+    if (begun_ - collected_ >= kRing)
+      fail("cuda backend: {} steps not collected; call collect() at least every {} steps",
+           begun_ - collected_, kRing);
+    slot_ = size_t(begun_ % kRing);
+    ++begun_;
+    updated_[slot_] = false;
+    graphed_[slot_] = false;
+    record(kBegin);
+    consume_input();
+    record(kStaged);
+    if (config_.graph) {
+      pending_ = true;  // run by update(), as one graph once warm, or by flush_pending()
+      return;
+    }
+    run_forward_backward();
+  }
+
+  void update(const SgdConfig& sgd, float lr) override {
+    if (begun_ == 0 || updated_[slot_])
+      fail("cuda backend: update() without a forward_backward() before it");
+    STOKER_CHECK(!sgd.nesterov || (sgd.momentum > 0 && sgd.dampening == 0));  // torch's rule
+    SgdHyper& h = hyper_ring_.as<SgdHyper>()[slot_];
+    h = SgdHyper{lr,
+                 sgd.momentum,
+                 sgd.dampening,
+                 sgd.weight_decay,
+                 sgd.nesterov ? 1 : 0,
+                 sgd.decay_bn_and_bias ? 1 : 0};
+    STOKER_GPU(
+        cudaMemcpyAsync(net_->hyper_device(), &h, sizeof(h), cudaMemcpyHostToDevice, compute_));
+    if (pending_) {
+      pending_ = false;
+      if (!graph_ && eager_graph_steps_ >= kWarmSteps) capture();
+      if (graph_) {
+        net_->count_batch();
+        STOKER_GPU(cudaGraphLaunch(graph_, compute_));
+        graphed_[slot_] = true;
+        // The graph is one interval: its time is reported as the forward's.
+        record(kForward);
+        record(kBackward);
+        copy_status(true);
+        record(kUpdated);
+        updated_[slot_] = true;
+        return;
+      }
+      ++eager_graph_steps_;
+      run_forward_backward();
+    }
+    net_->update();
+    copy_status(true);
+    record(kUpdated);
+    updated_[slot_] = true;
+  }
+
+  std::vector<StepResult> collect() override {
+    flush_pending();
+    std::vector<StepResult> out;
+    out.reserve(size_t(begun_ - collected_));
+    const auto seconds = [](cudaEvent_t a, cudaEvent_t b) {
+      float ms = 0;
+      STOKER_GPU(cudaEventElapsedTime(&ms, a, b));
+      return double(ms) * 1e-3;
+    };
+    for (; collected_ < begun_; ++collected_) {
+      const size_t s = size_t(collected_ % kRing);
+      auto& e = events_[s];
+      STOKER_GPU(cudaEventSynchronize(updated_[s] ? e[kUpdated] : e[kBackward]));
+      const StepStatus& st = ring_.as<StepStatus>()[s];
+      StepResult r;
+      r.loss = st.loss;
+      r.skipped = updated_[s] && st.skipped != 0;
+      r.times.stage = seconds(e[kBegin], e[kStaged]);
+      r.times.forward = seconds(e[kStaged], e[kForward]);
+      r.times.backward = seconds(e[kForward], e[kBackward]);
+      r.times.update = updated_[s] ? seconds(e[kBackward], e[kUpdated]) : 0;
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  void forward_eval() override {
+    flush_pending();
+    consume_input();
+    net_->forward(false);
+  }
+
+  std::span<const float> logits() override {
+    flush_pending();
+    STOKER_GPU(cudaMemcpyAsync(logits_.get(), net_->logits_device(), logits_.bytes(),
+                               cudaMemcpyDeviceToHost, compute_));
+    STOKER_GPU(cudaStreamSynchronize(compute_));
+    return {logits_.as<const float>(), logits_.bytes() / sizeof(float)};
+  }
+
+  std::vector<ActivityRecord> take_activity() override {
+    if (!cupti_) return {};
+    flush_pending();
+    STOKER_GPU(cudaStreamSynchronize(compute_));
+    STOKER_GPU(cudaStreamSynchronize(copy_));
+    return cupti_->take();
+  }
+
+  std::vector<ConvChoice> algorithms() const override { return net_->choices(); }
+
+  CudnnNet& net() { return *net_; }
+
+ private:
+  void record(StepEvent e) { STOKER_GPU(cudaEventRecord(events_[slot_][e], compute_)); }
+
+  // The staged batch into the network's input (compute dtype and layout) and labels.
+  void consume_input() {
+    if (staged_ < 0) fail("cuda backend: no batch staged (call stage() first)");
+    const size_t s = size_t(staged_);
+    STOKER_GPU(cudaStreamWaitEvent(compute_, copied_[s], 0));
+    convert_input(conversion_, stage_images_[s].get(), net_->input(), compute_);
+    STOKER_GPU(cudaMemcpyAsync(net_->labels(), stage_labels_[s].get(), stage_labels_[s].bytes(),
+                               cudaMemcpyDeviceToDevice, compute_));
+    STOKER_GPU(cudaEventRecord(consumed_[s], compute_));
+  }
+
+  void run_forward_backward() {
+    net_->count_batch();
+    net_->forward(true);
+    record(kForward);
+    net_->loss_and_backward();
+    copy_status(false);
+    record(kBackward);
+  }
+
+  // The step's loss (and, after an update, whether it was skipped) into the pinned ring.
+  void copy_status(bool with_skipped) {
+    StepStatus* st = ring_.as<StepStatus>() + slot_;
+    STOKER_GPU(cudaMemcpyAsync(st, net_->loss_device(),
+                               with_skipped ? sizeof(StepStatus) : sizeof(float),
+                               cudaMemcpyDeviceToHost, compute_));
+  }
+
+  // A graph step whose update() never came: run its forward and backward eagerly now.
+  void flush_pending() {
+    if (!pending_) return;
+    pending_ = false;
+    run_forward_backward();
+  }
+
+  // Forward, backward and update of the current shapes as one CUDA Graph (reads the
+  // converted input, labels and hyper-parameters from fixed device memory).
+  void capture() {
+    STOKER_GPU(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
+    try {
+      net_->forward(true);
+      net_->loss_and_backward();
+      net_->update();
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(compute_, &broken);
+      if (broken) cudaGraphDestroy(broken);
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    STOKER_GPU(cudaStreamEndCapture(compute_, &graph));
+    const cudaError_t st = cudaGraphInstantiate(&graph_, graph, 0);
+    cudaGraphDestroy(graph);
+    STOKER_GPU(st);
+  }
+
+  BackendConfig config_;
+  cudaStream_t compute_ = nullptr, copy_ = nullptr;
+  std::unique_ptr<CudnnNet> net_;
+  InputConversion conversion_;
+  std::array<DeviceBuffer, 2> stage_images_, stage_labels_;
+  std::array<cudaEvent_t, 2> copied_{}, consumed_{};
+  int next_stage_ = 0, staged_ = -1;
+  std::array<std::array<cudaEvent_t, kEvents>, kRing> events_{};
+  std::array<bool, kRing> updated_{}, graphed_{};
+  PinnedBuffer ring_, hyper_ring_, logits_;
+  int64_t begun_ = 0, collected_ = 0;
+  size_t slot_ = 0;
+  bool pending_ = false;
+  int eager_graph_steps_ = 0;
+  cudaGraphExec_t graph_ = nullptr;
+  std::unique_ptr<CuptiRecorder> cupti_;
+
+  std::vector<float> download(const DeviceBuffer& b) const {
+    std::vector<float> v(b.bytes() / sizeof(float));
+    net_->download(v.data(), b.get(), b.bytes());
+    return v;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConfig& config) {
+  const std::string reason = device_unavailable_reason(config.device);
+  if (!reason.empty()) fail("backend 'cuda': {}", reason);
+  if (config.batch < 1 || config.height < 1 || config.width < 1)
+    fail("backend 'cuda': batch {} and image {}x{} must be positive", config.batch, config.height,
+         config.width);
+  parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
+  if (config.precision == Precision::bf16 || config.precision == Precision::tf32) {
+    int major = 0;
+    STOKER_GPU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config.device));
+    if (major < 8)
+      fail("backend 'cuda': {} needs compute capability 8.0 or later (Ampere); device {} is {}.x",
+           precision_word(config.precision), config.device, major);
+  }
+  return std::make_unique<CudaBackend>(net, config);
+}
+
+CudnnNet& cudnn_net_of(Backend& backend) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  STOKER_CHECK_MSG(cuda != nullptr, "not a CUDA backend");
+  return cuda->net();
+}
+
+}  // namespace stoker::gpu

@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/gpu/cudnn_net.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common/error.h"
+#include "train/gpu/cuda_check.h"
+
+namespace stoker::gpu {
+namespace {
+
+constexpr int64_t kChunk = 65536;  // elements per block of the multi-tensor kernels
+const float kOne = 1.0f, kZero = 0.0f;
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f16:
+      return CUDA_R_16F;
+    case DType::bf16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+std::vector<TensorChunk> chunks_of(const std::vector<TensorSlot>& slots,
+                                   const std::vector<bool>& take) {
+  std::vector<TensorChunk> out;
+  for (size_t s = 0; s < slots.size(); ++s) {
+    if (!take[s]) continue;
+    for (int64_t b = 0; b < slots[s].n; b += kChunk)
+      out.push_back({int32_t(s), b, std::min(slots[s].n, b + kChunk)});
+  }
+  return out;
+}
+
+float to_float(const void* p, DType t, size_t i) {
+  switch (t) {
+    case DType::f16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    case DType::bf16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    default:
+      return static_cast<const float*>(p)[i];
+  }
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    default:
+      return "f32";
+  }
+}
+
+}  // namespace
+
+DType compute_dtype(Precision p) {
+  switch (p) {
+    case Precision::f16:
+      return DType::f16;
+    case Precision::bf16:
+      return DType::bf16;
+    default:
+      return DType::f32;
+  }
+}
+
+bool compute_nhwc(const BackendConfig& c) {
+  if (c.layout == ComputeLayout::automatic) return compute_dtype(c.precision) != DType::f32;
+  return c.layout == ComputeLayout::nhwc;
+}
+
+CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t compute)
+    : net_(net),
+      config_(config),
+      dtype_(compute_dtype(config.precision)),
+      nhwc_(compute_nhwc(config)),
+      stream_(compute) {
+  STOKER_CHECK(config.batch > 0);
+  shapes_ = infer_shapes(net, config.height, config.width);
+  for (const Layer& l : net_.layers) {
+    if (l.kind == LayerKind::batchnorm &&
+        config.batch * shapes_[size_t(l.output)].h * shapes_[size_t(l.output)].w < 2)
+      fail("{}: batch norm over one value per channel (batch {} at {}x{}): use a larger batch",
+           l.name, config.batch, config.height, config.width);
+    if (l.kind == LayerKind::conv && (l.bias || l.groups != 1))
+      fail("{}: the GPU backend plans convolutions without bias and with one group", l.name);
+  }
+  STOKER_CHECK(!net_.layers.empty() && net_.layers.back().kind == LayerKind::fc);
+  int device = 0;
+  STOKER_GPU(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  STOKER_GPU(cudaGetDeviceProperties(&prop, device));
+  device_name_ = prop.name;
+  STOKER_GPU(cudnnCreate(&cudnn_));
+  STOKER_GPU(cudnnSetStream(cudnn_, stream_));
+  STOKER_GPU(cublasCreate(&cublas_));
+  STOKER_GPU(cublasSetStream(cublas_, stream_));
+  // Graph capture needs cuBLAS to own its workspace (no allocation while capturing).
+  alloc(cublas_workspace_, size_t(32) << 20);
+  STOKER_GPU(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
+  STOKER_GPU(cublasSetMathMode(
+      cublas_, config.precision == Precision::f32 ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
+  // cuDNN's persistent batch-norm kernels serve NHWC half/bf16 (torch picks them for
+  // channels_last); trial_step falls back to the plain ones where they are refused.
+  if (nhwc_ && dtype_ != DType::f32) {
+    bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+    fuse_bn_relu_ = true;
+  }
+  cudnnActivationDescriptor_t act = nullptr;
+  STOKER_GPU(cudnnCreateActivationDescriptor(&act));
+  relu_desc_.reset(act);
+  STOKER_GPU(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  plan_tensors();
+  plan_params();
+  plan_layers();
+  plan_optimizer();
+  alloc(labels_, size_t(config.batch) * sizeof(int32_t));
+  alloc(status_, 2 * sizeof(int32_t));
+  alloc(hyper_, sizeof(SgdHyper));
+  alloc(scale_, sizeof(LossScale));
+  alloc(overflow_, sizeof(int32_t));
+  alloc(per_sample_, size_t(config.batch) * sizeof(float));
+  reset_loss_scale();
+  trial_step();
+}
+
+// One forward and backward on the zeroed buffers while planning: every library call meets
+// its shapes once (so an unsupported combination fails here, naming the call, and lazy
+// library set-up happens before any graph capture). Parameters are loaded afterwards.
+void CudnnNet::trial_step() {
+  // Fastest first: fused BN+ReLU, then persistent BN alone, then plain BN.
+  for (;;) {
+    try {
+      forward(true);
+      loss_and_backward();
+      STOKER_GPU(cudaStreamSynchronize(stream_));
+      return;
+    } catch (const Error& e) {
+      cudaGetLastError();
+      if (fuse_bn_relu_) {
+        set_fusion(false);
+      } else if (bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
+        bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
+      } else {
+        fail("{} {} on {}: the planning step failed: {}", dtype_name(dtype_),
+             nhwc_ ? "NHWC" : "NCHW", device_name_, e.what());
+      }
+    }
+  }
+}
+
+void CudnnNet::set_fusion(bool on) {
+  fuse_bn_relu_ = on;
+  relu_fused_.assign(net_.layers.size(), false);
+  for (size_t i = 0; i < net_.layers.size(); ++i) {
+    const Layer& l = net_.layers[i];
+    layers_[i].fused_relu = false;
+    if (!on || l.kind != LayerKind::batchnorm || i + 1 >= net_.layers.size()) continue;
+    const Layer& next = net_.layers[i + 1];
+    // The same condition as the in-place ReLU: the BN's output is read by the ReLU only.
+    if (next.kind == LayerKind::relu && next.inputs[0] == l.output &&
+        tensors_[size_t(next.output)].alias_of == l.output && layers_[i].reserve.get()) {
+      layers_[i].fused_relu = true;
+      relu_fused_[i + 1] = true;
+    }
+  }
+}
+
+bool CudnnNet::overwritten(int id) const {
+  return std::any_of(tensors_.begin(), tensors_.end(),
+                     [id](const GpuTensor& t) { return t.alias_of == id; });
+}
+
+CudnnNet::~CudnnNet() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (cublas_) cublasDestroy(cublas_);
+  if (cudnn_) cudnnDestroy(cudnn_);
+}
+
+void* CudnnNet::alloc(DeviceBuffer& b, size_t bytes) {
+  b = DeviceBuffer(bytes);
+  if (bytes > 0) STOKER_GPU(cudaMemsetAsync(b.get(), 0, bytes, stream_));
+  device_bytes_ += bytes;
+  return b.get();
+}
+
+void CudnnNet::plan_tensors() {
+  const size_t count = net_.tensors.size();
+  readers_.assign(count, 0);
+  for (const Layer& l : net_.layers)
+    for (int in : l.inputs) ++readers_[size_t(in)];
+  tensors_.resize(count);
+  grad_written_.assign(count, false);
+  const int64_t n = config_.batch;
+  for (size_t t = 0; t < count; ++t) {
+    GpuTensor& g = tensors_[t];
+    const ActShape& s = shapes_[t];
+    g.elements = n * s.elements();
+    const bool logits = t + 1 == count;
+    const DType type = logits ? DType::f32 : dtype_;
+    if (!logits) g.desc = make_tensor_desc(dtype_, nhwc_, n, s.c, s.h, s.w);
+    // A ReLU whose input only it reads runs in place: forward and backward (dx = y > 0 ? dy
+    // : 0 reads only its own output) need nothing else of that input.
+    if (t > 0) {
+      const Layer& producer = net_.layers[t - 1];
+      const int in = producer.kind == LayerKind::relu ? producer.inputs[0] : -1;
+      if (in >= 0 && readers_[size_t(in)] == 1) {
+        g.alias_of = in;
+        g.act = tensors_[size_t(in)].act;
+        g.dact = tensors_[size_t(in)].dact;
+        continue;
+      }
+    }
+    g.act = alloc(g.storage, size_t(g.elements) * dtype_bytes(type));
+    if (t > 0) g.dact = alloc(g.grad_storage, size_t(g.elements) * dtype_bytes(type));
+  }
+  if (dtype_ != DType::f32)
+    alloc(dlogits_lowp_, size_t(tensors_.back().elements) * dtype_bytes(dtype_));
+}
+
+void CudnnNet::plan_params() {
+  params_.resize(net_.params.size());
+  for (size_t i = 0; i < net_.params.size(); ++i) {
+    const Param& p = net_.params[i];
+    GpuParam& g = params_[i];
+    if (p.dtype == ParamType::i64) continue;  // num_batches_tracked: host count
+    const size_t bytes = size_t(numel(p)) * sizeof(float);
+    alloc(g.value, bytes);
+    g.compute = g.value.get();
+    if (!p.trainable) continue;
+    alloc(g.grad, bytes);
+    alloc(g.momentum, bytes);
+    g.raw = g.grad.get();
+    const Layer& l = net_.layers[size_t(p.layer)];
+    const bool weight = int(i) == l.weight;
+    const bool conv_copy = weight && l.kind == LayerKind::conv && (dtype_ != DType::f32 || nhwc_);
+    const bool fc_copy = weight && l.kind == LayerKind::fc && dtype_ != DType::f32;
+    if (conv_copy || fc_copy) {
+      g.compute = alloc(g.compute_storage, size_t(numel(p)) * dtype_bytes(dtype_));
+      // cuBLAS writes the FC weight's gradient in f32 already; cuDNN writes a conv's in
+      // the data's dtype and filter layout.
+      if (conv_copy) g.raw = alloc(g.raw_storage, size_t(numel(p)) * dtype_bytes(dtype_));
+    }
+  }
+}
+
+void CudnnNet::plan_layers() {
+  layers_.resize(net_.layers.size());
+  const ConvPolicy policy = parse_conv_policy(config_.conv_algorithm);
+  const std::string key_prefix =
+      fmt::format("{} cudnn{} sm{}", device_name_, cudnnGetVersion(), [] {
+        int d = 0, major = 0, minor = 0;
+        cudaGetDevice(&d);
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d);
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d);
+        return major * 10 + minor;
+      }());
+  // Exhaustive search measures in a workspace as large as the limit allows (planning only).
+  DeviceBuffer find_ws;
+  // STOKER_CUDNN_ALGO_CACHE=FILE keeps measured choices across processes (read here, written
+  // after planning).
+  const char* cache_file = std::getenv("STOKER_CUDNN_ALGO_CACHE");
+  if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
+    AlgoCache::process().load(cache_file);
+  if (policy.kind == ConvPolicy::Kind::exhaustive) {
+    size_t free = 0, total = 0;
+    STOKER_GPU(cudaMemGetInfo(&free, &total));
+    find_ws = DeviceBuffer(std::min(config_.workspace_limit, free / 2));
+  }
+  size_t workspace = 0;
+  const int64_t n = config_.batch;
+  for (size_t i = 0; i < net_.layers.size(); ++i) {
+    const Layer& l = net_.layers[i];
+    GpuLayer& g = layers_[i];
+    const ActShape& in = shapes_[size_t(l.inputs[0])];
+    const ActShape& out = shapes_[size_t(l.output)];
+    try {
+      switch (l.kind) {
+        case LayerKind::conv: {
+          const ConvGeometry geo{n,        in.c,  in.h,  in.w,     out.c,     l.kernel,
+                                 l.kernel, out.h, out.w, l.stride, l.padding, l.groups};
+          const GpuParam& w = params_[size_t(l.weight)];
+          const ConvScratch scratch{tensors_[size_t(l.inputs[0])].act,
+                                    w.compute,
+                                    tensors_[size_t(l.output)].act,
+                                    tensors_[size_t(l.inputs[0])].dact,
+                                    w.raw,
+                                    find_ws.get(),
+                                    find_ws.bytes()};
+          g.conv =
+              plan_conv(cudnn_, l.name, geo, dtype_, nhwc_, config_.precision == Precision::tf32,
+                        l.inputs[0] != 0, policy, config_.workspace_limit, key_prefix, scratch);
+          for (size_t b : g.conv.workspace) workspace = std::max(workspace, b);
+          choices_.insert(choices_.end(), g.conv.choices.begin(), g.conv.choices.end());
+          break;
+        }
+        case LayerKind::batchnorm: {
+          cudnnTensorDescriptor_t d = nullptr;
+          STOKER_GPU(cudnnCreateTensorDescriptor(&d));
+          g.bn.reset(d);
+          STOKER_GPU(
+              cudnnDeriveBNTensorDescriptor(d, tensors_[size_t(l.inputs[0])].desc.get(), bn_mode_));
+          alloc(g.save_mean, size_t(out.c) * sizeof(float));
+          alloc(g.save_invvar, size_t(out.c) * sizeof(float));
+          if (fuse_bn_relu_) {
+            // Sizes for the fused calls; a refusal here only means no fusion for this layer.
+            const cudnnTensorDescriptor_t x = tensors_[size_t(l.inputs[0])].desc.get();
+            size_t fwd = 0, bwd = 0, reserve = 0;
+            if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, x, nullptr, x, d,
+                    relu_desc_.get(), &fwd) == CUDNN_STATUS_SUCCESS &&
+                cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, x, x, x, nullptr, x, d,
+                    relu_desc_.get(), &bwd) == CUDNN_STATUS_SUCCESS &&
+                cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
+                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, relu_desc_.get(), x,
+                    &reserve) == CUDNN_STATUS_SUCCESS) {
+              workspace = std::max({workspace, fwd, bwd});
+              alloc(g.reserve, std::max<size_t>(reserve, 1));
+            }
+          }
+          break;
+        }
+        case LayerKind::maxpool:
+        case LayerKind::global_avgpool: {
+          cudnnPoolingDescriptor_t d = nullptr;
+          STOKER_GPU(cudnnCreatePoolingDescriptor(&d));
+          g.pool.reset(d);
+          if (l.kind == LayerKind::maxpool)
+            STOKER_GPU(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN,
+                                                   l.kernel, l.kernel, l.padding, l.padding,
+                                                   l.stride, l.stride));
+          else
+            STOKER_GPU(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+                                                   CUDNN_PROPAGATE_NAN, int(in.h), int(in.w), 0, 0,
+                                                   int(in.h), int(in.w)));
+          break;
+        }
+        default:
+          break;
+      }
+    } catch (const Error& e) {
+      fail("planning {} ({}): {}", l.name, kind_name(l.kind), e.what());
+    }
+  }
+  find_ws = DeviceBuffer();
+  set_fusion(fuse_bn_relu_);
+  if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
+    AlgoCache::process().save(cache_file);
+  alloc(workspace_, workspace);
+}
+
+void CudnnNet::plan_optimizer() {
+  std::vector<bool> finish;
+  for (size_t i = 0; i < net_.params.size(); ++i) {
+    const Param& p = net_.params[i];
+    if (!p.trainable) continue;
+    GpuParam& g = params_[i];
+    const Layer& l = net_.layers[size_t(p.layer)];
+    TensorSlot s;
+    s.value = g.value.as<float>();
+    s.grad = g.grad.as<float>();
+    s.momentum = g.momentum.as<float>();
+    s.raw = g.raw;
+    s.compute = g.compute == g.value.get() ? nullptr : g.compute;
+    s.n = numel(p);
+    s.raw_dtype = g.raw == g.grad.get() ? DType::f32 : dtype_;
+    s.compute_dtype = dtype_;
+    s.krsc = (nhwc_ && l.kind == LayerKind::conv && int(i) == l.weight) ? 1 : 0;
+    if (p.shape.size() == 4) {
+      s.k = int32_t(p.shape[0]);
+      s.c = int32_t(p.shape[1]);
+      s.rs = int32_t(p.shape[2] * p.shape[3]);
+    }
+    s.decay_exempt = p.shape.size() == 1 ? 1 : 0;  // as the CPU backend: BN params and biases
+    g.slot = int(slots_.size());
+    slots_.push_back(s);
+    // f16 unscales and checks every gradient; otherwise only library gradients that are
+    // not already f32 in torch's layout need a pass.
+    finish.push_back(dtype_ == DType::f16 || g.raw != g.grad.get());
+  }
+  const std::vector<TensorChunk> all = chunks_of(slots_, std::vector<bool>(slots_.size(), true));
+  const std::vector<TensorChunk> some = chunks_of(slots_, finish);
+  chunk_count_ = int64_t(all.size());
+  finish_chunk_count_ = int64_t(some.size());
+  alloc(slots_dev_, slots_.size() * sizeof(TensorSlot));
+  alloc(chunks_dev_, all.size() * sizeof(TensorChunk));
+  alloc(finish_chunks_dev_, std::max<size_t>(1, some.size()) * sizeof(TensorChunk));
+  STOKER_GPU(cudaMemcpyAsync(slots_dev_.get(), slots_.data(), slots_dev_.bytes(),
+                             cudaMemcpyHostToDevice, stream_));
+  STOKER_GPU(cudaMemcpyAsync(chunks_dev_.get(), all.data(), all.size() * sizeof(TensorChunk),
+                             cudaMemcpyHostToDevice, stream_));
+  if (!some.empty())
+    STOKER_GPU(cudaMemcpyAsync(finish_chunks_dev_.get(), some.data(),
+                               some.size() * sizeof(TensorChunk), cudaMemcpyHostToDevice, stream_));
+  STOKER_GPU(cudaStreamSynchronize(stream_));  // the host vectors above go out of scope
+}
+
+void CudnnNet::upload(void* dst, const void* src, size_t bytes) const {
+  STOKER_GPU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  STOKER_GPU(cudaStreamSynchronize(stream_));
+}
+
+void CudnnNet::download(void* dst, const void* src, size_t bytes) const {
+  STOKER_GPU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  STOKER_GPU(cudaStreamSynchronize(stream_));
+}
+
+void CudnnNet::reset_loss_scale() {
+  LossScale s;
+  if (dtype_ != DType::f16) s.scale = 1.0f;
+  upload(scale_.get(), &s, sizeof(s));
+}
+
+bool CudnnNet::has_momentum(int i) const {
+  const int slot = params_[size_t(i)].slot;
+  if (slot < 0) return false;
+  TensorSlot s;
+  download(&s, slots_dev_.as<TensorSlot>() + slot, sizeof(s));
+  return s.has_momentum != 0;
+}
+
+void CudnnNet::set_momentum_flags(const std::vector<bool>& flags) {
+  STOKER_CHECK(flags.size() == params_.size());
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].slot >= 0) slots_[size_t(params_[i].slot)].has_momentum = flags[i] ? 1 : 0;
+  upload(slots_dev_.get(), slots_.data(), slots_dev_.bytes());
+}
+
+void CudnnNet::count_batch() {
+  for (const Layer& l : net_.layers)
+    if (l.kind == LayerKind::batchnorm && l.num_batches_tracked >= 0)
+      ++params_[size_t(l.num_batches_tracked)].count;
+}
+
+void CudnnNet::fc_forward(const Layer& l) {
+  const ActShape& in = shapes_[size_t(l.inputs[0])];
+  const int k = int(in.elements()), c = l.out_channels, n = int(config_.batch);
+  const cublasComputeType_t compute =
+      config_.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  float* y = static_cast<float*>(tensors_[size_t(l.output)].act);
+  // Row-major Y[n, c] = X[n, k] W[c, k]^T, as column-major Y^T = W^T' X^T.
+  STOKER_GPU(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, c, n, k, &kOne,
+                          params_[size_t(l.weight)].compute, cuda_type(dtype_), k,
+                          tensors_[size_t(l.inputs[0])].act, cuda_type(dtype_), k, &kZero, y,
+                          CUDA_R_32F, c, compute, CUBLAS_GEMM_DEFAULT));
+  if (l.bias_param >= 0)
+    add_bias(y, params_[size_t(l.bias_param)].value.as<float>(), n, c, stream_);
+}
+
+void CudnnNet::fc_backward(const Layer& l, float beta_dx) {
+  const ActShape& in = shapes_[size_t(l.inputs[0])];
+  const int k = int(in.elements()), c = l.out_channels, n = int(config_.batch);
+  const cublasComputeType_t compute =
+      config_.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const float* dy32 = static_cast<const float*>(tensors_[size_t(l.output)].dact);
+  const void* dy = dtype_ == DType::f32 ? static_cast<const void*>(dy32) : dlogits_lowp_.get();
+  const GpuParam& w = params_[size_t(l.weight)];
+  // dW[c, k] = dY[n, c]^T X[n, k]: column-major dW^T = X^T dY'.
+  STOKER_GPU(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, k, c, n, &kOne,
+                          tensors_[size_t(l.inputs[0])].act, cuda_type(dtype_), k, dy,
+                          cuda_type(dtype_), c, &kZero, w.raw, CUDA_R_32F, k, compute,
+                          CUBLAS_GEMM_DEFAULT));
+  if (l.bias_param >= 0)
+    bias_gradient(dy32, static_cast<float*>(params_[size_t(l.bias_param)].raw), n, c, stream_);
+  // dX[n, k] = dY[n, c] W[c, k]: column-major dX^T = W^T dY^T.
+  STOKER_GPU(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, k, n, c, &kOne, w.compute,
+                          cuda_type(dtype_), k, dy, cuda_type(dtype_), c, &beta_dx,
+                          tensors_[size_t(l.inputs[0])].dact, cuda_type(dtype_), k, compute,
+                          CUBLAS_GEMM_DEFAULT));
+}
+
+void CudnnNet::forward(bool train) {
+  for (size_t i = 0; i < net_.layers.size(); ++i) {
+    const Layer& l = net_.layers[i];
+    GpuLayer& g = layers_[i];
+    const GpuTensor& x = tensors_[size_t(l.inputs[0])];
+    GpuTensor& y = tensors_[size_t(l.output)];
+    switch (l.kind) {
+      case LayerKind::conv:
+        STOKER_GPU(cudnnConvolutionForward(cudnn_, &kOne, g.conv.x.get(), x.act, g.conv.w.get(),
+                                           params_[size_t(l.weight)].compute, g.conv.conv.get(),
+                                           g.conv.fwd, workspace_.get(), workspace_.bytes(), &kZero,
+                                           g.conv.y.get(), y.act));
+        break;
+      case LayerKind::batchnorm: {
+        const void* scale = params_[size_t(l.weight)].value.get();
+        const void* bias = params_[size_t(l.bias_param)].value.get();
+        void* mean = params_[size_t(l.running_mean)].value.get();
+        void* var = params_[size_t(l.running_var)].value.get();
+        if (train && g.fused_relu)
+          STOKER_GPU(cudnnBatchNormalizationForwardTrainingEx(
+              cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &kOne, &kZero, x.desc.get(),
+              x.act, nullptr, nullptr, y.desc.get(), y.act, g.bn.get(), scale, bias, l.momentum,
+              mean, var, l.eps, g.save_mean.get(), g.save_invvar.get(), relu_desc_.get(),
+              workspace_.get(), workspace_.bytes(), g.reserve.get(), g.reserve.bytes()));
+        else if (train)
+          STOKER_GPU(cudnnBatchNormalizationForwardTraining(
+              cudnn_, bn_mode_, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(), y.act, g.bn.get(),
+              scale, bias, l.momentum, mean, var, l.eps, g.save_mean.get(), g.save_invvar.get()));
+        else
+          STOKER_GPU(cudnnBatchNormalizationForwardInference(
+              cudnn_, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(),
+              y.act, g.bn.get(), scale, bias, mean, var, l.eps));
+        break;
+      }
+      case LayerKind::relu:
+        if (!(train && relu_fused_[i])) relu_forward(dtype_, x.act, y.act, y.elements, stream_);
+        break;
+      case LayerKind::add:
+        add_forward(dtype_, x.act, tensors_[size_t(l.inputs[1])].act, y.act, y.elements, stream_);
+        break;
+      case LayerKind::maxpool:
+      case LayerKind::global_avgpool:
+        STOKER_GPU(cudnnPoolingForward(cudnn_, g.pool.get(), &kOne, x.desc.get(), x.act, &kZero,
+                                       y.desc.get(), y.act));
+        break;
+      case LayerKind::fc:
+        fc_forward(l);
+        break;
+    }
+  }
+}
+
+void CudnnNet::loss_and_backward() {
+  const int64_t classes = net_.num_classes;
+  LossArgs a;
+  a.logits = logits_device();
+  a.labels = labels();
+  a.n = config_.batch;
+  a.classes = classes;
+  a.smoothing = config_.label_smoothing;
+  a.scale = loss_scale_device();
+  a.loss = loss_device();
+  a.per_sample = per_sample_.as<float>();
+  a.dlogits = static_cast<float*>(tensors_.back().dact);
+  a.dlogits_lowp = dtype_ == DType::f32 ? nullptr : dlogits_lowp_.get();
+  a.lowp = dtype_;
+  softmax_cross_entropy(a, stream_);
+
+  std::fill(grad_written_.begin(), grad_written_.end(), false);
+  grad_written_.back() = true;
+  for (size_t i = net_.layers.size(); i-- > 0;) {
+    const Layer& l = net_.layers[i];
+    GpuLayer& g = layers_[i];
+    const int in = l.inputs[0];
+    const GpuTensor& x = tensors_[size_t(in)];
+    const GpuTensor& y = tensors_[size_t(l.output)];
+    // The first gradient reaching a tensor is written, later ones added (a block's input
+    // feeds its first conv and its shortcut).
+    const float beta = grad_written_[size_t(in)] ? 1.0f : 0.0f;
+    switch (l.kind) {
+      case LayerKind::conv: {
+        const GpuParam& w = params_[size_t(l.weight)];
+        STOKER_GPU(cudnnConvolutionBackwardFilter(
+            cudnn_, &kOne, g.conv.x.get(), x.act, g.conv.y.get(), y.dact, g.conv.conv.get(),
+            g.conv.bwd_filter, workspace_.get(), workspace_.bytes(), &kZero, g.conv.w.get(),
+            w.raw));
+        if (g.conv.has_bwd_data)
+          STOKER_GPU(cudnnConvolutionBackwardData(
+              cudnn_, &kOne, g.conv.w.get(), w.compute, g.conv.y.get(), y.dact, g.conv.conv.get(),
+              g.conv.bwd_data, workspace_.get(), workspace_.bytes(), &beta, g.conv.x.get(),
+              x.dact));
+        break;
+      }
+      case LayerKind::batchnorm:
+        if (g.fused_relu) {
+          // y is the ReLU's output (the same memory), dy the gradient at it.
+          STOKER_GPU(cudnnBatchNormalizationBackwardEx(
+              cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &kOne, &beta, &kOne, &kZero,
+              x.desc.get(), x.act, y.desc.get(), y.act, y.desc.get(), y.dact, nullptr, nullptr,
+              x.desc.get(), x.dact, g.bn.get(), params_[size_t(l.weight)].value.get(),
+              params_[size_t(l.bias_param)].value.get(), params_[size_t(l.weight)].raw,
+              params_[size_t(l.bias_param)].raw, l.eps, g.save_mean.get(), g.save_invvar.get(),
+              relu_desc_.get(), workspace_.get(), workspace_.bytes(), g.reserve.get(),
+              g.reserve.bytes()));
+          break;
+        }
+        STOKER_GPU(cudnnBatchNormalizationBackward(
+            cudnn_, bn_mode_, &kOne, &beta, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(),
+            y.dact, x.desc.get(), x.dact, g.bn.get(), params_[size_t(l.weight)].value.get(),
+            params_[size_t(l.weight)].raw, params_[size_t(l.bias_param)].raw, l.eps,
+            g.save_mean.get(), g.save_invvar.get()));
+        break;
+      case LayerKind::relu:
+        // Fused: the batch norm's backward applies the ReLU's. In place (aliased): dx is
+        // dy's own memory, written for the first time.
+        if (relu_fused_[i]) break;
+        relu_backward(dtype_, y.act, y.dact, x.dact, y.elements, beta != 0.0f && y.alias_of < 0,
+                      stream_);
+        break;
+      case LayerKind::add:
+        for (int k = 0; k < 2; ++k) {
+          const int t = l.inputs[size_t(k)];
+          pass_gradient(dtype_, y.dact, tensors_[size_t(t)].dact, y.elements,
+                        grad_written_[size_t(t)], stream_);
+          grad_written_[size_t(t)] = true;
+        }
+        break;
+      case LayerKind::maxpool:
+      case LayerKind::global_avgpool:
+        STOKER_GPU(cudnnPoolingBackward(cudnn_, g.pool.get(), &kOne, y.desc.get(), y.act,
+                                        y.desc.get(), y.dact, x.desc.get(), x.act, &beta,
+                                        x.desc.get(), x.dact));
+        break;
+      case LayerKind::fc:
+        fc_backward(l, beta);
+        break;
+    }
+    if (in != 0) grad_written_[size_t(in)] = true;
+  }
+  STOKER_GPU(cudaMemsetAsync(overflow_.get(), 0, sizeof(int32_t), stream_));
+  finish_gradients(slots_dev_.as<TensorSlot>(), finish_chunks_dev_.as<TensorChunk>(),
+                   finish_chunk_count_, dtype_ == DType::f16 ? loss_scale_device() : nullptr,
+                   overflow_.as<int32_t>(), stream_);
+}
+
+void CudnnNet::update() {
+  sgd_and_cast(slots_dev_.as<TensorSlot>(), chunks_dev_.as<TensorChunk>(), chunk_count_,
+               hyper_device(), overflow_.as<int32_t>(), true, stream_);
+  finish_step(slots_dev_.as<TensorSlot>(), int32_t(slots_.size()), hyper_device(),
+              overflow_.as<int32_t>(), loss_scale_device(), dtype_ == DType::f16, skipped_device(),
+              stream_);
+}
+
+void CudnnNet::cast_weights() {
+  sgd_and_cast(slots_dev_.as<TensorSlot>(), chunks_dev_.as<TensorChunk>(), chunk_count_,
+               hyper_device(), nullptr, false, stream_);
+}
+
+std::vector<float> CudnnNet::read_tensor(int id, bool gradient) const {
+  const GpuTensor& t = tensors_[size_t(id)];
+  const void* src = gradient ? t.dact : t.act;
+  STOKER_CHECK(src != nullptr);
+  const bool logits = size_t(id) + 1 == tensors_.size();
+  const DType type = logits ? DType::f32 : dtype_;
+  std::vector<unsigned char> raw(size_t(t.elements) * dtype_bytes(type));
+  download(raw.data(), src, raw.size());
+  const ActShape& s = shapes_[size_t(id)];
+  const int64_t hw = s.h * s.w;
+  std::vector<float> out(size_t(t.elements));
+  for (int64_t i = 0; i < t.elements; ++i) {
+    // i is the NCHW index; NHWC storage puts channel innermost.
+    const int64_t px = i % hw, c = (i / hw) % s.c, img = i / (hw * s.c);
+    const int64_t j = nhwc_ && !logits ? (img * hw + px) * s.c + c : i;
+    out[size_t(i)] = to_float(raw.data(), type, size_t(j));
+  }
+  return out;
+}
+
+}  // namespace stoker::gpu

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// A whole network planned on cuDNN + cuBLAS for one batch and image size, as dnnl_net.h is
+// for oneDNN: every descriptor, algorithm and buffer made once (activations and their
+// gradients, f32 master parameters in torch's plain layout with their gradients and momentum,
+// low-precision / NHWC weight copies, one shared workspace), then programs that only enqueue
+// on the compute stream: forward (training or eval), loss + backward + gradient finish, and
+// the multi-tensor SGD update. No host synchronisation, no allocation after planning.
+// cuda_backend.cc adds the streams' choreography (staging, events, graphs) around it.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/network.h"
+#include "models/shapes.h"
+#include "train/backend.h"
+#include "train/gpu/conv_cudnn.h"
+#include "train/gpu/gpu_memory.h"
+#include "train/gpu/kernels/kernels.h"
+
+namespace stoker::gpu {
+
+// Which dtype and layout a config computes in (auto: NHWC for f16/bf16, NCHW for f32/tf32).
+DType compute_dtype(Precision p);
+bool compute_nhwc(const BackendConfig& config);
+
+struct GpuTensor {
+  DeviceBuffer storage, grad_storage;  // empty when aliased to another tensor's
+  void* act = nullptr;                 // compute dtype (logits: f32)
+  void* dact = nullptr;                // its gradient; null for the images
+  int64_t elements = 0;                // batch x per-image elements
+  TensorDesc desc;                     // n x c x h x w in the compute layout (not for logits)
+  int alias_of = -1;                   // a ReLU computed in place over this tensor id
+};
+
+struct GpuLayer {
+  ConvPlan conv;           // conv
+  TensorDesc bn;           // batchnorm: the derived scale/bias/stats descriptor
+  DeviceBuffer save_mean;  // batchnorm: batch statistics for the backward (f32, C)
+  DeviceBuffer save_invvar;
+  // batchnorm followed by a ReLU that only it feeds: one cuDNN call each way in training
+  // (cudnnBatchNormalization*Ex with BN_ACTIVATION), with its reserve space; the ReLU layer
+  // then does nothing in training (eval runs it).
+  bool fused_relu = false;
+  DeviceBuffer reserve;
+  PoolDesc pool;  // maxpool, global_avgpool
+};
+
+struct GpuParam {
+  DeviceBuffer value, grad, momentum;  // f32, torch's layout (grad/momentum: trainable only)
+  DeviceBuffer raw_storage;            // the library's gradient when it is not `grad`
+  DeviceBuffer compute_storage;        // the copy the layers read when it is not `value`
+  void* raw = nullptr;
+  void* compute = nullptr;  // what the layer reads: compute_storage or value
+  int slot = -1;            // index into the optimiser's slots (trainable only)
+  int64_t count = 0;        // num_batches_tracked, on the host
+};
+
+class CudnnNet {
+ public:
+  // Plans everything on the current device; `compute` is the stream every program runs on.
+  // stoker::Error naming the layer when cuDNN or cuBLAS rejects a shape or runs out of memory.
+  CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t compute);
+  ~CudnnNet();
+  CudnnNet(const CudnnNet&) = delete;
+  CudnnNet& operator=(const CudnnNet&) = delete;
+
+  // The programs (enqueue only).
+  void forward(bool train);  // from tensor 0 (the converted input) to the logits
+  void loss_and_backward();  // loss (into loss_device), every gradient, unscale + overflow
+  void update();             // SGD on the masters (skipped on overflow), compute copies
+  void cast_weights();       // compute copies from the masters (after a load)
+  void count_batch();        // num_batches_tracked += 1 on every batch norm (host)
+
+  // Device locations the backend copies in and out around the programs.
+  void* input() const { return tensors_[0].act; }
+  int32_t* labels() const { return labels_.as<int32_t>(); }
+  float* loss_device() const { return status_.as<float>(); }
+  int32_t* skipped_device() const { return status_.as<int32_t>() + 1; }
+  SgdHyper* hyper_device() const { return hyper_.as<SgdHyper>(); }
+  const float* logits_device() const { return static_cast<const float*>(tensors_.back().act); }
+  LossScale* loss_scale_device() const { return scale_.as<LossScale>(); }
+
+  // Parameters (Network::params order) for load, save and gradients; momentum flags live
+  // in the optimiser slots (device), read and written here. Synchronous.
+  const GpuParam& param(int i) const { return params_[size_t(i)]; }
+  GpuParam& param(int i) { return params_[size_t(i)]; }
+  bool has_momentum(int i) const;
+  void set_momentum_flags(const std::vector<bool>& flags);  // by param index
+  void reset_loss_scale();
+  // Host <-> device copies ordered with the compute stream (which does not synchronise with
+  // the legacy default stream that plain cudaMemcpy uses); return when done.
+  void upload(void* dst, const void* src, size_t bytes) const;
+  void download(void* dst, const void* src, size_t bytes) const;
+
+  // Tensor `id` (or its gradient) as plain NCHW f32, for tests. Synchronous.
+  std::vector<float> read_tensor(int id, bool gradient) const;
+  // A ReLU output computed in place over its input (`aliased`): the input's values are the
+  // ReLU's after the forward (`overwritten`), and the output's gradient memory holds the
+  // input's gradient after the backward.
+  bool aliased(int id) const { return tensors_[size_t(id)].alias_of >= 0; }
+  bool overwritten(int id) const;
+
+  const Network& network() const { return net_; }
+  const BackendConfig& config() const { return config_; }
+  DType dtype() const { return dtype_; }
+  bool nhwc() const { return nhwc_; }
+  const std::vector<ConvChoice>& choices() const { return choices_; }
+  bool bn_relu_fused() const { return fuse_bn_relu_; }
+  bool bn_persistent() const { return bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT; }
+  size_t workspace_bytes() const { return workspace_.bytes(); }
+  size_t device_bytes() const { return device_bytes_; }
+  const std::string& device_name() const { return device_name_; }
+
+ private:
+  void plan_tensors();
+  void plan_params();
+  void plan_layers();
+  void plan_optimizer();
+  void* alloc(DeviceBuffer& b, size_t bytes);
+  void fc_forward(const Layer& l);
+  void fc_backward(const Layer& l, float beta_dx);
+  void trial_step();
+  void set_fusion(bool on);  // which BN layers compute their ReLU (needs planned layers)
+
+  Network net_;
+  BackendConfig config_;
+  DType dtype_ = DType::f32;
+  bool nhwc_ = false;
+  cudaStream_t stream_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
+  bool fuse_bn_relu_ = false;  // NHWC f16/bf16 with persistent BN: cuDNN's fused kernels
+  ActivationDesc relu_desc_;
+  std::vector<bool> relu_fused_;  // per layer: a ReLU whose BN computes it (training)
+  std::string device_name_;
+  std::vector<ActShape> shapes_;
+  std::vector<int> readers_;  // per tensor id: how many layers read it
+  std::vector<GpuTensor> tensors_;
+  std::vector<GpuLayer> layers_;
+  std::vector<GpuParam> params_;
+  std::vector<ConvChoice> choices_;
+  std::vector<bool> grad_written_;  // scratch of the backward (planned size)
+  DeviceBuffer labels_, status_, hyper_, scale_, overflow_, per_sample_, dlogits_lowp_;
+  DeviceBuffer workspace_, cublas_workspace_;
+  // Optimiser: slots of the trainable tensors, their chunks (all; those needing a finish).
+  std::vector<TensorSlot> slots_;
+  DeviceBuffer slots_dev_, chunks_dev_, finish_chunks_dev_;
+  int64_t chunk_count_ = 0, finish_chunk_count_ = 0;
+  size_t device_bytes_ = 0;
+};
+
+}  // namespace stoker::gpu

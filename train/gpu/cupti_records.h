@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUPTI activity records to ActivityRecords (train/activity.h), without calling CUPTI: the
+// clock conversion (CUPTI's timestamps to the host steady clock), the stream mapping (our
+// compute and copy streams to fixed ids), and kernel names demangled and shortened for
+// traces. cupti_activity.cc feeds it the records CUPTI hands over; tests feed it records
+// built by hand. Header-only CUPTI types: this part links no CUDA library.
+#pragma once
+
+#include <cupti_activity.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "train/activity.h"
+
+namespace stoker::gpu {
+
+// Stream ids in the ActivityRecords a GPU backend returns (a CPU reports 0).
+inline constexpr uint32_t kComputeStreamId = 1;
+inline constexpr uint32_t kCopyStreamId = 2;
+inline constexpr uint32_t kOtherStreamId = 3;  // any stream that is not the backend's
+
+// steady_clock ns = CUPTI ns + offset_ns, measured once by reading both clocks.
+struct ClockOffset {
+  int64_t offset_ns = 0;
+  int64_t uncertainty_ns = 0;  // half the steady-clock window the CUPTI read fell in
+};
+// From a steady-clock read, a CUPTI timestamp read, and a second steady-clock read.
+ClockOffset calibrate(int64_t steady_before, uint64_t cupti_ns, int64_t steady_after);
+
+// What a conversion needs to know about the backend that recorded.
+struct RecordContext {
+  ClockOffset clock;
+  uint32_t compute_stream = UINT32_MAX;  // CUPTI's id of the backend's compute stream
+  uint32_t copy_stream = UINT32_MAX;     // and of its copy stream
+};
+
+uint32_t map_stream(const RecordContext& ctx, uint32_t cupti_stream);
+
+// "void cudnn::foo::bar<float, 3>(Params)" (or its mangled form "_Z...") -> "cudnn::foo::bar":
+// return type, template arguments and parameters dropped, at most 96 characters.
+std::string short_kernel_name(std::string_view name);
+
+// A kernel, memcpy or memset record as an ActivityRecord on the steady clock; nullopt for
+// every other kind (and for records whose end precedes their start).
+std::optional<ActivityRecord> convert_record(const CUpti_Activity& record,
+                                             const RecordContext& ctx);
+
+}  // namespace stoker::gpu

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// Per-element and per-step arithmetic shared by the GPU kernels and the host: the SGD
+// element update (torch.optim.SGD's float32 operations in torch's order, as train/sgd.cc),
+// and the dynamic loss scale's state machine (torch.cuda.amp.GradScaler's defaults). Compiled
+// by nvcc for the kernels and by the host compiler for the unit tests, so both run this code.
+#pragma once
+
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define STOKER_HD __host__ __device__ __forceinline__
+#else
+#define STOKER_HD inline
+#endif
+
+namespace stoker::gpu {
+
+// Rounded float operations: the device must not contract a*b+c into an FMA where the host
+// reference (train/sgd.cc, built without -ffp-contract=fast on x86-64) rounds twice.
+STOKER_HD float mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+STOKER_HD float add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+// Index in cuDNN's NHWC filter layout (K x R x S x C) of plain index i (K x C x R x S, torch's),
+// for a filter of c input channels and rs = R * S taps.
+STOKER_HD int64_t krsc_index(int64_t i, int64_t c, int64_t rs) {
+  const int64_t tap = i % rs, ch = (i / rs) % c, k = i / (rs * c);
+  return (k * rs + tap) * c + ch;
+}
+
+// For element `i` of a 3-channel image batch stored NHWC (dst_nhwc) or NCHW, with hw pixels
+// per image: its channel, and its index in a source stored NHWC (src_nhwc) or NCHW.
+STOKER_HD int64_t image_source_index(int64_t i, bool dst_nhwc, bool src_nhwc, int64_t hw,
+                                     int* channel) {
+  int64_t img, ch, px;
+  if (dst_nhwc) {
+    ch = i % 3, px = (i / 3) % hw, img = i / (3 * hw);
+  } else {
+    px = i % hw, ch = (i / hw) % 3, img = i / (3 * hw);
+  }
+  *channel = int(ch);
+  return src_nhwc ? (img * hw + px) * 3 + ch : (img * 3 + ch) * hw + px;
+}
+
+// The SGD hyper-parameters a step's kernel reads from device memory (so a captured CUDA
+// Graph picks up a new learning rate without being rebuilt).
+struct SgdHyper {
+  float lr = 0;
+  float momentum = 0;
+  float dampening = 0;
+  float weight_decay = 0;
+  int32_t nesterov = 0;
+  int32_t decay_bn_and_bias = 1;
+};
+
+// One element of torch's _single_tensor_sgd. `first`: the tensor has no momentum buffer yet
+// (the buffer becomes the gradient itself). Returns the new value; updates *buf.
+STOKER_HD float sgd_element(float value, float grad, float* buf, bool first, float wd,
+                            const SgdHyper& h) {
+  float d = grad;
+  if (wd != 0.0f) d = add_rn(d, mul_rn(wd, value));
+  if (h.momentum != 0.0f) {
+    const float b = first ? d : add_rn(mul_rn(*buf, h.momentum), mul_rn(1.0f - h.dampening, d));
+    *buf = b;
+    d = h.nesterov ? add_rn(d, mul_rn(h.momentum, b)) : b;
+  }
+  return add_rn(value, mul_rn(-h.lr, d));
+}
+
+// torch.cuda.amp.GradScaler(init_scale=2**16, growth_factor=2, backoff_factor=0.5,
+// growth_interval=2000): an overflowing step is skipped and halves the scale; 2000 clean
+// steps in a row double it.
+struct LossScale {
+  static constexpr float kInit = 65536.0f;
+  static constexpr int32_t kGrowthInterval = 2000;
+  float scale = kInit;
+  int32_t clean_steps = 0;   // torch's growth tracker
+  int32_t last_skipped = 0;  // whether the last step was skipped
+};
+
+STOKER_HD void loss_scale_after_step(LossScale& s, bool overflow) {
+  s.last_skipped = overflow ? 1 : 0;
+  if (overflow) {
+    s.scale = s.scale * 0.5f;
+    s.clean_steps = 0;
+    return;
+  }
+  if (++s.clean_steps == LossScale::kGrowthInterval) {
+    s.scale = s.scale * 2.0f;
+    s.clean_steps = 0;
+  }
+}
+
+}  // namespace stoker::gpu
