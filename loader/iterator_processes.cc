@@ -80,6 +80,7 @@ class ProcessesProducer final : public Producer {
         stride_((capacity_ * sample_bytes_ + 4095) / 4096 * 4096),
         index_mem_("stoker-index", shared_index_bytes(ctx.index)),
         tensors_("stoker-batches", (ctx.config.prefetch + 1) * stride_),
+        pinned_(ctx.config.memory, tensors_.data(), tensors_.size()),
         batches_(ctx.config.prefetch + 1),
         slots_(batches_.size() * capacity_),
         jobs_(batches_.size()),
@@ -399,6 +400,7 @@ class ProcessesProducer final : public Producer {
   WorkerSetup setup_;
   SharedMemory index_mem_;  // sealed; the workers' read-only copy of the index
   SharedMemory tensors_;    // [prefetch + 1] batches of [capacity] samples, stride_ apart
+  PinnedRegion pinned_;     // tensors_ pinned for a device while mapped (config.memory)
   std::vector<Batch> batches_;
   std::vector<Slot> slots_;  // [prefetch + 1][capacity]; a slot's id is batch * capacity + slot
   std::vector<BatchJob> jobs_;

@@ -33,7 +33,8 @@ class ThreadsProducer final : public Producer {
                  std::max<size_t>(threads + 1, tbb::info::default_concurrency())),
         arena_(threads, 0),
         ctx_(ctx),
-        pool_(ctx.config.prefetch + 1, ctx.config.sampler.batch_size, ctx.config.output),
+        pool_(ctx.config.prefetch + 1, ctx.config.sampler.batch_size, ctx.config.output,
+              ctx.config.memory),
         workers_([&ctx] { return Worker(ctx.config.decode); }),
         jobs_(pool_.count()),
         order_(pool_.count()) {}

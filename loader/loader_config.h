@@ -10,6 +10,7 @@
 #include "augment/crop.h"
 #include "augment/decoder.h"
 #include "loader/bad_samples.h"
+#include "loader/host_memory.h"
 #include "loader/reader_policy.h"
 #include "loader/sampler.h"
 
@@ -28,6 +29,7 @@ struct LoaderConfig {
   bool no_decode = false;         // read only: measure the storage path through the reader
   bool evict_after_read = false;  // drop each file from the page cache once read (--cold)
   bool direct = false;            // O_DIRECT reads (uring:QD)
+  LoaderMemory memory;            // where batch tensors live (default: the heap)
 };
 
 }  // namespace stoker
