@@ -15,15 +15,18 @@ void Batch::finalize_checksum() {
   checksum = XXH3_64bits_withSeed(sample_hash.data(), size * sizeof(uint64_t), h);
 }
 
-BatchPool::BatchPool(size_t count, size_t capacity, const OutputSpec& spec) {
+BatchPool::BatchPool(size_t count, size_t capacity, const OutputSpec& spec,
+                     const LoaderMemory& memory) {
   STOKER_CHECK(count > 0 && capacity > 0);
+  STOKER_CHECK_MSG(!memory.allocate == !memory.release, "allocate and release come together");
+  release_ = memory.release;
   batches_.resize(count);
   const size_t tensor = capacity * spec.sample_bytes();
   const size_t rounded = (tensor + 4095) / 4096 * 4096;
   for (Batch& b : batches_) {
     b.spec = spec;
     b.capacity = capacity;
-    b.data = std::aligned_alloc(4096, rounded);
+    b.data = memory.allocate ? memory.allocate(rounded) : std::aligned_alloc(4096, rounded);
     if (!b.data) fail("cannot allocate a batch of {} bytes", rounded);
     std::memset(b.data, 0, rounded);  // touch now: resident memory is flat from here on
     b.labels.assign(capacity, 0);
@@ -35,7 +38,14 @@ BatchPool::BatchPool(size_t count, size_t capacity, const OutputSpec& spec) {
 }
 
 BatchPool::~BatchPool() {
-  for (Batch& b : batches_) std::free(b.data);
+  for (Batch& b : batches_) {
+    if (b.data == nullptr) continue;
+    if (release_) {
+      release_(b.data);
+    } else {
+      std::free(b.data);
+    }
+  }
 }
 
 }  // namespace stoker

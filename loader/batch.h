@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "augment/collate.h"
+#include "loader/host_memory.h"
 
 namespace stoker {
 
 struct SampleTiming {
   int64_t read_ns = 0, decode_ns = 0, augment_ns = 0, collate_ns = 0;
-  int64_t start_ns = 0;  // steady clock when the last attempt started (for traces)
-  int32_t worker = 0;    // OS thread id that ran it (a worker process: its pid)
+  int64_t start_ns = 0;   // steady clock when the last attempt started (for traces)
+  int32_t worker = 0;     // OS thread id that ran it (a worker process: its pid)
   uint64_t bytes = 0;     // bytes read from storage for this sample (replacements included)
   uint32_t attempts = 1;  // 1, or more when failed samples were replaced by later ones
 };
@@ -41,10 +42,11 @@ struct Batch {
   void finalize_checksum();
 };
 
-// `count` batches of `capacity` samples, allocated and touched up front.
+// `count` batches of `capacity` samples, allocated (by `memory.allocate` when set) and
+// touched up front.
 class BatchPool {
  public:
-  BatchPool(size_t count, size_t capacity, const OutputSpec& spec);
+  BatchPool(size_t count, size_t capacity, const OutputSpec& spec, const LoaderMemory& memory = {});
   ~BatchPool();
   BatchPool(const BatchPool&) = delete;
   BatchPool& operator=(const BatchPool&) = delete;
@@ -56,6 +58,7 @@ class BatchPool {
  private:
   std::vector<Batch> batches_;
   size_t bytes_ = 0;
+  std::function<void(void*)> release_;  // memory.release, or null for std::free
 };
 
 }  // namespace stoker

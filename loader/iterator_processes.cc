@@ -71,6 +71,7 @@ class ProcessesProducer final : public Producer {
         stride_((capacity_ * sample_bytes_ + 4095) / 4096 * 4096),
         index_mem_("stoker-index", shared_index_bytes(ctx.index)),
         tensors_("stoker-batches", (ctx.config.prefetch + 1) * stride_),
+        pinned_(ctx.config.memory, tensors_.data(), tensors_.size()),
         batches_(ctx.config.prefetch + 1),
         slots_(batches_.size() * capacity_),
         wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
@@ -345,6 +346,7 @@ class ProcessesProducer final : public Producer {
   WorkerSetup setup_;
   SharedMemory index_mem_;  // sealed; the workers' read-only copy of the index
   SharedMemory tensors_;    // [prefetch + 1] batches of [capacity] samples, stride_ apart
+  PinnedRegion pinned_;     // tensors_ pinned for a device while mapped (config.memory)
   std::vector<Batch> batches_;
   std::vector<Slot> slots_;  // [prefetch + 1][capacity]; a slot's id is batch * capacity + slot
   std::vector<Proc> procs_;  // the service thread's alone

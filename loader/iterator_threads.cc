@@ -30,7 +30,8 @@ class ThreadsProducer final : public Producer {
                  std::max<size_t>(threads + 1, tbb::info::default_concurrency())),
         arena_(threads, 0),
         ctx_(ctx),
-        pool_(ctx.config.prefetch + 1, ctx.config.sampler.batch_size, ctx.config.output),
+        pool_(ctx.config.prefetch + 1, ctx.config.sampler.batch_size, ctx.config.output,
+              ctx.config.memory),
         workers_([&ctx] { return Worker(ctx.config.decode, ctx.source->clone()); }),
         prefetch_(ctx, pool_.all(), [this](size_t i) {
           // enqueue, not execute: execute would block the consumer until an arena slot frees.

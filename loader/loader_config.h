@@ -10,6 +10,7 @@
 #include "augment/crop.h"
 #include "augment/decoder.h"
 #include "loader/bad_samples.h"
+#include "loader/host_memory.h"
 #include "loader/reader_policy.h"
 #include "loader/sampler.h"
 #include "loader/source.h"
@@ -32,6 +33,7 @@ struct LoaderConfig {
   // Where bytes come from (--source): auto picks from the dataset and the reader.
   SourceOptions::Kind source = SourceOptions::Kind::automatic;
   std::string null_file;  // --source null: serve this file's bytes (empty: a built-in JPEG)
+  LoaderMemory memory;            // where batch tensors live (default: the heap)
 };
 
 }  // namespace stoker

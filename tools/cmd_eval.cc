@@ -21,6 +21,7 @@
 #include "tools/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
+#include "train/loader_feed.h"
 
 namespace stoker {
 namespace {
@@ -82,6 +83,7 @@ void run_eval(EvalCommand& o) {
   std::unique_ptr<Backend> backend = make_backend(o.compute.backend, net, bc);
   backend->load(ckpt, o.checkpoint);
 
+  lc.memory = loader_memory(backend->host_memory());
   Iterator it(index, lc);
   it.start_epoch(0);
   int64_t seen = 0, top1 = 0, top5 = 0;

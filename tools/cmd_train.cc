@@ -159,6 +159,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
                                            bc.input.type);
     if (steps == 0) steps = 20;
   } else {
+    lc.memory = loader_memory(backend->host_memory());  // pinned for a device
     iterator = std::make_unique<Iterator>(*index, lc);
     const int64_t per_epoch = int64_t(iterator->batches_per_epoch());
     if (per_epoch == 0)

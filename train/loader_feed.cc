@@ -10,6 +10,10 @@ LoaderFeed::LoaderFeed(Iterator& iterator, Position from) : it_(iterator), posit
   STOKER_CHECK_MSG(c.sampler.drop_last, "the training feed needs batches without a short last one");
 }
 
+LoaderMemory loader_memory(const HostMemory& m) {
+  return {m.allocate, m.release, m.pin, m.unpin};
+}
+
 InputSpec LoaderFeed::input_spec() const {
   const OutputSpec& o = it_.config().output;
   InputSpec s;

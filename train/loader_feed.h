@@ -11,6 +11,9 @@
 
 namespace stoker {
 
+// The backend's host-memory hook in the loader's terms (the loader knows nothing of train/).
+LoaderMemory loader_memory(const HostMemory& m);
+
 class LoaderFeed final : public BatchFeed {
  public:
   // The iterator must drop short batches (the backend is planned for one batch size);
