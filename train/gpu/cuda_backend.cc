@@ -424,6 +424,9 @@ std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConf
   if (config.batch < 1 || config.height < 1 || config.width < 1)
     fail("backend 'cuda': batch {} and image {}x{} must be positive", config.batch, config.height,
          config.width);
+  if (net.in_channels != 3)
+    fail("backend 'cuda': {} takes {} input channels; the input conversion handles 3 (RGB)",
+         net.name, net.in_channels);
   parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
   if (config.precision == Precision::bf16 || config.precision == Precision::tf32) {
     int major = 0;
