@@ -13,6 +13,7 @@
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/cudnn_net.h"
 #include "train/gpu/cupti_activity.h"
+#include "train/gpu/cupti_records.h"
 #include "train/gpu/gpu_memory.h"
 
 namespace stoker::gpu {
@@ -226,6 +227,10 @@ class CudaBackend final : public Backend {
     updated_[slot_] = false;
     graphed_[slot_] = false;
     record(kBegin);
+    if (cupti_) {
+      step_marker(compute_);
+      marker_steps_.push_back(begun_ - 1);
+    }
     consume_input();
     record(kStaged);
     if (config_.graph) {
@@ -317,7 +322,10 @@ class CudaBackend final : public Backend {
     flush_pending();
     STOKER_GPU(cudaStreamSynchronize(compute_));
     STOKER_GPU(cudaStreamSynchronize(copy_));
-    return cupti_->take();
+    std::vector<ActivityRecord> records = cupti_->take();
+    const size_t used = assign_steps(records, marker_steps_);
+    marker_steps_.erase(marker_steps_.begin(), marker_steps_.begin() + ptrdiff_t(used));
+    return records;
   }
 
   std::vector<ConvChoice> algorithms() const override { return net_->choices(); }
@@ -399,6 +407,7 @@ class CudaBackend final : public Backend {
   int eager_graph_steps_ = 0;
   cudaGraphExec_t graph_ = nullptr;
   std::unique_ptr<CuptiRecorder> cupti_;
+  std::vector<int64_t> marker_steps_;  // steps whose marker CUPTI has not returned yet
 
   std::vector<float> download(const DeviceBuffer& b) const {
     std::vector<float> v(b.bytes() / sizeof(float));
@@ -415,6 +424,9 @@ std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConf
   if (config.batch < 1 || config.height < 1 || config.width < 1)
     fail("backend 'cuda': batch {} and image {}x{} must be positive", config.batch, config.height,
          config.width);
+  if (net.in_channels != 3)
+    fail("backend 'cuda': {} takes {} input channels; the input conversion handles 3 (RGB)",
+         net.name, net.in_channels);
   parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
   if (config.precision == Precision::bf16 || config.precision == Precision::tf32) {
     int major = 0;

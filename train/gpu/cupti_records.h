@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "train/activity.h"
 
@@ -47,5 +48,14 @@ std::string short_kernel_name(std::string_view name);
 // every other kind (and for records whose end precedes their start).
 std::optional<ActivityRecord> convert_record(const CUpti_Activity& record,
                                              const RecordContext& ctx);
+
+// The short name of the marker kernel a GPU backend launches on its compute stream at the
+// start of each training step (when recording), so records can be told apart by step.
+inline constexpr std::string_view kStepMarkerName = "stoker::gpu::stoker_step_marker";
+
+// Sets `step` of records sorted by begin time: each marker record (in order) starts the step
+// given by the next entry of `marker_steps`; records before the first marker keep theirs.
+// Returns how many markers were consumed (markers beyond `marker_steps` end the labelling).
+size_t assign_steps(std::vector<ActivityRecord>& sorted, const std::vector<int64_t>& marker_steps);
 
 }  // namespace stoker::gpu

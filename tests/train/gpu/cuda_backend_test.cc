@@ -330,6 +330,9 @@ TEST_F(CudaContract, ActivityAndAlgorithms) {
     copies += r.kind == ActivityRecord::Kind::memcpy && r.stream == kCopyStreamId;
   }
   EXPECT_GT(kernels, 20);
+  // The step's marker kernel labels what follows it with the step (the backend's first: 0).
+  EXPECT_TRUE(std::any_of(records.begin(), records.end(),
+                          [](const ActivityRecord& r) { return r.step == 0; }));
   EXPECT_GE(copies, 1);
   const std::vector<ConvChoice> choices = b->algorithms();
   EXPECT_EQ(choices.size(), size_t(20 * 3 - 1));  // 20 convs, no image gradient for conv1

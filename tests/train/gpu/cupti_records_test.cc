@@ -111,5 +111,31 @@ TEST(ConvertRecord, IgnoresOtherKindsAndIncompleteRecords) {
   EXPECT_EQ(r->name, "?");
 }
 
+TEST(AssignSteps, MarkersStartSteps) {
+  const auto rec = [](std::string name, int64_t begin, uint32_t stream = kComputeStreamId) {
+    ActivityRecord r;
+    r.name = std::move(name);
+    r.begin_ns = begin;
+    r.end_ns = begin + 1;
+    r.stream = stream;
+    return r;
+  };
+  std::vector<ActivityRecord> rs = {rec("before", 0),
+                                    rec(std::string(kStepMarkerName), 10),
+                                    rec("conv", 11),
+                                    rec("memcpy", 12, kCopyStreamId),
+                                    rec(std::string(kStepMarkerName), 20),
+                                    rec("sgd", 21),
+                                    rec(std::string(kStepMarkerName), 30),
+                                    rec("unlabelled", 31)};
+  EXPECT_EQ(assign_steps(rs, {7, 8}), 2u);
+  const std::vector<int64_t> steps = {-1, 7, 7, 7, 8, 8, -1, -1};
+  for (size_t i = 0; i < rs.size(); ++i) EXPECT_EQ(rs[i].step, steps[i]) << rs[i].name;
+}
+
+TEST(ShortKernelName, TheStepMarkerAsCuptiNamesIt) {
+  EXPECT_EQ(short_kernel_name("_ZN6stoker3gpu18stoker_step_markerEv"), kStepMarkerName);
+}
+
 }  // namespace
 }  // namespace stoker::gpu

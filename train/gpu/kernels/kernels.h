@@ -64,6 +64,10 @@ struct LossArgs {
 };
 void softmax_cross_entropy(const LossArgs& a, cudaStream_t stream);
 
+// An empty one-thread kernel whose CUPTI record marks the start of a step
+// (cupti_records.h: kStepMarkerName).
+void step_marker(cudaStream_t stream);
+
 // One trainable tensor as the multi-tensor kernels see it (lives in device memory).
 struct TensorSlot {
   float* value = nullptr;     // f32 master, torch's plain layout
