@@ -242,6 +242,7 @@ void run_bench(BenchOptions& o) {
       {"emulate", o.emulate},
       {"no_decode", base.no_decode},
       {"direct", base.direct},
+      {"source", source_kind_name(base.source)},
   };
   fmt::print("# stoker {} bench, {}\n", STOKER_VERSION, context["date"].get<std::string>());
   fmt::print("# cpu: {}, {} online cpus, kernel {}\n", cpu_model(), online_cpus(),
@@ -266,6 +267,11 @@ void run_bench(BenchOptions& o) {
   } else {
     fmt::print("# consumer: none (batches are dropped as soon as they arrive)\n");
   }
+  fmt::print("# source: {}{}\n", source_kind_name(base.source),
+             base.source == SourceOptions::Kind::null
+                 ? " (no I/O: every sample is the same JPEG; the loader's own overhead, as fio's "
+                   "null engine)"
+                 : "");
   fmt::print("# page cache: {}\n",
              o.cold ? "cold (files evicted with posix_fadvise(DONTNEED) before each run and "
                       "after each read)"
