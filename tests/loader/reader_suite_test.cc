@@ -75,7 +75,10 @@ const Corrupted& corrupted_set() {
       const std::string cls = c.root + "/c" + std::to_string(i % 4);
       std::filesystem::create_directories(cls);
       std::vector<uint8_t> bytes = test::read_bytes(photos[static_cast<size_t>(i) % photos.size()]);
-      if (rng() % 100 < 40) {
+      if (i == 5 || i == 6) {  // an empty file, and text where a JPEG should be
+        ++c.damaged;
+        bytes = i == 5 ? std::vector<uint8_t>{} : std::vector<uint8_t>{'n', 'o', 't', '\n'};
+      } else if (rng() % 100 < 40) {
         ++c.damaged;
         const size_t n = bytes.size();
         switch (rng() % 3) {
