@@ -15,7 +15,7 @@ namespace stoker {
 LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg)
     : index(idx),
       config(cfg),
-      sampler(idx.size(), cfg.sampler),
+      sampler(idx.size(), cfg.sampler, idx.shard, idx.shards.size()),
       normalizer([&] {
         OutputSpec s = cfg.output;
         s.width = s.height = cfg.transform.size;
