@@ -30,6 +30,8 @@ struct LoaderOptions {
   bool direct = false;
   std::string shard_order = "global";
   size_t shuffle_buffer = 1000;
+  std::string source = "auto";
+  std::string null_file;
 
   void add_to(CLI::App& app);
   // Validates and converts; the reader policy is set separately (bench runs several).
