@@ -83,7 +83,7 @@ class ShardSource final : public Source {
   void read_ahead(Open& f, uint64_t offset, uint64_t length) {
     const bool run = offset >= f.last_end && offset - f.last_end < kRunGap && f.last_end > 0;
     f.last_end = offset + length;
-    if (!run || options_.evict_after_read || f.last_end + kAhead / 2 < f.ahead_end) return;
+    if (!run || f.last_end + kAhead / 2 < f.ahead_end) return;
     const uint64_t from = std::max(f.ahead_end, f.last_end);
     posix_fadvise(f.fd, static_cast<off_t>(from), static_cast<off_t>(kAhead), POSIX_FADV_WILLNEED);
     f.ahead_end = from + kAhead;
