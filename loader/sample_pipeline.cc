@@ -18,9 +18,6 @@ SourceOptions source_options(const LoaderConfig& c) {
   o.evict_after_read = c.evict_after_read;
   o.queue_depth =
       c.reader.kind == ReaderPolicy::Kind::uring ? static_cast<uint32_t>(c.reader.queue_depth) : 0;
-  if (c.reader.kind == ReaderPolicy::Kind::uring && o.kind == SourceOptions::Kind::automatic) {
-    o.kind = SourceOptions::Kind::uring;  // make_source refuses it for nfs:// with the reason
-  }
   const size_t n = std::min(c.null_file.size(), sizeof o.null_file - 1);
   std::copy_n(c.null_file.data(), n, o.null_file);
   return o;
