@@ -15,6 +15,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "test_util.h"
+#include "tools/pack_shards.h"
 
 namespace stoker {
 namespace {
@@ -41,10 +42,22 @@ std::string same_tree(const std::string& tree, const TempDir&, std::string*) {
   return tree;
 }
 
+// The tree packed into several small tar shards (stoker pack), read by offset.
+std::string packed(const std::string& tree, const TempDir& scratch, std::string*) {
+  PackConfig p;
+  p.data = tree;
+  p.out = scratch / "shards";
+  p.shard_size = 64 * 1024;
+  p.progress = false;
+  pack_shards(p);
+  return p.out;
+}
+
 const SourceCase kSources[] = {
     {"auto", SourceOptions::Kind::automatic, same_tree, true},
     {"pread", SourceOptions::Kind::pread, same_tree, true},
     {"null", SourceOptions::Kind::null, same_tree, false},
+    {"shards", SourceOptions::Kind::automatic, packed, true},
 };
 
 // ---- datasets ---------------------------------------------------------------------------
@@ -154,20 +167,12 @@ const Outcome& reference(const Index& index, const std::string& key, SourceOptio
   return it->second;
 }
 
-// (reader, source name): plain strings, so test names are stable and readable.
-using Param = std::tuple<std::string, std::string>;
-
-const SourceCase& source_case(const std::string& name) {
-  for (const SourceCase& s : kSources) {
-    if (name == s.name) return s;
-  }
-  std::abort();
-}
+using Param = std::tuple<const char*, SourceCase>;
 
 class ReaderSuite : public ::testing::TestWithParam<Param> {
  protected:
   std::string reader() const { return std::get<0>(GetParam()); }
-  const SourceCase& source() const { return source_case(std::get<1>(GetParam())); }
+  const SourceCase& source() const { return std::get<1>(GetParam()); }
   SourceOptions::Kind reference_kind() const {
     return source().reads_files ? SourceOptions::Kind::pread : source().kind;
   }
@@ -265,21 +270,14 @@ TEST_P(ReaderSuite, ResumeMidEpochGivesExactlyTheRemainingBatches) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+  std::string name = std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name;
   std::replace(name.begin(), name.end(), ':', '_');
   return name;
 }
 
-std::vector<std::string> source_names() {
-  std::vector<std::string> out;
-  for (const SourceCase& s : kSources) out.push_back(s.name);
-  return out;
-}
-
 INSTANTIATE_TEST_SUITE_P(All, ReaderSuite,
-                         ::testing::Combine(::testing::ValuesIn(std::vector<std::string>(
-                                                std::begin(kReaders), std::end(kReaders))),
-                                            ::testing::ValuesIn(source_names())),
+                         ::testing::Combine(::testing::ValuesIn(kReaders),
+                                            ::testing::ValuesIn(kSources)),
                          param_name);
 
 // ---- the source layer itself ------------------------------------------------------------
