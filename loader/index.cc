@@ -8,6 +8,8 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "loader/index_nfs.h"
+#include "loader/nfs_url.h"
 
 namespace stoker {
 
@@ -50,6 +52,7 @@ bool has_image_extension(std::string_view name) {
 }
 
 Index open_index(const std::string& path) {
+  if (is_nfs_url(path)) return index_nfs(path);
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     fail(

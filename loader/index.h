@@ -41,7 +41,8 @@ Index index_image_folder(const std::string& root);
 // relative to `root` (default: the list file's directory). Throws naming file:line.
 Index index_list_file(const std::string& list_file, const std::string& root = "");
 
-// A directory is indexed as an ImageFolder, a regular file as a list file.
+// A directory is indexed as an ImageFolder, a regular file as a list file; an nfs:// URL
+// the same way over NFS (index_nfs.h).
 Index open_index(const std::string& path);
 
 // torchvision's IMG_EXTENSIONS, case-insensitive.
