@@ -13,10 +13,28 @@
 
 namespace stoker {
 
+void join_location(std::string& out, std::string_view root, std::string_view relative) {
+  out.assign(root);
+  if (!out.empty() && out.back() != '/') out += '/';
+  out += relative;
+}
+
+SampleLocation locate_sample(const Index& index, size_t i, std::string& scratch) {
+  if (!index.sharded()) {
+    join_location(scratch, index.root, index.relative_path(i));
+    return {scratch, 0, SampleLocation::kWholeFile};
+  }
+  join_location(scratch, index.root, index.shards[index.shard[i]]);
+  return {scratch, index.offset[i], index.bytes[i]};
+}
+
 std::string Index::path(size_t i) const {
-  std::string p = root;
-  if (!p.empty() && p.back() != '/') p += '/';
-  p += relative_path(i);
+  std::string p;
+  const SampleLocation where = locate_sample(*this, i, p);
+  if (!where.whole_file()) {
+    p += ':';
+    p += relative_path(i);
+  }
   return p;
 }
 
@@ -26,7 +44,8 @@ uint64_t Index::total_bytes() const {
 
 size_t Index::memory_bytes() const {
   return names.capacity() + name_offset.capacity() * sizeof(uint64_t) +
-         bytes.capacity() * sizeof(uint64_t) + label.capacity() * sizeof(uint32_t);
+         bytes.capacity() * sizeof(uint64_t) + label.capacity() * sizeof(uint32_t) +
+         shard.capacity() * sizeof(uint32_t) + offset.capacity() * sizeof(uint64_t);
 }
 
 void Index::add(std::string_view relative, uint64_t size, uint32_t lab) {
@@ -35,6 +54,14 @@ void Index::add(std::string_view relative, uint64_t size, uint32_t lab) {
   names.push_back('\0');
   bytes.push_back(size);
   label.push_back(lab);
+}
+
+void Index::add_member(std::string_view member, uint32_t shard_id, uint64_t at, uint64_t size,
+                       uint32_t lab) {
+  STOKER_CHECK(shard_id < shards.size() && shard.size() == label.size());
+  add(member, size, lab);
+  shard.push_back(shard_id);
+  offset.push_back(at);
 }
 
 bool has_image_extension(std::string_view name) {

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The dataset index: every sample's relative path, size and label, in torchvision's
-// ImageFolder order. Stored as a few flat arrays (one string pool, no per-sample heap
-// objects), so ImageNet's 1.28 M entries take ~50 bytes each and are shared, never
-// written, by every worker.
+// ImageFolder order; for packed shards also the shard and byte offset of each sample. Stored as a
+// few flat arrays (one string pool, no per-sample heap objects), so ImageNet's 1.28 M entries take
+// ~50 bytes each and are shared, never written, by every worker.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "loader/source.h"
 
 namespace stoker {
 
@@ -20,15 +22,36 @@ struct Index {
   std::vector<uint64_t> bytes;             // [n] file size when indexed
   std::vector<uint32_t> label;             // [n]
   std::vector<std::string> empty_classes;  // class directories with no image (label kept)
+  // Packed shards; all empty for a tree of whole files. A sample's bytes are then bytes[i]
+  // at offset[i] of shard file shards[shard[i]] (relative to root), and its relative path
+  // is its member name inside the shard (for messages and list files).
+  std::vector<std::string> shards;  // shard id -> file name relative to root
+  std::vector<uint32_t> shard;      // [n] shard id of sample i
+  std::vector<uint64_t> offset;     // [n] byte offset of sample i's data in its shard
 
   size_t size() const { return label.size(); }
   std::string_view relative_path(size_t i) const { return {names.data() + name_offset[i]}; }
+  bool sharded() const { return !shard.empty(); }
+  // The name of sample i in messages: its file, or "<shard file>:<member name>".
   std::string path(size_t i) const;
   uint64_t total_bytes() const;
   // Heap bytes held by the per-sample arrays and the path pool.
   size_t memory_bytes() const;
   void add(std::string_view relative, uint64_t size, uint32_t label);
+  // A sample inside shard `shard_id` (shards[shard_id] must exist): member name, bytes at
+  // `at` of `size` bytes.
+  void add_member(std::string_view member, uint32_t shard_id, uint64_t at, uint64_t size,
+                  uint32_t label);
 };
+
+// THE place a sample's file name is made: `root` + '/' + `relative` (one '/', whatever
+// root ends with; root may be a directory or an nfs:// URL), into `out`.
+void join_location(std::string& out, std::string_view root, std::string_view relative);
+
+// Where sample i's bytes are (its file or its shard's byte range); `scratch` holds the
+// file name the result points into. Every reader and worker process locates through this
+// (or SharedIndexView::locate, which calls join_location the same way).
+SampleLocation locate_sample(const Index& index, size_t i, std::string& scratch);
 
 // torchvision's ImageFolder: classes are the sorted sub-directories of `root` (label =
 // position), samples are the files with an image extension anywhere below a class

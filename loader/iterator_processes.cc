@@ -92,7 +92,7 @@ class ProcessesProducer final : public Producer {
     setup_.decode = ctx.config.decode;
     setup_.seed = ctx.config.sampler.seed;
     setup_.no_decode = ctx.config.no_decode;
-    setup_.evict_after_read = ctx.config.evict_after_read;
+    setup_.source.evict_after_read = ctx.config.evict_after_read;
     for (size_t i = 0; i < batches_.size(); ++i) {
       Batch& b = batches_[i];
       b.spec = ctx.normalizer.spec;

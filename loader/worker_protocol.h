@@ -15,6 +15,7 @@
 #include "augment/crop.h"
 #include "augment/decoder.h"
 #include "loader/batch.h"
+#include "loader/source.h"
 
 namespace stoker {
 
@@ -25,7 +26,7 @@ inline constexpr int kWorkerSocketFd = 3;
 inline constexpr int kWorkerIndexFd = 4;  // the shared index, sealed read-only
 inline constexpr int kWorkerBatchFd = 5;  // the batch tensors, read-write
 
-inline constexpr uint32_t kWorkerProtocol = 0x53544b01;  // "STK", version 1
+inline constexpr uint32_t kWorkerProtocol = 0x53544b02;  // "STK", version 2 (sources)
 
 // Parent -> worker, the first message: what try_sample reads from the LoaderConfig.
 struct WorkerSetup {
@@ -36,7 +37,7 @@ struct WorkerSetup {
   DecodeOptions decode;
   uint64_t seed = 0;
   bool no_decode = false;
-  bool evict_after_read = false;
+  SourceOptions source;  // the worker makes its own source from these and the shared index
 };
 
 // Worker -> parent, once set up: it is ready for requests.
@@ -79,25 +80,38 @@ bool send_packet(int fd, const void* data, size_t size);
 // nothing is pending. Throws stoker::Error on any other socket error.
 ssize_t recv_packet(int fd, void* buf, size_t capacity, bool wait);
 
-// The index as workers see it, in one memfd written once by the parent:
+// The index as workers see it, in one memfd written once by the parent (each part 8-aligned):
 //   SharedIndexHeader | name_offset[count] (u64) | root | names pool (NUL-terminated paths)
+//   | packed shards only: offset[count] (u64) | length[count] (u64) | shard[count] (u32)
+//   | shard_name_offset[shard_count] (u64) | shard names pool (NUL-terminated)
 // Workers map it read-only and read paths in place: their heap does not grow with it.
 struct SharedIndexHeader {
   uint64_t magic = 0;
   uint64_t count = 0, root_size = 0, names_size = 0;
+  uint64_t shard_count = 0, shard_names_size = 0;  // 0, 0: whole files
 };
 size_t shared_index_bytes(const Index& index);
 void write_shared_index(const Index& index, void* dst);
 
 struct SharedIndexView {
   const SharedIndexHeader* header = nullptr;
-  const uint64_t* name_offset = nullptr;  // [count]
-  const char* root = nullptr;             // [root_size], not NUL-terminated
-  const char* names = nullptr;            // [names_size]
+  const uint64_t* name_offset = nullptr;        // [count]
+  const char* root = nullptr;                   // [root_size], not NUL-terminated
+  const char* names = nullptr;                  // [names_size]
+  const uint64_t* offset = nullptr;             // [count], packed shards only
+  const uint64_t* length = nullptr;             // [count], packed shards only
+  const uint32_t* shard = nullptr;              // [count], packed shards only
+  const uint64_t* shard_name_offset = nullptr;  // [shard_count]
+  const char* shard_names = nullptr;            // [shard_names_size]
 
   // `data` is a mapping of `size` bytes made by write_shared_index; throws if it is not.
   SharedIndexView(const void* data, size_t size);
-  // root + '/' + the relative path of sample i, as try_sample builds it. False if out of range.
+  std::string_view root_text() const { return {root, header->root_size}; }
+  bool sharded() const { return header->shard_count > 0; }
+  // Where sample i's bytes are, as locate_sample() says for the Index (same join_location);
+  // the file name is kept in `scratch`. False if i or the index is out of range.
+  bool locate(uint32_t i, std::string& scratch, SampleLocation& where) const;
+  // The sample's name in messages, as Index::path. False if out of range.
   bool path(uint32_t i, std::string& out) const;
 };
 

@@ -51,7 +51,7 @@ uint64_t run_sample(WorkerState& s, const SampleRequest& r, SampleTiming& t) {
   }
   while (path_has(w.path, s.hang_on)) pause();
   const SampleRecipe recipe{s.setup.transform, s.setup.seed, s.setup.no_decode,
-                            s.setup.evict_after_read};
+                            s.setup.source.evict_after_read};
   return attempt_sample(recipe, s.normalizer, w, r.epoch, r.index, r.attempt, s.batches + r.offset,
                         nullptr, t);
 }
