@@ -14,9 +14,12 @@
 namespace stoker {
 
 void join_location(std::string& out, std::string_view root, std::string_view relative) {
-  out.assign(root);
+  // An nfs:// URL's arguments (?nfsport=...&mountport=...) stay last, after the path.
+  const size_t args = is_nfs_url(root) ? root.find('?') : std::string_view::npos;
+  out.assign(root.substr(0, args));
   if (!out.empty() && out.back() != '/') out += '/';
   out += relative;
+  if (args != std::string_view::npos) out += root.substr(args);
 }
 
 SampleLocation locate_sample(const Index& index, size_t i, std::string& scratch) {

@@ -45,7 +45,7 @@ struct Index {
 };
 
 // THE place a sample's file name is made: `root` + '/' + `relative` (one '/', whatever
-// root ends with; root may be a directory or an nfs:// URL), into `out`.
+// root ends with; root may be a directory or an nfs:// URL, whose ?args stay last), into `out`.
 void join_location(std::string& out, std::string_view root, std::string_view relative);
 
 // Where sample i's bytes are (its file or its shard's byte range); `scratch` holds the
