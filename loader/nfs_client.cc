@@ -21,6 +21,16 @@
 
 namespace stoker {
 
+namespace {
+
+// nfs_get_error() may return NULL when libnfs has nothing to say.
+std::string last_error(nfs_context* n) {
+  const char* e = nfs_get_error(n);
+  return e && *e ? e : "closed by the server";
+}
+
+}  // namespace
+
 struct NfsClient::Op {
   NfsClient* client = nullptr;
   Read read;
@@ -100,7 +110,7 @@ struct NfsCallbacks {
       if (nfs_pread_async(c.nfs_, op.fh, op.read.offset + op.got, op.chunk, read_cb, &op) != 0) {
         --c.pending_rpcs_;
         close_file(op);
-        c.finish(op, fmt::format("cannot queue a READ: {}", nfs_get_error(c.nfs_)));
+        c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
       }
       return;
     }
@@ -131,7 +141,7 @@ struct NfsCallbacks {
     if (nfs_pread_async(c.nfs_, op.fh, op.read.offset, op.chunk, read_cb, &op) != 0) {
       --c.pending_rpcs_;
       close_file(op);
-      c.finish(op, fmt::format("cannot queue a READ: {}", nfs_get_error(c.nfs_)));
+      c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
     }
   }
 };
@@ -204,7 +214,7 @@ void NfsClient::connect() {
     nfs_set_autoreconnect(n, 0);
     nfs_url* parsed = nfs_parse_url_dir(n, text.c_str());
     if (!parsed) {
-      const std::string why = nfs_get_error(n);
+      const std::string why = last_error(n);
       nfs_destroy_context(n);
       fail("{}: not a URL libnfs accepts: {}", text, why);
     }
@@ -223,7 +233,7 @@ void NfsClient::connect() {
         },
         &call);
     if (rc != 0) {
-      const std::string why = nfs_get_error(n);
+      const std::string why = last_error(n);
       nfs_ = nullptr;
       nfs_destroy_context(n);
       fail("{}: cannot start mounting {}:{}: {}", text, url_.server, candidate, why);
@@ -282,7 +292,7 @@ void NfsClient::pump(int wait_ms) {
   const int r = poll(&p, 1, std::clamp(wait_ms, 0, 100));
   if (r < 0 && errno != EINTR) broken(fmt::format("poll on the NFS socket: {}", errno_text(errno)));
   if (nfs_service(nfs_, r > 0 ? p.revents : 0) < 0) {
-    broken(fmt::format("lost the connection to the NFS server: {}", nfs_get_error(nfs_)));
+    broken(fmt::format("lost the connection to the NFS server: {}", last_error(nfs_)));
   }
   if (pending_rpcs_ > 0 && now_ns() - last_answer_ns_ > int64_t{timeout_ms_} * 1000000) {
     broken(fmt::format("no answer from the NFS server for {:.0f} s ({} requests outstanding)",
@@ -331,7 +341,7 @@ std::vector<NfsEntry> NfsClient::list(std::string_view rel) {
       &call);
   if (rc != 0) {
     --pending_rpcs_;
-    fail("{}: cannot list: {}", url_.join(rel), nfs_get_error(nfs_));
+    fail("{}: cannot list: {}", url_.join(rel), last_error(nfs_));
   }
   run_until(call.done, "opendir");
   if (call.err < 0) fail("{}: cannot list directory: {}", url_.join(rel), call.error);
@@ -363,7 +373,7 @@ NfsEntry NfsClient::stat(std::string_view rel) {
       &call);
   if (rc != 0) {
     --pending_rpcs_;
-    fail("{}: cannot stat: {}", url_.join(rel), nfs_get_error(nfs_));
+    fail("{}: cannot stat: {}", url_.join(rel), last_error(nfs_));
   }
   run_until(call.done, "stat");
   if (call.err < 0) fail("{}: {}", url_.join(rel), call.error);
@@ -401,7 +411,7 @@ void NfsClient::start(Op& op) {
   ++pending_rpcs_;
   if (nfs_open_async(nfs_, op.path.c_str(), O_RDONLY, NfsCallbacks::open_cb, &op) != 0) {
     --pending_rpcs_;
-    finish(op, fmt::format("cannot queue an OPEN: {}", nfs_get_error(nfs_)));
+    finish(op, fmt::format("cannot queue an OPEN: {}", last_error(nfs_)));
   }
 }
 
@@ -412,6 +422,8 @@ void NfsClient::finish(Op& op, std::string error) {
 }
 
 size_t NfsClient::reap(std::vector<Done>& out, size_t max, int timeout_ms) {
+  // Reads that failed with the connection are not files' errors: the client is broken.
+  if (!broken_.empty()) throw Error(broken_);
   const int64_t until = now_ns() + int64_t{std::max(timeout_ms, 0)} * 1000000;
   while (completed_.empty()) {
     const int64_t left_ms = (until - now_ns()) / 1000000;
