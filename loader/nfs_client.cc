@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// libnfs 4.x/5.x asynchronous calls; each callback runs inside nfs_service() on the
+// libnfs 4 (Debian 12) asynchronous calls; each callback runs inside nfs_service() on the
 // client's own thread. A whole-file read is open -> READ chunks of the server's maximum
 // until a short one (libnfs returns short only at end of file) -> close; a range read
-// (shards) is one pread of that length, which libnfs splits into READs as needed.
+// (shards) is one pread of that length, which libnfs splits into READs as needed, on a
+// handle kept open for the file's other members.
 #include "loader/nfs_client.h"
 
 #include <fcntl.h>
@@ -10,6 +11,12 @@
 #include <sys/time.h>  // libnfs.h uses struct timeval without including it
 
 #include <nfsc/libnfs.h>
+
+#ifdef LIBNFS_API_V2
+// libnfs 5 reads into the caller's buffer (nfs_pread_async(nfs, fh, buf, count, offset, ...))
+// instead of handing one to the callback: read_cb below would have to change with it.
+#error "libnfs 5 (LIBNFS_API_V2) is not supported yet; build with libnfs 4 or -DSTOKER_WITH_NFS=OFF"
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -31,11 +38,21 @@ std::string last_error(nfs_context* n) {
 
 }  // namespace
 
+// A file kept open for range reads (shards): opened once, shared by the reads of its members.
+struct NfsClient::OpenFile {
+  std::string path;
+  nfsfh* fh = nullptr;
+  bool opening = true;
+  size_t users = 0;                     // reads using or waiting for the handle
+  std::vector<NfsClient::Op*> waiting;  // reads queued while it opens
+};
+
 struct NfsClient::Op {
   NfsClient* client = nullptr;
   Read read;
   std::string path;  // relative to the mounted export
   nfsfh* fh = nullptr;
+  NfsClient::OpenFile* shared = nullptr;  // range reads: the cached handle fh belongs to
   uint64_t got = 0;
   uint64_t chunk = 0;
   std::vector<uint8_t> staging;  // multi-chunk whole-file reads only
@@ -60,6 +77,10 @@ struct NfsCallbacks {
   static void close_file(NfsClient::Op& op) {
     NfsClient& c = *op.client;
     nfsfh* fh = std::exchange(op.fh, nullptr);
+    if (NfsClient::OpenFile* f = std::exchange(op.shared, nullptr)) {
+      --f->users;
+      return;
+    }
     if (!fh) return;
     // NFSv3 has no CLOSE: libnfs frees the handle, possibly answering at once.
     ++c.pending_rpcs_;
@@ -131,18 +152,56 @@ struct NfsCallbacks {
     }
     answered(c);
     if (err < 0) {
-      c.finish(op, fmt::format("cannot open: {}",
-                               data ? static_cast<const char*>(data) : strerror(-err)));
+      c.finish(op, fmt::format("cannot open: {}", error_text(err, data)));
       return;
     }
     op.fh = static_cast<nfsfh*>(data);
+    start_read(op);
+  }
+
+  static void start_read(NfsClient::Op& op) {
+    NfsClient& c = *op.client;
     op.chunk = op.read.length == NfsClient::kWholeFile ? c.read_max_ : op.read.length;
+    if (op.chunk == 0) {  // an empty member: nothing to ask the server
+      close_file(op);
+      op.data = op.read.sink.reserve(op.read.sink.self, 1);
+      c.finish(op, {});
+      return;
+    }
     ++c.pending_rpcs_;
     if (nfs_pread_async(c.nfs_, op.fh, op.read.offset, op.chunk, read_cb, &op) != 0) {
       --c.pending_rpcs_;
       close_file(op);
       c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
     }
+  }
+
+  static void shared_open_cb(int err, nfs_context*, void* data, void* priv) {
+    auto& f = *static_cast<NfsClient::OpenFile*>(priv);
+    NfsClient& c = *f.waiting.front()->client;
+    if (!c.nfs_) return;
+    answered(c);
+    f.opening = false;
+    std::vector<NfsClient::Op*> waiting;
+    waiting.swap(f.waiting);
+    if (err < 0) {
+      const std::string why = fmt::format("cannot open: {}", error_text(err, data));
+      for (NfsClient::Op* op : waiting) {
+        op->shared = nullptr;
+        c.finish(*op, why);
+      }
+      c.open_files_.erase(f.path);  // a later read tries again
+      return;
+    }
+    f.fh = static_cast<nfsfh*>(data);
+    for (NfsClient::Op* op : waiting) {
+      op->fh = f.fh;
+      start_read(*op);
+    }
+  }
+
+  static std::string error_text(int err, void* data) {
+    return data ? static_cast<const char*>(data) : strerror(-err);
   }
 };
 
@@ -180,11 +239,30 @@ NfsClient::NfsClient(const NfsUrl& url, int timeout_ms) : url_(url), timeout_ms_
   connect();
 }
 
+void NfsClient::close_idle_files() {
+  if (open_files_.size() < kMaxOpenFiles) return;
+  for (auto it = open_files_.begin(); it != open_files_.end();) {
+    OpenFile& f = *it->second;
+    if (f.users == 0 && !f.opening) {
+      nfs_close_async(
+          nfs_, f.fh, [](int, nfs_context*, void*, void*) {}, nullptr);
+      it = open_files_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 NfsClient::~NfsClient() {
   nfs_context* n = std::exchange(nfs_, nullptr);  // callbacks fired from here do nothing
   if (!n) return;
+  for (auto& [path, f] : open_files_) {
+    if (f->fh)
+      nfs_close_async(
+          n, f->fh, [](int, nfs_context*, void*, void*) {}, nullptr);
+  }
   for (auto& op : ops_) {
-    if (op->fh)
+    if (op->fh && !op->shared)
       nfs_close_async(
           n, std::exchange(op->fh, nullptr), [](int, nfs_context*, void*, void*) {}, nullptr);
   }
@@ -396,6 +474,7 @@ void NfsClient::submit(const Read& r) {
   op->read = r;
   op->path = mount_path(r.path);
   op->fh = nullptr;
+  op->shared = nullptr;
   op->got = 0;
   op->data = nullptr;
   op->done = false;
@@ -408,6 +487,38 @@ void NfsClient::submit(const Read& r) {
 
 void NfsClient::start(Op& op) {
   if (pending_rpcs_ == 0) last_answer_ns_ = now_ns();
+  if (op.read.length != kWholeFile) {
+    auto it = open_files_.find(op.path);
+    if (it == open_files_.end()) {
+      close_idle_files();
+      auto f = std::make_unique<OpenFile>();
+      f->path = op.path;
+      it = open_files_.emplace(op.path, std::move(f)).first;
+      OpenFile& file = *it->second;
+      file.waiting.push_back(&op);
+      ++file.users;
+      op.shared = &file;
+      ++pending_rpcs_;
+      if (nfs_open_async(nfs_, op.path.c_str(), O_RDONLY, NfsCallbacks::shared_open_cb, &file) !=
+          0) {
+        --pending_rpcs_;
+        op.shared = nullptr;
+        open_files_.erase(it);
+        finish(op, fmt::format("cannot queue an OPEN: {}", last_error(nfs_)));
+      }
+      return;
+    }
+    OpenFile& file = *it->second;
+    ++file.users;
+    op.shared = &file;
+    if (file.opening) {
+      file.waiting.push_back(&op);
+    } else {
+      op.fh = file.fh;
+      NfsCallbacks::start_read(op);
+    }
+    return;
+  }
   ++pending_rpcs_;
   if (nfs_open_async(nfs_, op.path.c_str(), O_RDONLY, NfsCallbacks::open_cb, &op) != 0) {
     --pending_rpcs_;

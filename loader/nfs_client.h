@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "loader/nfs_url.h"
@@ -82,7 +83,8 @@ class NfsClient {
   size_t reap(std::vector<Done>& out, size_t max, int timeout_ms);
   size_t in_flight() const { return in_flight_; }
 
-  struct Op;  // one read in progress (nfs_client.cc)
+  struct Op;        // one read in progress (nfs_client.cc)
+  struct OpenFile;  // a file kept open for range reads
 
  private:
   friend struct NfsCallbacks;
@@ -95,6 +97,9 @@ class NfsClient {
   [[noreturn]] void broken(const std::string& why);
   void start(Op& op);
   void finish(Op& op, std::string error);
+  // Closes cached handles nobody uses once kMaxOpenFiles are open.
+  void close_idle_files();
+  static constexpr size_t kMaxOpenFiles = 64;
 
   NfsUrl url_;
   int timeout_ms_;
@@ -109,6 +114,8 @@ class NfsClient {
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<Op*> free_ops_;
   std::deque<Op*> completed_;
+  // Range reads (shard members) keep their file open: one OPEN per shard, not per sample.
+  std::unordered_map<std::string, std::unique_ptr<OpenFile>> open_files_;
 };
 
 }  // namespace stoker

@@ -249,6 +249,29 @@ TEST_F(Nfs, RangesAndFilesLargerThanOneRead) {
   const auto part = src->read({url, 1'000'003, 1'200'000}, buf);
   ASSERT_EQ(part.size(), 1'200'000u);
   EXPECT_TRUE(std::equal(part.begin(), part.end(), want.begin() + 1'000'003));
+  // Many members of one file in flight at once (one OPEN shared by all of them).
+  auto async = nfs_source(server_->url_of("big"), 16);
+  std::vector<ReadBuffer> bufs(64);
+  std::vector<ReadCompletion> done;
+  size_t submitted = 0;
+  auto member = [](size_t k) { return SampleLocation{"", k * 37'001, 5'000 + k * 113}; };
+  while (done.size() < bufs.size()) {
+    while (submitted < bufs.size() && submitted - done.size() < 16) {
+      SampleLocation where = member(submitted);
+      where.file = url;
+      async->submit({submitted, where, &bufs[submitted]});
+      ++submitted;
+    }
+    async->reap(done, 16, 5000);
+  }
+  for (const ReadCompletion& c : done) {
+    ASSERT_TRUE(c.error.empty()) << c.error;
+    const SampleLocation m = member(c.tag);
+    ASSERT_EQ(c.bytes, m.length);
+    EXPECT_TRUE(std::equal(bufs[c.tag].data(), bufs[c.tag].data() + c.bytes,
+                           want.begin() + static_cast<long>(m.offset)))
+        << c.tag;
+  }
   try {
     src->read({url, want.size() - 10, 100}, buf);
     FAIL();
