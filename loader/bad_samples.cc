@@ -17,27 +17,27 @@ const char* error_policy_name(ErrorPolicy p) {
   return p == ErrorPolicy::skip ? "skip" : "fail";
 }
 
-BadSamples::BadSamples(size_t dataset_size, bool warn_on_stderr)
-    : flags_(new std::atomic<uint64_t>[(dataset_size + 63) / 64]()), warn_(warn_on_stderr) {}
-
-void BadSamples::add(uint32_t index, const std::string& path, const std::string& reason) {
-  const uint64_t bit = uint64_t{1} << (index % 64);
-  if (flags_[index / 64].fetch_or(bit) & bit) return;  // already reported
+void BadSamples::add(uint32_t index, const std::string& path, const std::string& reason,
+                     FailurePoint where) {
   std::lock_guard lock(mu_);
-  list_.push_back({index, path, reason});
-  if (warn_) {
+  auto [it, added] = bad_.try_emplace(index, Entry{where, path, reason});
+  if (!added && where < it->second.first) it->second = Entry{where, path, reason};
+  if (added && warn_) {
     std::fprintf(stderr, "stoker: warning: skipping sample %u: %s\n", index, reason.c_str());
   }
 }
 
 std::vector<BadSample> BadSamples::list() const {
   std::lock_guard lock(mu_);
-  return list_;
+  std::vector<BadSample> out;
+  out.reserve(bad_.size());
+  for (const auto& [index, e] : bad_) out.push_back({index, e.path, e.reason});
+  return out;
 }
 
 size_t BadSamples::count() const {
   std::lock_guard lock(mu_);
-  return list_.size();
+  return bad_.size();
 }
 
 }  // namespace stoker

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// The on-error policy and the record of samples that failed: each file is reported once
-// (a one-line warning on stderr and an entry in the run's JSON) and is not read again.
+// The on-error policy's record: which files failed, why, and how many replacements were
+// made. Write-only during an epoch (no reader consults it to decide anything), so what it
+// holds after an epoch is a function of the seed, the epoch and the files alone: each file is
+// listed once, with the reason from its first failure in epoch order (smallest epoch,
+// position, attempt), whichever worker happened to meet it first.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
+#include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace stoker {
@@ -26,25 +30,32 @@ struct BadSample {
   std::string reason;
 };
 
+// Where in an epoch a failure happened: slot position `pos`, the slot's `attempt`-th candidate.
+struct FailurePoint {
+  uint64_t epoch = 0, pos = 0, attempt = 0;
+  auto operator<=>(const FailurePoint&) const = default;
+};
+
 class BadSamples {
  public:
-  BadSamples(size_t dataset_size, bool warn_on_stderr);
-  bool known_bad(uint32_t index) const {
-    return flags_[index / 64].load(std::memory_order_relaxed) & (uint64_t{1} << (index % 64));
-  }
-  // Records a failure; warns once per file. Thread-safe.
-  void add(uint32_t index, const std::string& path, const std::string& reason);
+  explicit BadSamples(bool warn_on_stderr) : warn_(warn_on_stderr) {}
+  // Records a failure at `where`; warns once per file. Thread-safe.
+  void add(uint32_t index, const std::string& path, const std::string& reason, FailurePoint where);
+  // Sorted by index.
   std::vector<BadSample> list() const;
   size_t count() const;
-  // Failed attempts at filling a slot: each time a bad sample was met, including a known
-  // bad file met again in a later epoch or by a neighbouring slot's replacement search.
+  // Replacements made: for each filled slot, the candidates before the one that filled it
+  // (a bad file met by several slots counts once per slot). Derived from final chains only.
   std::atomic<uint64_t> skipped{0};
 
  private:
-  std::unique_ptr<std::atomic<uint64_t>[]> flags_;
+  struct Entry {
+    FailurePoint first;
+    std::string path, reason;
+  };
   bool warn_;
   mutable std::mutex mu_;
-  std::vector<BadSample> list_;
+  std::map<uint32_t, Entry> bad_;
 };
 
 }  // namespace stoker

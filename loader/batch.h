@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "augment/collate.h"
@@ -47,6 +48,7 @@ class BatchPool {
   BatchPool& operator=(const BatchPool&) = delete;
   size_t count() const { return batches_.size(); }
   Batch& operator[](size_t i) { return batches_[i]; }
+  std::span<Batch> all() { return batches_; }
   size_t bytes() const { return bytes_; }
 
  private:

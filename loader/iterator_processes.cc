@@ -20,7 +20,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "loader/batch_order.h"
+#include "loader/prefetcher.h"
 #include "loader/process_pool_memory.h"
 #include "loader/process_pool_spawn.h"
 #include "loader/producer.h"
@@ -47,19 +47,10 @@ int64_t sample_timeout_ns() {
   return (s > 0 ? s : 120) * 1'000'000'000LL;
 }
 
-// One slot of a batch in flight: load_sample's loop state, kept between replies.
+// One slot of a batch in flight: the policy's chain, kept between replies.
 struct Slot {
-  size_t k = 0;      // the candidate being tried: sampler.at((pos + k) % epoch_size)
-  uint32_t idx = 0;  // its dataset index
-  int crashes = 0;   // workers that died while on this candidate
-  SampleTiming t;
-  std::string last_error;
-};
-
-struct BatchJob {
-  size_t pending = 0;  // slots not yet filled or failed
-  bool done = false;
-  std::exception_ptr error;
+  SlotChain chain;
+  int crashes = 0;  // workers that died while on the current candidate
 };
 
 struct Proc {
@@ -82,8 +73,8 @@ class ProcessesProducer final : public Producer {
         tensors_("stoker-batches", (ctx.config.prefetch + 1) * stride_),
         batches_(ctx.config.prefetch + 1),
         slots_(batches_.size() * capacity_),
-        jobs_(batches_.size()),
-        wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+        wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+        prefetch_(ctx, batches_, [this](size_t i) { start_batch(i); }) {
     if (wake_fd_ < 0) fail("processes:N: cannot create an eventfd: {}", errno_text(errno));
     write_shared_index(ctx.index, index_mem_.data());
     index_mem_.seal();
@@ -92,7 +83,7 @@ class ProcessesProducer final : public Producer {
     setup_.decode = ctx.config.decode;
     setup_.seed = ctx.config.sampler.seed;
     setup_.no_decode = ctx.config.no_decode;
-    setup_.source.evict_after_read = ctx.config.evict_after_read;
+    setup_.source = ctx.source_options;
     for (size_t i = 0; i < batches_.size(); ++i) {
       Batch& b = batches_[i];
       b.spec = ctx.normalizer.spec;
@@ -103,7 +94,6 @@ class ProcessesProducer final : public Producer {
       b.sample_hash.assign(capacity_, 0);
       b.timing.assign(capacity_, {});
     }
-    order_ = BatchOrder(batches_.size());
     thread_ = std::thread([this] { serve(); });
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return started_; });
@@ -127,41 +117,29 @@ class ProcessesProducer final : public Producer {
   }
 
   void begin(size_t first) override {
-    std::lock_guard lock(mu_);
-    next_submit_ = first;
-    active_ = true;
-    submit_more();
-    wake();
+    {
+      std::lock_guard lock(mu_);
+      active_ = true;
+    }
+    prefetch_.begin(first);
   }
 
   Batch& wait(size_t b) override {
-    std::unique_lock lock(mu_);
-    order_.release_held();
-    submit_more();
-    wake();
-    if (order_.empty() && fatal_) std::rethrow_exception(fatal_);
-    STOKER_CHECK(!order_.empty());
-    const size_t i = order_.front();
-    STOKER_CHECK(batches_[i].number == b);
-    wait_for_batch(
-        lock, cv_, b, batches_[i].epoch, [&] { return jobs_[i].done; },
-        [&] {
-          return std::to_string(jobs_[i].pending) + " of " + std::to_string(batches_[i].size) +
-                 " samples to go, " + std::to_string(processes_) + " worker processes";
-        });
-    order_.hand_out();
-    if (jobs_[i].error) std::rethrow_exception(jobs_[i].error);
-    return batches_[i];
+    return prefetch_.wait(b, [&](size_t i) {
+      return std::to_string(prefetch_.remaining(i)) + " of " + std::to_string(batches_[i].size) +
+             " samples to go, " + std::to_string(processes_) + " worker processes";
+    });
   }
 
   void stop() override {
-    std::unique_lock lock(mu_);
-    active_ = false;
-    ready_.clear();
-    wake();
     // Bounded: a worker silent for the sample time-out is killed, which ends its requests.
-    cv_.wait(lock, [&] { return outstanding_ == 0; });
-    order_.reset();
+    prefetch_.stop([&] {
+      std::lock_guard lock(mu_);
+      active_ = false;
+      for (size_t id : ready_) prefetch_.sample_done(id / capacity_);
+      ready_.clear();
+      wake();
+    });
   }
 
   size_t pool_bytes() const override { return tensors_.size(); }
@@ -172,65 +150,34 @@ class ProcessesProducer final : public Producer {
     [[maybe_unused]] const ssize_t n = write(wake_fd_, &one, sizeof one);
   }
 
-  // With mu_ held, as everything below that touches the batches, slots or ready_.
-  void submit_more() {
-    if (!active_ || fatal_) return;
-    const size_t last = ctx_.sampler.batches();
-    while (next_submit_ < last && order_.can_start(ctx_.config.prefetch)) {
-      const size_t i = order_.start();
-      begin_batch(ctx_, batches_[i], next_submit_++);
-      jobs_[i] = BatchJob{batches_[i].size, false, nullptr};
-      for (size_t s = 0; s < batches_[i].size; ++s) {
-        slots_[i * capacity_ + s] = Slot{};
-        slots_[i * capacity_ + s].t.attempts = 0;
-        next_candidate(i * capacity_ + s, false);
-      }
+  // A batch buffer to fill (the prefetcher set its number and size): every slot starts its
+  // chain at candidate 0.
+  void start_batch(size_t i) {
+    std::lock_guard lock(mu_);
+    for (size_t s = 0; s < batches_[i].size; ++s) {
+      Slot& slot = slots_[i * capacity_ + s];
+      slot.chain.begin(ctx_, batches_[i].number, s);
+      slot.crashes = 0;
+      ready_.push_back(i * capacity_ + s);
     }
+    wake();
   }
 
-  // load_sample's loop: the next candidate not known to be bad goes to the ready queue.
-  void next_candidate(size_t id, bool urgent) {
+  // With mu_ held, as everything below that touches the slots or ready_.
+  // The candidate failed with `reason` (naming the file): the policy decides.
+  void candidate_failed(size_t id, const std::string& reason) {
     Slot& s = slots_[id];
-    const Batch& batch = batches_[id / capacity_];
-    const size_t pos = ctx_.sampler.batch_begin(batch.number) + id % capacity_;
-    const size_t n = ctx_.sampler.epoch_size();
-    for (; s.k <= ctx_.config.max_replacements; ++s.k) {
-      s.idx = ctx_.sampler.at((pos + s.k) % n);
-      ++s.t.attempts;
-      if (s.k > 0) ++ctx_.bad.skipped;
-      if (ctx_.bad.known_bad(s.idx)) continue;
-      s.crashes = 0;
-      urgent ? ready_.push_front(id) : ready_.push_back(id);
-      return;
+    try {
+      s.chain.failed(ctx_, reason);
+    } catch (...) {
+      return finish_slot(id, std::current_exception());
     }
-    finish_slot(id, std::make_exception_ptr(Error(fmt::format(
-                        "{} samples in a row failed from position {} of epoch {} (last: {}); "
-                        "the dataset looks unreadable",
-                        ctx_.config.max_replacements + 1, pos, ctx_.sampler.epoch(),
-                        s.last_error.empty() ? "all known bad" : s.last_error))));
-  }
-
-  // The candidate failed with `reason` (naming the file): the on-error policy decides.
-  void candidate_failed(size_t id, std::string reason) {
-    Slot& s = slots_[id];
-    if (ctx_.config.on_error == ErrorPolicy::fail) {
-      finish_slot(id, std::make_exception_ptr(Error(reason)));
-      return;
-    }
-    ctx_.bad.add(s.idx, ctx_.index.path(s.idx), reason);
-    s.last_error = std::move(reason);
-    ++s.k;
-    next_candidate(id, true);
+    s.crashes = 0;
+    ready_.push_front(id);  // urgent: its batch waits for it
   }
 
   void finish_slot(size_t id, std::exception_ptr error) {
-    const size_t i = id / capacity_;
-    BatchJob& job = jobs_[i];
-    if (error && !job.error) job.error = error;
-    if (--job.pending > 0) return;
-    finish_batch(batches_[i]);
-    job.done = true;
-    cv_.notify_all();
+    prefetch_.sample_done(id / capacity_, error);
   }
 
   // Fill every worker to depth 1, then to depth 2: idle workers first.
@@ -246,8 +193,8 @@ class ProcessesProducer final : public Producer {
         r.tag = id;
         r.epoch = ctx_.sampler.epoch();
         r.offset = id / capacity_ * stride_ + id % capacity_ * sample_bytes_;
-        r.index = s.idx;
-        r.attempt = static_cast<uint32_t>(s.k);
+        r.index = s.chain.index();
+        r.attempt = s.chain.attempt();
         if (p.sent.empty()) p.head_since = now_ns();
         p.sent.push_back(id);
         ++outstanding_;
@@ -261,25 +208,21 @@ class ProcessesProducer final : public Producer {
     p.sent.pop_front();
     p.head_since = now_ns();
     --outstanding_;
-    if (!active_) return;  // abandoned by stop()
     const size_t id = r.tag;
+    if (!active_) return finish_slot(id, nullptr);  // abandoned by stop()
     Slot& s = slots_[id];
-    s.t.read_ns += r.timing.read_ns;
-    s.t.decode_ns += r.timing.decode_ns;
-    s.t.augment_ns += r.timing.augment_ns;
-    s.t.collate_ns += r.timing.collate_ns;
-    s.t.bytes += r.timing.bytes;
+    SampleTiming& t = s.chain.timing();
+    t.read_ns += r.timing.read_ns;
+    t.decode_ns += r.timing.decode_ns;
+    t.augment_ns += r.timing.augment_ns;
+    t.collate_ns += r.timing.collate_ns;
+    t.bytes += r.timing.bytes;
     std::string reason(r.reason, r.reason_size);
-    if (r.status == SampleStatus::bad_input) return candidate_failed(id, std::move(reason));
+    if (r.status == SampleStatus::bad_input) return candidate_failed(id, reason);
     if (r.status == SampleStatus::internal) {
       return finish_slot(id, std::make_exception_ptr(Error(reason)));
     }
-    Batch& batch = batches_[id / capacity_];
-    const size_t slot = id % capacity_;
-    batch.labels[slot] = static_cast<int32_t>(ctx_.index.label[s.idx]);
-    batch.indices[slot] = s.idx;
-    batch.sample_hash[slot] = r.hash;
-    batch.timing[slot] = s.t;
+    s.chain.filled(ctx_, batches_[id / capacity_], id % capacity_, r.hash);
     finish_slot(id, nullptr);
   }
 
@@ -289,9 +232,12 @@ class ProcessesProducer final : public Producer {
     for (size_t j = 0; j < p.sent.size(); ++j) {
       --outstanding_;
       const size_t id = p.sent[j];
-      if (!active_) continue;
+      if (!active_) {
+        finish_slot(id, nullptr);
+        continue;
+      }
       Slot& s = slots_[id];
-      const std::string path = ctx_.index.path(s.idx);
+      const std::string path = ctx_.index.path(s.chain.index());
       if (j == 0 && ++s.crashes == 2) {
         candidate_failed(id,
                          path + ": worker process crashed twice while decoding it (" + why + ")");
@@ -342,7 +288,7 @@ class ProcessesProducer final : public Producer {
     } catch (...) {
       if (!lock.owns_lock()) lock.lock();
       fatal_ = std::current_exception();
-      for (size_t i : order_.in_flight()) jobs_[i] = BatchJob{0, true, fatal_};
+      prefetch_.fail(fatal_);
     }
     for (Proc& p : procs_) close(std::exchange(p.p.socket, -1));  // all exit at once
     for (Proc& p : procs_) end_worker(p.p, kReapMs);
@@ -399,7 +345,6 @@ class ProcessesProducer final : public Producer {
   SharedMemory tensors_;    // [prefetch + 1] batches of [capacity] samples, stride_ apart
   std::vector<Batch> batches_;
   std::vector<Slot> slots_;  // [prefetch + 1][capacity]; a slot's id is batch * capacity + slot
-  std::vector<BatchJob> jobs_;
   std::vector<Proc> procs_;  // the service thread's alone
   std::thread thread_;
   const int wake_fd_;  // eventfd: wakes the service thread from poll
@@ -407,13 +352,12 @@ class ProcessesProducer final : public Producer {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<size_t> ready_;  // slot ids waiting for a worker
-  BatchOrder order_{0};
-  size_t next_submit_ = 0;
-  size_t outstanding_ = 0;  // requests sent and not yet answered or lost
-  bool active_ = false;     // between begin() and stop(): the sampler may be read
+  size_t outstanding_ = 0;    // requests sent and not yet answered or lost
+  bool active_ = false;       // between begin() and stop(): the sampler may be read
   bool started_ = false;
   bool quit_ = false;
   std::exception_ptr fatal_;  // the service thread could not go on
+  Prefetcher prefetch_;
 };
 
 }  // namespace

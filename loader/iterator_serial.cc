@@ -13,13 +13,13 @@ class SerialProducer final : public Producer {
   explicit SerialProducer(LoaderContext& ctx)
       : ctx_(ctx),
         pool_(1, ctx.config.sampler.batch_size, ctx.config.output),
-        worker_(ctx.config.decode) {}
+        worker_(ctx.config.decode, ctx.source->clone()) {}
 
   void begin(size_t) override {}
   Batch& wait(size_t b) override {
     Batch& batch = pool_[0];
     begin_batch(ctx_, batch, b);
-    for (size_t s = 0; s < batch.size; ++s) load_sample(ctx_, worker_, batch, b, s);
+    for (size_t s = 0; s < batch.size; ++s) load_sample(ctx_, worker_, batch, s);
     finish_batch(batch);
     return batch;
   }

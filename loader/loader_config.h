@@ -12,6 +12,7 @@
 #include "loader/bad_samples.h"
 #include "loader/reader_policy.h"
 #include "loader/sampler.h"
+#include "loader/source.h"
 
 namespace stoker {
 
@@ -28,6 +29,9 @@ struct LoaderConfig {
   bool no_decode = false;         // read only: measure the storage path through the reader
   bool evict_after_read = false;  // drop each file from the page cache once read (--cold)
   bool direct = false;            // O_DIRECT reads (uring:QD)
+  // Where bytes come from (--source): auto picks from the dataset and the reader.
+  SourceOptions::Kind source = SourceOptions::Kind::automatic;
+  std::string null_file;  // --source null: serve this file's bytes (empty: a built-in JPEG)
 };
 
 }  // namespace stoker

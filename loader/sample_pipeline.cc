@@ -8,11 +8,25 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/rng.h"
-#include "loader/source.h"
 
 namespace stoker {
 
-LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg)
+SourceOptions source_options(const LoaderConfig& c) {
+  SourceOptions o;
+  o.kind = c.source;
+  o.direct = c.direct;
+  o.evict_after_read = c.evict_after_read;
+  o.queue_depth =
+      c.reader.kind == ReaderPolicy::Kind::uring ? static_cast<uint32_t>(c.reader.queue_depth) : 0;
+  if (c.reader.kind == ReaderPolicy::Kind::uring && o.kind == SourceOptions::Kind::automatic) {
+    o.kind = SourceOptions::Kind::uring;  // make_source refuses it for nfs:// with the reason
+  }
+  const size_t n = std::min(c.null_file.size(), sizeof o.null_file - 1);
+  std::copy_n(c.null_file.data(), n, o.null_file);
+  return o;
+}
+
+LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::unique_ptr<Source> src)
     : index(idx),
       config(cfg),
       sampler(idx.size(), cfg.sampler),
@@ -21,8 +35,10 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg)
         s.width = s.height = cfg.transform.size;
         return s;
       }()),
-      recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode, cfg.evict_after_read},
-      bad(idx.size(), cfg.warn) {
+      recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode},
+      bad(cfg.warn),
+      source_options(stoker::source_options(cfg)),
+      source(src ? std::move(src) : make_source(idx, source_options)) {
   config.output = normalizer.spec;
   // The loader parallelises across samples; OpenCV's own pool inside resize would only
   // oversubscribe the cores the reader policy was given.
@@ -40,31 +56,24 @@ void finish_batch(Batch& batch) {
   batch.ready_ns = now_ns();
 }
 
-uint64_t try_sample(const LoaderContext& ctx, Worker& w, uint64_t epoch, uint32_t idx,
-                    uint32_t attempt, void* dst, const PreRead* pre_read, SampleTiming& t) {
-  w.path.assign(ctx.index.root);
-  w.path += '/';
-  w.path += ctx.index.relative_path(idx);
-  return attempt_sample(ctx.recipe, ctx.normalizer, w, epoch, idx, attempt, dst, pre_read, t);
-}
-
 uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, Worker& w,
-                        uint64_t epoch, uint32_t idx, uint32_t attempt, void* dst,
-                        const PreRead* pre_read, SampleTiming& t) {
+                        const SampleLocation& where, uint64_t epoch, uint32_t idx, uint32_t attempt,
+                        void* dst, const PreRead* pre_read, SampleTiming& t) {
   const size_t dst_bytes = normalizer.spec.sample_bytes();
   const int64_t t0 = now_ns();
   std::span<const uint8_t> bytes;
   if (pre_read) {
+    if (!pre_read->error.empty()) fail("{}", pre_read->error);
     bytes = pre_read->bytes;
     t.read_ns += pre_read->read_ns;
   } else {
-    bytes = read_file(w.path, w.file, recipe.evict_after_read);
+    bytes = w.source->read(where, w.file);
     t.read_ns += now_ns() - t0;
   }
   t.bytes += bytes.size();
   if (recipe.no_decode) return XXH3_64bits(bytes.data(), bytes.size());
   const int64_t t1 = now_ns();
-  const ImageInfo info = w.decoder.open(bytes, w.path);
+  const ImageInfo info = w.decoder.open(bytes, w.name);
   Rng rng(recipe.seed, epoch, idx, attempt);
   const CropPlan plan = plan_crop(recipe.transform, info.width, info.height, rng);
   const DecodedRegion& region = w.decoder.decode({plan.region, plan.out_w, plan.out_h});
@@ -80,41 +89,57 @@ uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer
   return hash;
 }
 
-void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t b, size_t slot,
-                 const PreRead* pre_read) {
-  const Sampler& sampler = ctx.sampler;
-  const size_t pos = sampler.batch_begin(b) + slot;
-  const size_t n = sampler.epoch_size();
-  SampleTiming t{};
-  t.attempts = 0;
-  void* dst = batch.sample(slot);
-  std::string last_error;
-  for (size_t k = 0; k <= ctx.config.max_replacements; ++k) {
-    const uint32_t idx = sampler.at((pos + k) % n);
-    ++t.attempts;
-    if (k > 0) ++ctx.bad.skipped;
-    if (ctx.bad.known_bad(idx)) continue;
-    uint64_t hash = 0;
-    try {
-      hash = try_sample(ctx, w, sampler.epoch(), idx, static_cast<uint32_t>(k), dst,
-                        k == 0 ? pre_read : nullptr, t);
-    } catch (const Error& e) {
-      if (ctx.config.on_error == ErrorPolicy::fail) throw;
-      last_error = e.what();
-      ctx.bad.add(idx, ctx.index.path(idx), last_error);
-      continue;
-    }
-    batch.labels[slot] = static_cast<int32_t>(ctx.index.label[idx]);
-    batch.indices[slot] = idx;
-    batch.sample_hash[slot] = hash;
-    batch.timing[slot] = t;
-    return;
+void SlotChain::begin(const LoaderContext& ctx, size_t batch, size_t slot) {
+  pos_ = ctx.sampler.batch_begin(batch) + slot;
+  k_ = 0;
+  idx_ = ctx.sampler.at(pos_ % ctx.sampler.epoch_size());
+  t_ = SampleTiming{};
+}
+
+void SlotChain::failed(LoaderContext& ctx, const std::string& reason) {
+  if (ctx.config.on_error == ErrorPolicy::fail) throw Error(reason);
+  ctx.bad.add(idx_, ctx.index.path(idx_), reason, {ctx.sampler.epoch(), pos_, k_});
+  if (k_ == ctx.config.max_replacements) {
+    fail(
+        "{} samples in a row failed from position {} of epoch {} (last: {}); the dataset looks "
+        "unreadable",
+        ctx.config.max_replacements + 1, pos_, ctx.sampler.epoch(), reason);
   }
-  fail(
-      "{} samples in a row failed from position {} of epoch {} (last: {}); the dataset looks "
-      "unreadable",
-      ctx.config.max_replacements + 1, pos, sampler.epoch(),
-      last_error.empty() ? "all known bad" : last_error);
+  ++k_;
+  idx_ = ctx.sampler.at((pos_ + k_) % ctx.sampler.epoch_size());
+}
+
+void SlotChain::filled(LoaderContext& ctx, Batch& batch, size_t slot, uint64_t hash) {
+  t_.attempts = static_cast<uint32_t>(k_ + 1);
+  batch.labels[slot] = static_cast<int32_t>(ctx.index.label[idx_]);
+  batch.indices[slot] = idx_;
+  batch.sample_hash[slot] = hash;
+  batch.timing[slot] = t_;
+  ctx.bad.skipped += k_;
+}
+
+void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t slot,
+                 const PreRead* pre_read) {
+  SlotChain chain;
+  chain.begin(ctx, batch.number, slot);
+  while (true) {
+    const uint32_t idx = chain.index();
+    const SampleLocation where = locate_sample(ctx.index, idx, w.location);
+    if (where.whole_file()) {
+      w.name = w.location;
+    } else {
+      w.name = ctx.index.path(idx);
+    }
+    try {
+      const uint64_t hash = attempt_sample(
+          ctx.recipe, ctx.normalizer, w, where, ctx.sampler.epoch(), idx, chain.attempt(),
+          batch.sample(slot), chain.attempt() == 0 ? pre_read : nullptr, chain.timing());
+      chain.filled(ctx, batch, slot, hash);
+      return;
+    } catch (const Error& e) {
+      chain.failed(ctx, e.what());  // rethrows under fail or when the chain ran out
+    }
+  }
 }
 
 }  // namespace stoker

@@ -38,6 +38,12 @@ void LoaderOptions::add_to(CLI::App& app) {
   app.add_flag("--no-decode", no_decode,
                "Read only (no decode or augment): the raw storage path through the reader");
   app.add_flag("--direct", direct, "O_DIRECT reads, bypassing the page cache (uring readers)");
+  app.add_option("--source", source,
+                 "Where bytes come from: auto (from the dataset and reader), pread, uring, null "
+                 "(no I/O, one fixed JPEG: the loader's own overhead), nfs, shard")
+      ->capture_default_str();
+  app.add_option("--null-file", null_file,
+                 "With --source null: serve this file's bytes instead of the built-in JPEG");
 }
 
 LoaderConfig LoaderOptions::to_config() const {
@@ -60,6 +66,8 @@ LoaderConfig LoaderOptions::to_config() const {
   c.on_error = parse_error_policy(on_error);
   c.no_decode = no_decode;
   c.direct = direct;
+  c.source = parse_source_kind(source);
+  c.null_file = null_file;
   return c;
 }
 

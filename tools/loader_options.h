@@ -28,6 +28,8 @@ struct LoaderOptions {
   bool no_partial_decode = false;
   bool no_decode = false;
   bool direct = false;
+  std::string source = "auto";
+  std::string null_file;
 
   void add_to(CLI::App& app);
   // Validates and converts; the reader policy is set separately (bench runs several).

@@ -29,7 +29,7 @@ struct WorkerState {
   SharedIndexView index;
   char* batches;  // the pool's tensors, batch_bytes long
   size_t batch_bytes;
-  Worker w;
+  Worker w;  // its source is made from setup.source and the shared index's root
   const char* crash_on = std::getenv("STOKER_WORKER_CRASH_ON");
   const char* hang_on = std::getenv("STOKER_WORKER_HANG_ON");
 };
@@ -43,17 +43,18 @@ bool path_has(const std::string& path, const char* text) {
 uint64_t run_sample(WorkerState& s, const SampleRequest& r, SampleTiming& t) {
   Worker& w = s.w;
   const size_t dst_bytes = s.normalizer.spec.sample_bytes();
-  STOKER_CHECK(s.index.path(r.index, w.path));
+  SampleLocation where;
+  STOKER_CHECK(s.index.locate(r.index, w.location, where));
+  STOKER_CHECK(s.index.path(r.index, w.name));
   STOKER_CHECK(r.offset + dst_bytes <= s.batch_bytes);
-  if (path_has(w.path, s.crash_on)) {
+  if (path_has(w.name, s.crash_on)) {
     prctl(PR_SET_DUMPABLE, 0);  // no core file for a deliberate crash
     std::abort();
   }
-  while (path_has(w.path, s.hang_on)) pause();
-  const SampleRecipe recipe{s.setup.transform, s.setup.seed, s.setup.no_decode,
-                            s.setup.source.evict_after_read};
-  return attempt_sample(recipe, s.normalizer, w, r.epoch, r.index, r.attempt, s.batches + r.offset,
-                        nullptr, t);
+  while (path_has(w.name, s.hang_on)) pause();
+  const SampleRecipe recipe{s.setup.transform, s.setup.seed, s.setup.no_decode};
+  return attempt_sample(recipe, s.normalizer, w, where, r.epoch, r.index, r.attempt,
+                        s.batches + r.offset, nullptr, t);
 }
 
 void serve() {
@@ -72,7 +73,9 @@ void serve() {
                 SharedIndexView(index, index_bytes),
                 static_cast<char*>(batches),
                 batch_bytes,
-                Worker(setup.decode)};
+                Worker(setup.decode, nullptr)};
+  s.w.source =
+      make_source(SourceSpec{std::string(s.index.root_text()), s.index.sharded(), setup.source});
   cv::setNumThreads(0);  // one sample at a time on one core: the parent runs N of us
   const WorkerReady ready;
   if (!send_packet(kWorkerSocketFd, &ready, sizeof ready)) return;
@@ -90,7 +93,7 @@ void serve() {
       reply.set_reason(e.what());
     } catch (const std::exception& e) {
       reply.status = SampleStatus::internal;
-      reply.set_reason(fmt::format("{}: {}", s.w.path, e.what()));
+      reply.set_reason(fmt::format("{}: {}", s.w.name, e.what()));
     }
     if (!send_packet(kWorkerSocketFd, &reply, reply.wire_size())) return;
   }
