@@ -69,7 +69,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 std::string short_name(const std::string& root) {
-  std::string r = root;
+  std::string r = is_nfs_url(root) ? root.substr(0, root.find('?')) : root;
   while (r.size() > 1 && r.back() == '/') r.pop_back();
   const size_t slash = r.rfind('/');
   return slash == std::string::npos ? r : r.substr(slash + 1);
