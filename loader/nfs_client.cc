@@ -25,6 +25,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "loader/source.h"
 
 namespace stoker {
 
@@ -342,10 +343,11 @@ void NfsClient::connect() {
     const size_t slash = candidate.rfind('/');
     candidate = slash == 0 ? "/" : candidate.substr(0, slash);
   }
-  fail(
-      "{}: cannot mount: {} (is an NFS server exporting it running there? "
-      "scripts/nfs_serve.sh starts one)",
-      text, refusals.empty() ? "?" : refusals.front());
+  // No server, or none exporting this: the storage, not a sample (so a SourceBroken).
+  throw SourceBroken(
+      fmt::format("{}: cannot mount: {} (is an NFS server exporting it running there? "
+                  "scripts/nfs_serve.sh starts one)",
+                  text, refusals.empty() ? "?" : refusals.front()));
 }
 
 std::string NfsClient::mount_path(std::string_view rel) const {
@@ -358,11 +360,11 @@ std::string NfsClient::mount_path(std::string_view rel) const {
 
 void NfsClient::broken(const std::string& why) {
   broken_ = fmt::format("{}: {}", url_.text(), why);
-  throw Error(broken_);
+  throw SourceBroken(broken_);
 }
 
 void NfsClient::pump(int wait_ms) {
-  if (!broken_.empty()) throw Error(broken_);
+  if (!broken_.empty()) throw SourceBroken(broken_);
   const int fd = nfs_get_fd(nfs_);
   if (fd < 0) broken("the connection to the NFS server is closed");
   pollfd p{fd, static_cast<short>(nfs_which_events(nfs_)), 0};
@@ -383,7 +385,7 @@ void NfsClient::run_until(const bool& done, std::string_view) {
 }
 
 std::vector<NfsEntry> NfsClient::list(std::string_view rel) {
-  if (!broken_.empty()) throw Error(broken_);
+  if (!broken_.empty()) throw SourceBroken(broken_);
   SyncCall call{this};
   const std::string path = mount_path(rel);
   ++pending_rpcs_;
@@ -427,7 +429,7 @@ std::vector<NfsEntry> NfsClient::list(std::string_view rel) {
 }
 
 NfsEntry NfsClient::stat(std::string_view rel) {
-  if (!broken_.empty()) throw Error(broken_);
+  if (!broken_.empty()) throw SourceBroken(broken_);
   SyncCall call{this};
   const std::string path = mount_path(rel);
   ++pending_rpcs_;
@@ -461,7 +463,7 @@ NfsEntry NfsClient::stat(std::string_view rel) {
 }
 
 void NfsClient::submit(const Read& r) {
-  if (!broken_.empty()) throw Error(broken_);
+  if (!broken_.empty()) throw SourceBroken(broken_);
   Op* op;
   if (free_ops_.empty()) {
     ops_.push_back(std::make_unique<Op>());
@@ -534,7 +536,7 @@ void NfsClient::finish(Op& op, std::string error) {
 
 size_t NfsClient::reap(std::vector<Done>& out, size_t max, int timeout_ms) {
   // Reads that failed with the connection are not files' errors: the client is broken.
-  if (!broken_.empty()) throw Error(broken_);
+  if (!broken_.empty()) throw SourceBroken(broken_);
   const int64_t until = now_ns() + int64_t{std::max(timeout_ms, 0)} * 1000000;
   while (completed_.empty()) {
     const int64_t left_ms = (until - now_ns()) / 1000000;
@@ -560,6 +562,7 @@ size_t NfsClient::reap(std::vector<Done>& out, size_t max, int timeout_ms) {
 }
 
 std::span<const uint8_t> NfsClient::read(const Read& r) {
+  if (!broken_.empty()) throw SourceBroken(broken_);
   STOKER_CHECK_MSG(in_flight_ == 0, "NfsClient::read with asynchronous reads in flight");
   submit(r);
   std::vector<Done> done;
