@@ -2,6 +2,7 @@
 #include "loader/index.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -10,6 +11,7 @@
 #include "common/error.h"
 #include "loader/index_nfs.h"
 #include "loader/nfs_url.h"
+#include "loader/shard_index.h"
 
 namespace stoker {
 
@@ -90,7 +92,13 @@ Index open_index(const std::string& path) {
         "makes a synthetic one)",
         path, errno_text(errno));
   }
-  if (S_ISDIR(st.st_mode)) return index_image_folder(path);
+  if (S_ISDIR(st.st_mode)) {
+    std::string shard_index;
+    join_location(shard_index, path, kShardIndexName);
+    if (access(shard_index.c_str(), F_OK) == 0) return index_shards(shard_index);
+    return index_image_folder(path);
+  }
+  if (is_shard_index(path)) return index_shards(path);
   return index_list_file(path);
 }
 

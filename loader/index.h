@@ -24,7 +24,8 @@ struct Index {
   std::vector<std::string> empty_classes;  // class directories with no image (label kept)
   // Packed shards; all empty for a tree of whole files. A sample's bytes are then bytes[i]
   // at offset[i] of shard file shards[shard[i]] (relative to root), and its relative path
-  // is its member name inside the shard (for messages and list files).
+  // is its member name inside the shard, or for `stoker pack`'s shards the original
+  // relative path (for messages and list files).
   std::vector<std::string> shards;  // shard id -> file name relative to root
   std::vector<uint32_t> shard;      // [n] shard id of sample i
   std::vector<uint64_t> offset;     // [n] byte offset of sample i's data in its shard
@@ -64,8 +65,14 @@ Index index_image_folder(const std::string& root);
 // relative to `root` (default: the list file's directory). Throws naming file:line.
 Index index_list_file(const std::string& list_file, const std::string& root = "");
 
-// A directory is indexed as an ImageFolder, a regular file as a list file; an nfs:// URL
-// the same way over NFS (index_nfs.h).
+// A packed shard dataset from its index file (loader/shard_index.h, `stoker pack`): root is
+// the index file's directory. Throws naming file:line, or a shard that is missing or whose
+// size differs from the index's.
+Index index_shards(const std::string& index_file);
+
+// A directory holding a shard index (`stoker-shards.tsv`) or a shard index file is opened as
+// packed shards; any other directory is indexed as an ImageFolder, a regular file as a list
+// file; an nfs:// URL the same way over NFS (index_nfs.h).
 Index open_index(const std::string& path);
 
 // torchvision's IMG_EXTENSIONS, case-insensitive.

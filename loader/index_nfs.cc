@@ -16,6 +16,8 @@
 #include "loader/image_folder_order.h"
 #include "loader/index_nfs.h"
 #include "loader/nfs_client.h"
+#include "loader/shard_index.h"
+#include "loader/source.h"
 
 namespace stoker {
 
@@ -139,12 +141,70 @@ Index list_file_over_nfs(NfsClient& c) {
   return index;
 }
 
+std::string read_all(NfsClient& c, const std::string& path) {
+  std::vector<uint8_t> bytes;
+  NfsClient::Read r;
+  r.path = path;
+  r.sink = {[](void* self, size_t n) {
+              auto& b = *static_cast<std::vector<uint8_t>*>(self);
+              b.resize(n);
+              return b.data();
+            },
+            &bytes};
+  const auto got = c.read(r);
+  return {reinterpret_cast<const char*>(got.data()), got.size()};
+}
+
+// Packed shards (`stoker pack`): the index file read over NFS, each shard's size checked
+// with a stat, as index_shards does locally. `index_path` is relative to the client's URL.
+Index shards_over_nfs(NfsClient& c, const std::string& index_path, const NfsUrl& dir) {
+  const std::string name = index_path.empty() ? c.url().text() : c.url().join(index_path);
+  std::istringstream in(read_all(c, index_path));
+  ShardIndexFile f = parse_shard_index(in, name);
+  NfsClient d(dir);
+  Index index;
+  index.root = dir.text();
+  index.classes = std::move(f.classes);
+  for (const auto& s : f.shards) {
+    const NfsEntry e = d.stat(s.file);
+    if (e.size != s.bytes) {
+      fail("shard dataset {}: shard {} is {} bytes, the index says {} (changed since packing?)",
+           name, dir.join(s.file), e.size, s.bytes);
+    }
+    index.shards.push_back(s.file);
+  }
+  index.names = std::move(f.names);
+  index.name_offset = std::move(f.name_offset);
+  index.bytes = std::move(f.length);
+  index.label = std::move(f.label);
+  index.shard = std::move(f.shard);
+  index.offset = std::move(f.offset);
+  return index;
+}
+
 }  // namespace
 
 Index index_nfs(const std::string& url_text) {
   NfsClient c(parse_nfs_url(url_text));
   const NfsEntry root = c.stat("");
-  if (root.type == NfsEntry::Type::dir) return image_folder_over_nfs(c);
+  if (root.type == NfsEntry::Type::dir) {
+    // A folder holding a shard index is packed shards, as locally.
+    bool packed = false;
+    try {
+      packed = c.stat(kShardIndexName).type == NfsEntry::Type::file;
+    } catch (const SourceBroken&) {
+      throw;
+    } catch (const Error&) {
+    }
+    if (packed) return shards_over_nfs(c, kShardIndexName, c.url());
+    return image_folder_over_nfs(c);
+  }
+  const std::string name = c.url().path.substr(c.url().path.rfind('/') + 1);
+  if (name == kShardIndexName) {
+    NfsUrl dir = c.url();
+    dir.path = dir.path.substr(0, std::max<size_t>(dir.path.rfind('/'), 1));
+    return shards_over_nfs(c, "", dir);
+  }
   return list_file_over_nfs(c);
 }
 

@@ -32,7 +32,7 @@ SourceOptions source_options(const LoaderConfig& c, std::string_view root) {
 LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::unique_ptr<Source> src)
     : index(idx),
       config(cfg),
-      sampler(idx.size(), cfg.sampler),
+      sampler(idx.size(), cfg.sampler, idx.shard, idx.shards.size()),
       normalizer([&] {
         OutputSpec s = cfg.output;
         s.width = s.height = cfg.transform.size;

@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "common/rng.h"
+#include "loader/shard_order.h"
 
 namespace stoker {
 
@@ -10,22 +11,40 @@ namespace {
 constexpr uint64_t kShuffleStream = 0x5348554646ULL;  // "SHUFF": keeps shuffles apart from crops
 }
 
-Sampler::Sampler(size_t dataset_size, SamplerConfig config)
-    : dataset_size_(dataset_size), config_(config) {
+SamplerConfig::ShardOrder parse_shard_order(const std::string& text) {
+  if (text == "global") return SamplerConfig::ShardOrder::global;
+  if (text == "sequential") return SamplerConfig::ShardOrder::sequential;
+  fail("unknown shard order '{}': expected global or sequential", text);
+}
+
+Sampler::Sampler(size_t dataset_size, SamplerConfig config, std::span<const uint32_t> shard_of,
+                 size_t shards)
+    : dataset_size_(dataset_size), config_(config), shard_of_(shard_of), shards_(shards) {
   if (dataset_size == 0) fail("the dataset is empty: nothing to sample");
   if (config.batch_size == 0) fail("batch size must be at least 1");
   if (config.world == 0 || config.rank >= config.world) {
     fail("rank {} is outside a world of {} processes", config.rank, config.world);
   }
   if (dataset_size > UINT32_MAX) fail("datasets over 4 G samples are not supported");
+  if (config.shard_order == SamplerConfig::ShardOrder::sequential) {
+    if (shard_of.empty()) {
+      fail("--shard-order sequential needs a packed shard dataset (`stoker pack` makes one)");
+    }
+    STOKER_CHECK(shard_of.size() == dataset_size && shards > 0);
+  }
   set_epoch(0);
 }
 
 void Sampler::set_epoch(uint64_t epoch) {
   epoch_ = epoch;
-  std::vector<uint32_t> all(dataset_size_);
-  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint32_t>(i);
-  if (config_.shuffle) {
+  std::vector<uint32_t> all;
+  if (config_.shuffle && config_.shard_order == SamplerConfig::ShardOrder::sequential) {
+    all = sequential_shard_order(shard_of_, shards_, config_.seed, epoch, config_.shuffle_buffer);
+  } else {
+    all.resize(dataset_size_);
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint32_t>(i);
+  }
+  if (config_.shuffle && config_.shard_order == SamplerConfig::ShardOrder::global) {
     Rng rng(config_.seed, epoch, 0, kShuffleStream);
     for (size_t i = all.size() - 1; i > 0; --i) std::swap(all[i], all[rng.below(i + 1)]);
   }

@@ -11,6 +11,7 @@ void add_gen_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_peek_command(CLI::App& app);
 void add_index_command(CLI::App& app);
+void add_pack_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_model_command(CLI::App& app);
 void add_checkpoint_command(CLI::App& app);

@@ -38,6 +38,13 @@ void LoaderOptions::add_to(CLI::App& app) {
   app.add_flag("--no-decode", no_decode,
                "Read only (no decode or augment): the raw storage path through the reader");
   app.add_flag("--direct", direct, "O_DIRECT reads, bypassing the page cache (uring readers)");
+  app.add_option("--shard-order", shard_order,
+                 "Packed shards: global (exact shuffle, each sample read by offset: the file "
+                 "tree's order) or sequential (shards shuffled, streamed through a shuffle buffer)")
+      ->capture_default_str();
+  app.add_option("--shuffle-buffer", shuffle_buffer,
+                 "Samples in the shuffle buffer of --shard-order sequential")
+      ->capture_default_str();
   app.add_option("--source", source,
                  "Where bytes come from: auto (from the dataset and reader), pread, uring, null "
                  "(no I/O, one fixed JPEG: the loader's own overhead), nfs, shard")
@@ -52,6 +59,8 @@ LoaderConfig LoaderOptions::to_config() const {
   c.sampler.shuffle = !no_shuffle;
   c.sampler.drop_last = drop_last;
   c.sampler.seed = seed;
+  c.sampler.shard_order = parse_shard_order(shard_order);
+  c.sampler.shuffle_buffer = shuffle_buffer;
   c.prefetch = prefetch;
   c.transform.kind = parse_transform(transform);
   c.transform.size = size;

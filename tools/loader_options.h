@@ -28,6 +28,8 @@ struct LoaderOptions {
   bool no_partial_decode = false;
   bool no_decode = false;
   bool direct = false;
+  std::string shard_order = "global";
+  size_t shuffle_buffer = 1000;
   std::string source = "auto";
   std::string null_file;
 

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   stoker::add_bench_command(app);
   stoker::add_peek_command(app);
   stoker::add_index_command(app);
+  stoker::add_pack_command(app);
   stoker::add_probe_command(app);
   stoker::add_model_command(app);
   stoker::add_checkpoint_command(app);
