@@ -35,7 +35,7 @@ shards=no
 if "$stoker" --help 2>/dev/null | grep -qE "^ +pack( |$)"; then
   shards=yes
   for s in 256 512; do
-    [ -d "$data/${s}px-shards" ] || "$stoker" pack "$data/${s}px" --out "$data/${s}px-shards" > /dev/null
+    [ -d "$data/${s}px-shards" ] || "$stoker" pack "$data/${s}px" --out "$data/${s}px-shards" --shard-size 16MB > /dev/null
   done
 fi
 
@@ -66,7 +66,7 @@ done
   echo "# $(date -u +%FT%TZ) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cpus cpus, $(free -g | awk '/Mem:/{print $2}') GiB RAM"
   echo "# $("$stoker" --version 2>/dev/null | head -1 || true); $(ganesha.nfsd -v 2>&1 | grep -o 'Release.*' | head -1 || echo NFS-Ganesha); libnfs $(pkg-config --modversion libnfs 2>/dev/null || echo '?')"
   echo "# data: $data (stoker gen --sizes 256,512 --classes 10 --per-class $per_class), page cache warm; NFS: $url"
-  echo "# bench: RandomResizedCrop 224, batch 64, 1 epoch; median of $repeats runs; shards: $shards"
+  echo "# bench: RandomResizedCrop 224, batch 64, 1 epoch; median of $repeats runs; shards: $shards (stoker pack --shard-size 16MB)"
 } | tee "$out/context.txt"
 for i in $(seq "$repeats"); do
   for k in "${!rows[@]}"; do
