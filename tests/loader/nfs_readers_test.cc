@@ -13,6 +13,7 @@
 #include "loader_test_util.h"
 #include "nfs_server.h"
 #include "test_util.h"
+#include "tools/pack_shards.h"
 
 namespace stoker {
 namespace {
@@ -94,6 +95,24 @@ TEST_F(NfsReaders, SameChecksumAsLocalSerial) {
     EXPECT_EQ(o.checksum, local.checksum) << reader;
     EXPECT_TRUE(o.bad.empty()) << reader << ": " << o.bad.front().first;
   }
+}
+
+TEST_F(NfsReaders, PackedShardsOverNfsAsTheTree) {
+  PackConfig p;
+  p.data = clean_;
+  p.out = *dir_ / "shards";
+  p.shard_size = 100'000;  // several shards
+  p.progress = false;
+  pack_shards(p);
+  const Outcome tree = run(open_index(clean_), "serial");
+  const Index nfs = open_index(url_of(*dir_ / "shards"));
+  ASSERT_TRUE(nfs.sharded());
+  EXPECT_GT(nfs.shards.size(), 1u);
+  for (const char* reader : kReaders) {
+    EXPECT_EQ(run(nfs, reader).checksum, tree.checksum) << reader;  // global order: the tree's
+  }
+  // The index file's URL itself opens the same dataset.
+  EXPECT_EQ(open_index(url_of(*dir_ / "shards/stoker-shards.tsv")).size(), nfs.size());
 }
 
 TEST_F(NfsReaders, BadAndVanishedFilesAsLocally) {
