@@ -290,8 +290,9 @@ void run_bench(BenchOptions& o) {
     if (is_nfs_url(index.root)) {
       // The page cache that matters is the NFS server's: not ours to evict or to fill.
       if (o.cold) fail("--cold with {}: the page cache is the NFS server's; evict it there", root);
-      fmt::print("# nfs: page cache on the server, not evicted; one libnfs connection per "
-                 "thread or process\n");
+      fmt::print(
+          "# nfs: page cache on the server, not evicted; one libnfs connection per "
+          "thread or process\n");
     } else if (!o.cold) {
       warm_page_cache(index);
     }
