@@ -7,8 +7,14 @@
 
 namespace stoker {
 
-Iterator::Iterator(const Index& index, const LoaderConfig& config)
-    : ctx_(std::make_unique<LoaderContext>(index, config)) {
+Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_ptr<Source> source) {
+  if (source && config.reader.kind == ReaderPolicy::Kind::processes) {
+    fail(
+        "reader {}: worker processes make their own source from the configuration; a {} "
+        "source object cannot be handed to them",
+        config.reader.text(), source->name());
+  }
+  ctx_ = std::make_unique<LoaderContext>(index, config, std::move(source));
   if (config.prefetch == 0) fail("prefetch depth must be at least 1");
   switch (config.reader.kind) {
     case ReaderPolicy::Kind::serial:

@@ -18,8 +18,11 @@ namespace stoker {
 
 class Iterator {
  public:
-  // `index` must outlive the iterator.
-  Iterator(const Index& index, const LoaderConfig& config);
+  // `index` must outlive the iterator. `source`: the prototype every worker thread clones
+  // (tests, custom sources); null: make_source(index, config). processes:N refuses one (its
+  // workers make their own from the configuration).
+  Iterator(const Index& index, const LoaderConfig& config,
+           std::unique_ptr<Source> source = nullptr);
   ~Iterator();
 
   // Begins `epoch` at sample `start` of it (a batch boundary; non-zero to resume a run).
@@ -36,6 +39,8 @@ class Iterator {
   size_t batches_per_epoch() const { return ctx_->sampler.batches(); }
   const Sampler& sampler() const { return ctx_->sampler; }
   const BadSamples& bad_samples() const { return ctx_->bad; }
+  // The source the workers clone ("pread", "uring", "null", ...).
+  const char* source_name() const { return ctx_->source->name(); }
   const LoaderConfig& config() const { return ctx_->config; }
   size_t pool_bytes() const { return producer_->pool_bytes(); }
 

@@ -61,6 +61,9 @@ class AsyncProducer final : public Producer {
     submitter_.join();
     lock.lock();
     cv_.wait(lock, [&] { return decoding_ == 0; });  // tasks of a failed reader
+    // A failed source may still have reads in flight into buffers_: it waits for them as it
+    // goes, which must happen before buffers_ (declared after it) are freed.
+    source_.reset();
   }
 
   void begin(size_t first) override { prefetch_.begin(first); }

@@ -8,22 +8,16 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/rng.h"
-#include "loader/nfs_url.h"
 
 namespace stoker {
 
-SourceOptions source_options(const LoaderConfig& c, std::string_view root) {
+SourceOptions source_options(const LoaderConfig& c) {
   SourceOptions o;
   o.kind = c.source;
   o.direct = c.direct;
   o.evict_after_read = c.evict_after_read;
   o.queue_depth =
       c.reader.kind == ReaderPolicy::Kind::uring ? static_cast<uint32_t>(c.reader.queue_depth) : 0;
-  // uring:QD:T over local files is io_uring; over nfs:// the NFS source keeps QD in flight.
-  if (c.reader.kind == ReaderPolicy::Kind::uring && o.kind == SourceOptions::Kind::automatic &&
-      !is_nfs_url(root)) {
-    o.kind = SourceOptions::Kind::uring;
-  }
   const size_t n = std::min(c.null_file.size(), sizeof o.null_file - 1);
   std::copy_n(c.null_file.data(), n, o.null_file);
   return o;
@@ -40,7 +34,7 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::uni
       }()),
       recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode},
       bad(cfg.warn),
-      source_options(stoker::source_options(cfg, idx.root)),
+      source_options(stoker::source_options(cfg)),
       source(src ? std::move(src) : make_source(idx, source_options)) {
   config.output = normalizer.spec;
   // The loader parallelises across samples; OpenCV's own pool inside resize would only

@@ -30,9 +30,8 @@ struct SampleRecipe {
   bool no_decode = false;
 };
 
-// The source options a loader configuration asks for (kind, --direct, --cold, depth) for a
-// dataset at `root` (uring:QD:T means io_uring locally, the NFS source for nfs://).
-SourceOptions source_options(const LoaderConfig& config, std::string_view root);
+// The source options a loader configuration asks for (kind, --direct, --cold, depth).
+SourceOptions source_options(const LoaderConfig& config);
 
 // What every worker shares, read-only during an epoch (BadSamples is thread-safe).
 struct LoaderContext {

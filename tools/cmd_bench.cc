@@ -75,12 +75,18 @@ std::string short_name(const std::string& root) {
   return slash == std::string::npos ? r : r.substr(slash + 1);
 }
 
-// Reads every file once so a warm run measures the loader, not the first touch of storage.
+// Reads every sample once so a warm run measures the loader, not the first touch of storage.
+// Local data only: a remote source (nfs://) has no page cache of ours to warm.
 void warm_page_cache(const Index& index) {
+  if (index.root.rfind("nfs://", 0) == 0) return;
+  const std::unique_ptr<Source> source = make_pread_source({});
   tbb::parallel_for(size_t{0}, index.size(), [&](size_t i) {
-    std::vector<uint8_t> buf;
+    thread_local std::unique_ptr<Source> mine;
+    if (!mine) mine = source->clone();
+    ReadBuffer buf;
+    std::string scratch;
     try {
-      read_file(index.path(i), buf);
+      mine->read(locate_sample(index, i, scratch), buf);
     } catch (const Error&) {
       // Reported by the run itself, under the on-error policy.
     }
@@ -243,6 +249,7 @@ void run_bench(BenchOptions& o) {
       {"emulate", o.emulate},
       {"no_decode", base.no_decode},
       {"direct", base.direct},
+      {"source", source_kind_name(base.source)},
   };
   fmt::print("# stoker {} bench, {}\n", STOKER_VERSION, context["date"].get<std::string>());
   fmt::print("# cpu: {}, {} online cpus, kernel {}\n", cpu_model(), online_cpus(),
@@ -267,6 +274,11 @@ void run_bench(BenchOptions& o) {
   } else {
     fmt::print("# consumer: none (batches are dropped as soon as they arrive)\n");
   }
+  fmt::print("# source: {}{}\n", source_kind_name(base.source),
+             base.source == SourceOptions::Kind::null
+                 ? " (no I/O: every sample is the same JPEG; the loader's own overhead, as fio's "
+                   "null engine)"
+                 : "");
   fmt::print("# page cache: {}\n",
              o.cold ? "cold (files evicted with posix_fadvise(DONTNEED) before each run and "
                       "after each read)"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// uring:QD:T gives bit-identical batches to serial whatever QD and T, with and without
-// O_DIRECT; read-only mode hashes the files themselves; bad files are handled as by serial.
+// uring:QD:T specifics: O_DIRECT gives serial's batches; read-only mode hashes the files
+// themselves; files gone after indexing are handled as by serial. Same batches as serial for
+// any QD and T, clean and corrupted: reader_suite_test.cc.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -69,17 +70,6 @@ class Uring : public ::testing::Test {
   TempDir dir;
   std::string root;
 };
-
-TEST_F(Uring, SameBatchesAsSerialForAnyDepthAndThreads) {
-  const Index index = open_index(root);
-  const RunResult serial = run(index, config("serial"));
-  for (const char* reader : {"uring:1:1", "uring:4:2", "uring:32:3"}) {
-    const RunResult u = run(index, config(reader));
-    EXPECT_EQ(u.epoch_checksums, serial.epoch_checksums) << reader;
-    EXPECT_TRUE(u.bytes == serial.bytes) << reader;
-    EXPECT_EQ(u.bytes_read, serial.bytes_read) << reader;
-  }
-}
 
 TEST_F(Uring, DirectIoGivesTheSameBatches) {
   if (!direct_supported()) GTEST_SKIP() << "O_DIRECT is not supported on " << dir.path();

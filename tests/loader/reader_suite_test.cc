@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: Apache-2.0
+// One conformance suite for every (reader, source) pair this build has: the same epoch
+// checksum as `serial` on clean data and on a heavily corrupted set (and the same bad-file
+// list and replacement count, run after run), the bad-file policy, exact resume mid-epoch,
+// and reader failures reaching next(). A new reader or source is one line in a table below.
+// Reader-specific behaviour (worker crashes, O_DIRECT, memory) stays in its own test file.
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <tuple>
+
+#include "common/error.h"
+#include "loader/iterator.h"
+#include "loader_test_util.h"
+#include "test_util.h"
+
+namespace stoker {
+namespace {
+
+using test::TempDir;
+
+// ---- the tables: add a reader or a source here ------------------------------------------
+
+const char* const kReaders[] = {"serial",      "threads:1", "threads:3",
+                                "processes:2", "uring:4:2", "uring:16:3"};
+
+struct SourceCase {
+  const char* name;
+  SourceOptions::Kind kind;
+  // The dataset as this source reads it, made from a local ImageFolder tree (pack it into
+  // shards, serve it over NFS, ...); empty with *skip set when it cannot here.
+  std::string (*prepare)(const std::string& tree, const TempDir& scratch, std::string* skip);
+  // Reads the real files (compared with serial over pread), or serves its own bytes (null:
+  // compared with serial over the same source).
+  bool reads_files;
+};
+
+std::string same_tree(const std::string& tree, const TempDir&, std::string*) {
+  return tree;
+}
+
+const SourceCase kSources[] = {
+    {"auto", SourceOptions::Kind::automatic, same_tree, true},
+    {"pread", SourceOptions::Kind::pread, same_tree, true},
+    {"null", SourceOptions::Kind::null, same_tree, false},
+};
+
+// ---- datasets ---------------------------------------------------------------------------
+
+// Real photographs (Debian's opencv-doc) copied into 4 classes, 120 files; a seeded 40% of
+// them damaged by byte flips, a deleted run of bytes, or truncation. Some damaged files
+// still decode, some fail only for some crops: the hard case for a deterministic policy.
+struct Corrupted {
+  std::string root;
+  size_t damaged = 0;
+};
+
+const Corrupted& corrupted_set() {
+  static TempDir dir;
+  static const Corrupted set = [] {
+    Corrupted c;
+    const std::string folder = "/usr/share/doc/opencv-doc/examples/data";
+    std::vector<std::string> photos;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+      if (e.path().extension() == ".jpg" && e.file_size() < 64 * 1024) photos.push_back(e.path());
+    }
+    std::sort(photos.begin(), photos.end());
+    if (photos.size() < 8) return c;
+    c.root = dir / "photos";
+    std::mt19937_64 rng(20261123);
+    for (int i = 0; i < 120; ++i) {
+      const std::string cls = c.root + "/c" + std::to_string(i % 4);
+      std::filesystem::create_directories(cls);
+      std::vector<uint8_t> bytes = test::read_bytes(photos[static_cast<size_t>(i) % photos.size()]);
+      if (i == 5 || i == 6) {  // an empty file, and text where a JPEG should be
+        ++c.damaged;
+        bytes = i == 5 ? std::vector<uint8_t>{} : std::vector<uint8_t>{'n', 'o', 't', '\n'};
+      } else if (rng() % 100 < 40) {
+        ++c.damaged;
+        const size_t n = bytes.size();
+        switch (rng() % 3) {
+          case 0:  // byte flips in the entropy-coded data
+            for (int f = 0; f < 8; ++f) bytes[n / 4 + rng() % (n * 3 / 4)] ^= 1 + rng() % 255;
+            break;
+          case 1: {  // a run of bytes deleted
+            const size_t at = n / 5 + rng() % (n / 2), len = 16 + rng() % 512;
+            bytes.erase(bytes.begin() + static_cast<ptrdiff_t>(at),
+                        bytes.begin() + static_cast<ptrdiff_t>(std::min(n, at + len)));
+            break;
+          }
+          default:  // truncated
+            bytes.resize(rng() % (n * 3 / 4));
+            break;
+        }
+      }
+      test::write_bytes(cls + "/" + std::to_string(i) + ".jpg", bytes);
+    }
+    return c;
+  }();
+  return set;
+}
+
+const std::string& clean_set() {
+  static TempDir dir;
+  static const std::string root = test::make_dataset(dir, GenPattern::photo, 64, 3, 13);
+  return root;
+}
+
+// ---- running ----------------------------------------------------------------------------
+
+LoaderConfig config(const std::string& reader, SourceOptions::Kind source) {
+  LoaderConfig c;
+  c.reader = parse_reader(reader);
+  c.source = source;
+  c.sampler.batch_size = 8;
+  c.sampler.seed = 7;
+  c.transform.size = 32;
+  c.prefetch = 2;
+  c.warn = false;
+  return c;
+}
+
+// What must be equal between runs and readers: per-epoch checksums, bad files (index and
+// reason), replacements.
+struct Outcome {
+  std::vector<uint64_t> checksums;
+  std::vector<std::tuple<uint32_t, std::string, std::string>> bad;
+  uint64_t replacements = 0;
+  bool operator==(const Outcome&) const = default;
+};
+
+Outcome run(const Index& index, const LoaderConfig& c, int epochs = 2) {
+  Iterator it(index, c);
+  Outcome o;
+  for (int e = 0; e < epochs; ++e) {
+    it.start_epoch(static_cast<uint64_t>(e));
+    while (it.next()) {
+    }
+    o.checksums.push_back(it.epoch_checksum());
+  }
+  for (const BadSample& s : it.bad_samples().list()) o.bad.emplace_back(s.index, s.path, s.reason);
+  o.replacements = it.bad_samples().skipped.load();
+  return o;
+}
+
+// Serial's outcome, computed once per (dataset, reference source).
+const Outcome& reference(const Index& index, const std::string& key, SourceOptions::Kind kind) {
+  static std::map<std::string, Outcome> cache;
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, run(index, config("serial", kind))).first;
+  return it->second;
+}
+
+// (reader, source name): plain strings, so test names are stable and readable.
+using Param = std::tuple<std::string, std::string>;
+
+const SourceCase& source_case(const std::string& name) {
+  for (const SourceCase& s : kSources) {
+    if (name == s.name) return s;
+  }
+  std::abort();
+}
+
+class ReaderSuite : public ::testing::TestWithParam<Param> {
+ protected:
+  std::string reader() const { return std::get<0>(GetParam()); }
+  const SourceCase& source() const { return source_case(std::get<1>(GetParam())); }
+  SourceOptions::Kind reference_kind() const {
+    return source().reads_files ? SourceOptions::Kind::pread : source().kind;
+  }
+  // The dataset as this source reads it, or skips the test with the reason.
+  bool prepare(const std::string& tree, std::string& out) {
+    std::string skip;
+    out = source().prepare(tree, scratch_, &skip);
+    if (out.empty()) {
+      skip_ = skip;
+      return false;
+    }
+    return true;
+  }
+  TempDir scratch_;
+  std::string skip_;
+};
+
+TEST_P(ReaderSuite, CleanDataGivesSerialsChecksums) {
+  std::string root;
+  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  const Index index = open_index(root);
+  const Outcome& want = reference(index, "clean/" + std::string(source_kind_name(reference_kind())),
+                                  reference_kind());
+  const Outcome got = run(index, config(reader(), source().kind));
+  EXPECT_EQ(got.checksums, want.checksums);
+  EXPECT_TRUE(got.bad.empty());
+  EXPECT_EQ(got.replacements, 0u);
+}
+
+TEST_P(ReaderSuite, CorruptedDataIsDeterministicAndEqualsSerial) {
+  if (!source().reads_files) GTEST_SKIP() << "the null source serves fixed bytes: nothing is bad";
+  const Corrupted& set = corrupted_set();
+  if (set.root.empty()) GTEST_SKIP() << "no photographs (Debian: opencv-doc)";
+  std::string root;
+  if (!prepare(set.root, root)) GTEST_SKIP() << skip_;
+  const Index index = open_index(root);
+  ASSERT_EQ(index.size(), 120u);
+  const Outcome& want = reference(index, "corrupted", SourceOptions::Kind::pread);
+  // The set must really be hard: many bad files, replacement chains longer than one.
+  EXPECT_GE(want.bad.size(), 20u);
+  EXPECT_LE(want.bad.size(), set.damaged);
+  EXPECT_GT(want.replacements, want.bad.size());
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const Outcome got = run(index, config(reader(), source().kind));
+    ASSERT_EQ(got.checksums, want.checksums) << "run " << repeat;
+    ASSERT_EQ(got.replacements, want.replacements) << "run " << repeat;
+    ASSERT_EQ(got.bad, want.bad) << "run " << repeat;
+  }
+}
+
+TEST_P(ReaderSuite, FailPolicyStopsNamingABadFile) {
+  if (!source().reads_files) GTEST_SKIP() << "the null source serves fixed bytes: nothing is bad";
+  const Corrupted& set = corrupted_set();
+  if (set.root.empty()) GTEST_SKIP() << "no photographs (Debian: opencv-doc)";
+  std::string root;
+  if (!prepare(set.root, root)) GTEST_SKIP() << skip_;
+  const Index index = open_index(root);
+  const Outcome& want = reference(index, "corrupted", SourceOptions::Kind::pread);
+  LoaderConfig c = config(reader(), source().kind);
+  c.on_error = ErrorPolicy::fail;
+  Iterator it(index, c);
+  it.start_epoch(0);
+  try {
+    while (it.next()) {
+    }
+    FAIL() << "an epoch over damaged files ended without an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    const bool names_one = std::any_of(want.bad.begin(), want.bad.end(), [&](const auto& b) {
+      return msg.find(std::get<1>(b)) != std::string::npos;
+    });
+    EXPECT_TRUE(names_one) << msg;
+  }
+}
+
+TEST_P(ReaderSuite, ResumeMidEpochGivesExactlyTheRemainingBatches) {
+  std::string root;
+  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  const Index index = open_index(root);
+  const LoaderConfig c = config(reader(), source().kind);
+  Iterator whole(index, c);
+  const test::EpochRecord all = test::run_epoch(whole, 1);
+  Iterator first(index, c);
+  first.start_epoch(1);
+  ASSERT_NE(first.next(), nullptr);
+  ASSERT_NE(first.next(), nullptr);
+  const Position at = first.position();
+  Iterator resumed(index, c);
+  const test::EpochRecord rest = test::run_epoch(resumed, at.epoch, at.index);
+  ASSERT_EQ(rest.batch_checksums.size() + 2, all.batch_checksums.size());
+  for (size_t i = 0; i < rest.batch_checksums.size(); ++i) {
+    EXPECT_EQ(rest.batch_checksums[i], all.batch_checksums[i + 2]) << "batch " << i + 2;
+    EXPECT_EQ(rest.bytes[i], all.bytes[i + 2]) << "batch " << i + 2;
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+  std::replace(name.begin(), name.end(), ':', '_');
+  return name;
+}
+
+std::vector<std::string> source_names() {
+  std::vector<std::string> out;
+  for (const SourceCase& s : kSources) out.push_back(s.name);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ReaderSuite,
+                         ::testing::Combine(::testing::ValuesIn(std::vector<std::string>(
+                                                std::begin(kReaders), std::end(kReaders))),
+                                            ::testing::ValuesIn(source_names())),
+                         param_name);
+
+// ---- the source layer itself ------------------------------------------------------------
+
+// A source that breaks after `good` reads, as a ring or a server can: the reader's failure
+// must reach next() as a stoker::Error, never a hang, an abort or a print.
+class BreakingSource final : public Source {
+ public:
+  explicit BreakingSource(int good) : good_(good), inner_(make_null_source({})) {}
+  const char* name() const override { return "breaking"; }
+  std::unique_ptr<Source> clone() const override { return std::make_unique<BreakingSource>(good_); }
+  std::span<const uint8_t> read(const SampleLocation& w, ReadBuffer& b) override {
+    return inner_->read(w, b);
+  }
+  size_t queue_depth() const override { return 4; }
+  void submit(const ReadRequest& r) override {
+    if (good_-- <= 0) fail("breaking source: submit failed (as io_uring_submit can)");
+    inner_->submit(r);
+  }
+  size_t reap(std::vector<ReadCompletion>& out, size_t max, int timeout_ms) override {
+    return inner_->reap(out, max, timeout_ms);
+  }
+
+ private:
+  int good_;
+  std::unique_ptr<Source> inner_;
+};
+
+TEST(SourceLayer, AsyncReaderFailureReachesNext) {
+  const Index index = open_index(clean_set());
+  Iterator it(index, config("uring:4:2", SourceOptions::Kind::automatic),
+              std::make_unique<BreakingSource>(10));
+  it.start_epoch(0);
+  try {
+    while (it.next()) {
+    }
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("submit failed"), std::string::npos) << e.what();
+  }
+  // Still an error, not a hang, on the next epoch; and the iterator can be destroyed.
+  EXPECT_THROW(
+      {
+        it.start_epoch(1);
+        it.next();
+      },
+      Error);
+}
+
+// A synchronous source that is not local files (as NFS without submit/reap would be).
+class SyncOnlySource final : public Source {
+ public:
+  const char* name() const override { return "sync-only"; }
+  std::unique_ptr<Source> clone() const override { return std::make_unique<SyncOnlySource>(); }
+  std::span<const uint8_t> read(const SampleLocation&, ReadBuffer&) override {
+    return null_source_jpeg();
+  }
+};
+
+TEST(SourceLayer, SynchronousSourceUnderUringReaderIsRefusedNamingBoth) {
+  const Index index = open_index(clean_set());
+  try {
+    Iterator it(index, config("uring:8:2", SourceOptions::Kind::automatic),
+                std::make_unique<SyncOnlySource>());
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("uring:8:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sync-only"), std::string::npos) << e.what();
+  }
+  // Under a reader that calls read(), the same source serves every sample.
+  Iterator it(index, config("threads:2", SourceOptions::Kind::automatic),
+              std::make_unique<SyncOnlySource>());
+  EXPECT_EQ(test::run_epoch(it, 0).batch_checksums.size(), it.batches_per_epoch());
+}
+
+TEST(SourceLayer, NfsAndShardHooksSayWhatIsMissing) {
+  SourceSpec nfs{"nfs://127.0.0.1/export/data", false, {}};
+#if STOKER_HAVE_NFS
+  // The NFS source connects on first use: no server exporting this -> an error naming it.
+  ReadBuffer buf;
+  EXPECT_THROW(make_source(nfs)->read(
+                   {"nfs://127.0.0.1/export/data/a/x.jpg", 0, SampleLocation::kWholeFile}, buf),
+               Error);
+#else
+  EXPECT_THROW(make_source(nfs), Error);
+#endif
+  SourceSpec local_uring{"nfs://127.0.0.1/export/data", false, {}};
+  local_uring.options.kind = SourceOptions::Kind::pread;
+  try {
+    make_source(local_uring);
+    FAIL() << "pread accepted a URL";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nfs://127.0.0.1/export/data"), std::string::npos);
+  }
+}
+
+TEST(SourceLayer, PreadReadsWholeFilesAndRanges) {
+  TempDir d;
+  std::vector<uint8_t> bytes(10000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  test::write_bytes(d / "f.bin", bytes);
+  const std::string path = d / "f.bin";
+  for (const auto kind : {SourceOptions::Kind::pread, SourceOptions::Kind::uring}) {
+    SourceOptions o;
+    o.kind = kind;
+    std::unique_ptr<Source> s;
+    try {
+      s = make_source(SourceSpec{d.path(), false, o});
+    } catch (const Error& e) {
+      continue;  // no io_uring here
+    }
+    ReadBuffer buf;
+    auto whole = s->read({path, 0, SampleLocation::kWholeFile}, buf);
+    EXPECT_TRUE(std::equal(whole.begin(), whole.end(), bytes.begin(), bytes.end()));
+    auto range = s->read({path, 1000, 500}, buf);
+    EXPECT_TRUE(std::equal(range.begin(), range.end(), bytes.begin() + 1000, bytes.begin() + 1500));
+    EXPECT_THROW(s->read({path, 9900, 500}, buf), Error);  // past the end: truncated
+    EXPECT_THROW(s->read({d / "missing", 0, SampleLocation::kWholeFile}, buf), Error);
+    if (s->queue_depth() == 0) continue;
+    s->submit({1, {path, 2000, 100}, &buf});
+    ReadBuffer other;
+    s->submit({2, {d / "missing", 0, SampleLocation::kWholeFile}, &other});
+    std::vector<ReadCompletion> done;
+    while (done.size() < 2) s->reap(done, 8, 1000);
+    std::sort(done.begin(), done.end(), [](auto& a, auto& b) { return a.tag < b.tag; });
+    EXPECT_EQ(done[0].bytes, 100u);
+    EXPECT_TRUE(done[0].error.empty());
+    EXPECT_EQ(buf.data()[0], bytes[2000]);
+    EXPECT_NE(done[1].error.find("missing"), std::string::npos) << done[1].error;
+  }
+}
+
+TEST(SourceLayer, OneLocationBuilderWhateverTheRootEndsWith) {
+  std::string out;
+  join_location(out, "/data/", "a/b.jpg");
+  EXPECT_EQ(out, "/data/a/b.jpg");
+  join_location(out, "/data", "a/b.jpg");
+  EXPECT_EQ(out, "/data/a/b.jpg");
+  join_location(out, "nfs://h/export", "a.jpg");
+  EXPECT_EQ(out, "nfs://h/export/a.jpg");
+  Index idx;
+  idx.root = "/d/";
+  idx.shards = {"s-0.tar"};
+  idx.add_member("k.jpg", 0, 512, 100, 3);
+  std::string scratch;
+  const SampleLocation w = locate_sample(idx, 0, scratch);
+  EXPECT_EQ(w.file, "/d/s-0.tar");
+  EXPECT_EQ(w.offset, 512u);
+  EXPECT_EQ(w.length, 100u);
+  EXPECT_EQ(idx.path(0), "/d/s-0.tar:k.jpg");
+}
+
+}  // namespace
+}  // namespace stoker
