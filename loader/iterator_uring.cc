@@ -207,9 +207,10 @@ std::unique_ptr<Producer> make_uring_producer(LoaderContext& ctx, int queue_dept
   if (ctx.source->queue_depth() > 0) {
     return std::make_unique<AsyncProducer>(ctx, ctx.source->clone(), threads);
   }
-  // A synchronous local source (the automatic choice, or pread): io_uring takes its place
-  // for the first read of each slot.
-  if (std::string_view(ctx.source->name()) != "pread") {
+  // A synchronous local source (the automatic choice, pread, or shard: local byte ranges):
+  // io_uring takes its place for the first read of each slot.
+  const std::string_view sync_name = ctx.source->name();
+  if (sync_name != "pread" && sync_name != "shard") {
     fail(
         "reader {} keeps reads in flight and needs an asynchronous source (uring, null); the {} "
         "source of '{}' reads one sample at a time: use threads:N or processes:N",

@@ -15,6 +15,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "test_util.h"
+#include "tools/pack_shards.h"
 
 namespace stoker {
 namespace {
@@ -41,10 +42,22 @@ std::string same_tree(const std::string& tree, const TempDir&, std::string*) {
   return tree;
 }
 
+// The tree packed into several small tar shards (stoker pack), read by offset.
+std::string packed(const std::string& tree, const TempDir& scratch, std::string*) {
+  PackConfig p;
+  p.data = tree;
+  p.out = scratch / "shards";
+  p.shard_size = 64 * 1024;
+  p.progress = false;
+  pack_shards(p);
+  return p.out;
+}
+
 const SourceCase kSources[] = {
     {"auto", SourceOptions::Kind::automatic, same_tree, true},
     {"pread", SourceOptions::Kind::pread, same_tree, true},
     {"null", SourceOptions::Kind::null, same_tree, false},
+    {"shards", SourceOptions::Kind::automatic, packed, true},
 };
 
 // ---- datasets ---------------------------------------------------------------------------
