@@ -9,14 +9,19 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "loader/index_nfs.h"
+#include "loader/nfs_url.h"
 #include "loader/shard_index.h"
 
 namespace stoker {
 
 void join_location(std::string& out, std::string_view root, std::string_view relative) {
-  out.assign(root);
+  // An nfs:// URL's arguments (?nfsport=...&mountport=...) stay last, after the path.
+  const size_t args = is_nfs_url(root) ? root.find('?') : std::string_view::npos;
+  out.assign(root.substr(0, args));
   if (!out.empty() && out.back() != '/') out += '/';
   out += relative;
+  if (args != std::string_view::npos) out += root.substr(args);
 }
 
 SampleLocation locate_sample(const Index& index, size_t i, std::string& scratch) {
@@ -79,6 +84,7 @@ bool has_image_extension(std::string_view name) {
 }
 
 Index open_index(const std::string& path) {
+  if (is_nfs_url(path)) return index_nfs(path);
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     fail(

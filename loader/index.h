@@ -46,7 +46,7 @@ struct Index {
 };
 
 // THE place a sample's file name is made: `root` + '/' + `relative` (one '/', whatever
-// root ends with; root may be a directory or an nfs:// URL), into `out`.
+// root ends with; root may be a directory or an nfs:// URL, whose ?args stay last), into `out`.
 void join_location(std::string& out, std::string_view root, std::string_view relative);
 
 // Where sample i's bytes are (its file or its shard's byte range); `scratch` holds the
@@ -72,7 +72,7 @@ Index index_shards(const std::string& index_file);
 
 // A directory holding a shard index (`stoker-shards.tsv`) or a shard index file is opened as
 // packed shards; any other directory is indexed as an ImageFolder, a regular file as a list
-// file.
+// file; an nfs:// URL the same way over NFS (index_nfs.h).
 Index open_index(const std::string& path);
 
 // torchvision's IMG_EXTENSIONS, case-insensitive.

@@ -16,26 +16,22 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "loader/image_folder_order.h"
 #include "loader/index.h"
 
 namespace stoker {
 
 namespace {
 
+using image_folder::assemble;
+using image_folder::ClassFiles;
+using image_folder::ListedDir;
+using image_folder::Listing;
+using image_folder::order_class;
+using image_folder::push_name;
+using image_folder::sort_names;
+
 constexpr int kScanThreads = 16;
-
-struct Listing {
-  std::vector<char> pool;           // names, NUL-terminated
-  std::vector<uint32_t> files;      // offsets of regular files with an image extension
-  std::vector<uint64_t> file_size;  // parallel to `files`
-  std::vector<uint32_t> dirs;       // offsets of sub-directories
-};
-
-uint32_t push_name(std::vector<char>& pool, const char* name) {
-  const auto off = static_cast<uint32_t>(pool.size());
-  pool.insert(pool.end(), name, name + std::strlen(name) + 1);
-  return off;
-}
 
 // Lists one directory (non-hidden entries only), resolving types and sizes with fstatat.
 // `display` names the directory in errors.
@@ -60,36 +56,8 @@ void list_dir(int dfd, const std::string& display, Listing& out) {
   closedir(dir);
 }
 
-void sort_names(const std::vector<char>& pool, std::vector<uint32_t>& offs,
-                std::vector<uint64_t>* sizes) {
-  std::vector<uint32_t> order(offs.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return std::strcmp(pool.data() + offs[a], pool.data() + offs[b]) < 0;
-  });
-  std::vector<uint32_t> o2(offs.size());
-  std::vector<uint64_t> s2(sizes ? sizes->size() : 0);
-  for (size_t i = 0; i < order.size(); ++i) {
-    o2[i] = offs[order[i]];
-    if (sizes) s2[i] = (*sizes)[order[i]];
-  }
-  offs.swap(o2);
-  if (sizes) sizes->swap(s2);
-}
-
-// The samples of one class, in torchvision's order: sorted(os.walk(class_dir)) visits
-// directories in sorted path order; files are sorted within each directory.
-struct ClassFiles {
-  std::vector<char> paths;  // relative to the dataset root, NUL-terminated
-  std::vector<uint64_t> sizes;
-};
-
 void walk_class(int root_fd, const std::string& root, const std::string& cls, ClassFiles& out) {
-  struct Dir {
-    std::string rel;  // relative to the dataset root
-    Listing listing;
-  };
-  std::vector<Dir> dirs;
+  std::vector<ListedDir> dirs;
   std::vector<std::string> pending = {cls};
   while (!pending.empty()) {
     std::string rel = std::move(pending.back());
@@ -99,7 +67,7 @@ void walk_class(int root_fd, const std::string& root, const std::string& cls, Cl
     }
     const int fd = openat(root_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) fail("cannot open directory '{}/{}': {}", root, rel, errno_text(errno));
-    Dir d{rel, {}};
+    ListedDir d{rel, {}};
     try {
       list_dir(fd, root + "/" + rel, d.listing);
     } catch (...) {
@@ -111,17 +79,7 @@ void walk_class(int root_fd, const std::string& root, const std::string& cls, Cl
       pending.push_back(rel + "/" + (d.listing.pool.data() + off));
     dirs.push_back(std::move(d));
   }
-  std::sort(dirs.begin(), dirs.end(), [](const Dir& a, const Dir& b) { return a.rel < b.rel; });
-  for (Dir& d : dirs) {
-    sort_names(d.listing.pool, d.listing.files, &d.listing.file_size);
-    for (size_t i = 0; i < d.listing.files.size(); ++i) {
-      out.paths.insert(out.paths.end(), d.rel.begin(), d.rel.end());
-      out.paths.push_back('/');
-      const char* name = d.listing.pool.data() + d.listing.files[i];
-      out.paths.insert(out.paths.end(), name, name + std::strlen(name) + 1);
-      out.sizes.push_back(d.listing.file_size[i]);
-    }
-  }
+  order_class(dirs, out);
 }
 
 }  // namespace
@@ -134,8 +92,7 @@ Index index_image_folder(const std::string& root_in) {
     fail("dataset root '{}': {} (expected a directory laid out as root/<class>/<image>)", root,
          errno_text(errno));
   }
-  Index index;
-  index.root = root;
+  std::vector<std::string> classes;
   Listing top;
   try {
     list_dir(root_fd, root, top);
@@ -144,14 +101,14 @@ Index index_image_folder(const std::string& root_in) {
     throw;
   }
   sort_names(top.pool, top.dirs, nullptr);
-  for (uint32_t off : top.dirs) index.classes.emplace_back(top.pool.data() + off);
-  if (index.classes.empty()) {
+  for (uint32_t off : top.dirs) classes.emplace_back(top.pool.data() + off);
+  if (classes.empty()) {
     close(root_fd);
     fail("dataset root '{}' has no class directories (expected root/<class>/<image>{})", root,
          top.files.empty() ? "" : "; it holds images directly, which ImageFolder does not accept");
   }
 
-  std::vector<ClassFiles> per_class(index.classes.size());
+  std::vector<ClassFiles> per_class(classes.size());
   std::exception_ptr error;
   std::mutex error_mu;
   // Listing and stat-ing a cold tree waits on storage more than on the CPU: keep more
@@ -163,7 +120,7 @@ Index index_image_folder(const std::string& root_in) {
   arena.execute([&] {
     tbb::parallel_for(size_t{0}, per_class.size(), [&](size_t c) {
       try {
-        walk_class(root_fd, root, index.classes[c], per_class[c]);
+        walk_class(root_fd, root, classes[c], per_class[c]);
       } catch (...) {
         std::lock_guard lock(error_mu);
         if (!error) error = std::current_exception();
@@ -173,27 +130,7 @@ Index index_image_folder(const std::string& root_in) {
   close(root_fd);
   if (error) std::rethrow_exception(error);
 
-  size_t n = 0, chars = 0;
-  for (const auto& c : per_class) {
-    n += c.sizes.size();
-    chars += c.paths.size();
-  }
-  index.names.reserve(chars);
-  index.name_offset.reserve(n);
-  index.bytes.reserve(n);
-  index.label.reserve(n);
-  for (size_t c = 0; c < per_class.size(); ++c) {
-    const ClassFiles& cf = per_class[c];
-    if (cf.sizes.empty()) index.empty_classes.push_back(index.classes[c]);
-    const char* p = cf.paths.data();
-    for (uint64_t size : cf.sizes) {
-      const std::string_view rel(p);
-      index.add(rel, size, static_cast<uint32_t>(c));
-      p += rel.size() + 1;
-    }
-    per_class[c] = {};  // release as we go: peak memory stays near one copy
-  }
-  return index;
+  return assemble(root, std::move(classes), per_class);
 }
 
 }  // namespace stoker

@@ -10,19 +10,13 @@
 
 #include "common/error.h"
 #include "loader/index.h"
+#include "loader/index_nfs.h"
 
 namespace stoker {
 
-Index index_list_file(const std::string& list_file, const std::string& root_in) {
-  std::ifstream in(list_file);
-  if (!in) fail("list file '{}': {}", list_file, errno_text(errno));
+Index parse_list_file(std::istream& in, const std::string& list_file, std::string root) {
   Index index;
-  if (!root_in.empty()) {
-    index.root = root_in;
-  } else {
-    const size_t slash = list_file.rfind('/');
-    index.root = slash == std::string::npos ? "." : list_file.substr(0, slash);
-  }
+  index.root = std::move(root);
   std::string line;
   size_t line_no = 0;
   uint32_t max_label = 0;
@@ -48,6 +42,18 @@ Index index_list_file(const std::string& list_file, const std::string& root_in) 
   }
   if (index.size() == 0) fail("list file '{}' lists no samples", list_file);
   for (uint32_t c = 0; c <= max_label; ++c) index.classes.push_back(std::to_string(c));
+  return index;
+}
+
+Index index_list_file(const std::string& list_file, const std::string& root_in) {
+  std::ifstream in(list_file);
+  if (!in) fail("list file '{}': {}", list_file, errno_text(errno));
+  std::string root = root_in;
+  if (root.empty()) {
+    const size_t slash = list_file.rfind('/');
+    root = slash == std::string::npos ? "." : list_file.substr(0, slash);
+  }
+  Index index = parse_list_file(in, list_file, std::move(root));
 
   // Missing files are an error here, naming the line: a list is a promise about the tree.
   std::vector<int> missing_errno(index.size(), 0);

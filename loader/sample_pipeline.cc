@@ -137,6 +137,8 @@ void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t slot,
           batch.sample(slot), chain.attempt() == 0 ? pre_read : nullptr, chain.timing());
       chain.filled(ctx, batch, slot, hash);
       return;
+    } catch (const SourceBroken&) {
+      throw;  // the storage is gone, not this sample: no policy applies
     } catch (const Error& e) {
       chain.failed(ctx, e.what());  // rethrows under fail or when the chain ran out
     }

@@ -114,6 +114,10 @@ bool is_shard_index(const std::string& file) {
 ShardIndexFile read_shard_index(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) fail("shard index '{}': {}", file, errno_text(errno));
+  return parse_shard_index(in, file);
+}
+
+ShardIndexFile parse_shard_index(std::istream& in, const std::string& file) {
   std::string line;
   size_t line_no = 0;
   auto next_line = [&](const char* expected) {

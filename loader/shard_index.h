@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ void write_shard_index(const ShardIndexFile& index, const std::string& file);
 // Parses and checks (counts, labels and shards in range, byte ranges inside their shard).
 // Throws stoker::Error naming file:line and what was expected.
 ShardIndexFile read_shard_index(const std::string& file);
+// The same from a stream (an index read over NFS, say); `file` names it in errors.
+ShardIndexFile parse_shard_index(std::istream& in, const std::string& file);
 
 // True if `file` starts with the shard index magic (reads a few bytes).
 bool is_shard_index(const std::string& file);

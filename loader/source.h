@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.h"
+
 namespace stoker {
 
 struct Index;
@@ -101,6 +103,14 @@ SourceSpec source_spec(const Index& index, const SourceOptions& options);
 
 // The interface. One instance per thread or process: instances share nothing mutable, so
 // no hook needs a lock. Every error is a stoker::Error naming the file/URL and the reason.
+// The source itself is broken (its server stopped answering, its connection dropped, its
+// ring failed): not a bad sample, so no --on-error policy skips it; every reader stops with
+// it. A stoker::Error, so it names the file/URL and the reason as any other.
+class SourceBroken : public Error {
+ public:
+  using Error::Error;
+};
+
 class Source {
  public:
   virtual ~Source() = default;

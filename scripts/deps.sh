@@ -5,13 +5,17 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
-  libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev liburing-dev libdnnl-dev)
+  libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev liburing-dev libdnnl-dev
+  libnfs-dev)
 for arg in "$@"; do
   case "$arg" in
     # djpeg/cjpeg: pixel oracle; torchvision: ImageFolder order oracle; opencv-doc: real photos.
-    --test) packages+=(libgtest-dev libjpeg-turbo-progs python3 python3-torchvision opencv-doc) ;;
+    # nfs-ganesha, rpcbind: the local NFS server of scripts/nfs_serve.sh.
+    --test) packages+=(libgtest-dev libjpeg-turbo-progs python3 python3-torchvision opencv-doc
+      nfs-ganesha nfs-ganesha-vfs rpcbind) ;;
     # libjemalloc2: PyTorch's training baseline runs ~2x faster with it than with glibc malloc.
-    --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision fio libjemalloc2) ;;
+    --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision fio libjemalloc2
+      nfs-ganesha nfs-ganesha-vfs rpcbind) ;;
     *) echo "deps.sh: unknown option '$arg' (expected --test or --bench)" >&2; exit 2 ;;
   esac
 done

@@ -21,6 +21,7 @@
 #include "loader/index.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
+#include "loader/nfs_url.h"
 #include "loader/source.h"
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
@@ -68,7 +69,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 std::string short_name(const std::string& root) {
-  std::string r = root;
+  std::string r = is_nfs_url(root) ? root.substr(0, root.find('?')) : root;
   while (r.size() > 1 && r.back() == '/') r.pop_back();
   const size_t slash = r.rfind('/');
   return slash == std::string::npos ? r : r.substr(slash + 1);
@@ -298,7 +299,15 @@ void run_bench(BenchOptions& o) {
       fmt::print("# warning: {} class directories hold no image (first: {})\n",
                  index.empty_classes.size(), index.empty_classes.front());
     }
-    if (!o.cold) warm_page_cache(index);
+    if (is_nfs_url(index.root)) {
+      // The page cache that matters is the NFS server's: not ours to evict or to fill.
+      if (o.cold) fail("--cold with {}: the page cache is the NFS server's; evict it there", root);
+      fmt::print(
+          "# nfs: page cache on the server, not evicted; one libnfs connection per "
+          "thread or process\n");
+    } else if (!o.cold) {
+      warm_page_cache(index);
+    }
     for (const ReaderPolicy& reader : readers) {
       if (!header_printed) {
         fmt::print(

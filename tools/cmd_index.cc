@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "loader/index.h"
+#include "loader/nfs_url.h"
 #include "tools/commands.h"
 
 namespace stoker {
@@ -40,8 +41,11 @@ void add_index_command(CLI::App& app) {
       // List files are read relative to their own directory: write paths that way.
       namespace fs = std::filesystem;
       const fs::path list_dir = fs::absolute(*out).parent_path();
+      // An nfs:// dataset: paths relative to its root, for a list file placed there.
       std::string prefix =
-          fs::relative(fs::absolute(index.root), list_dir).lexically_normal().string();
+          is_nfs_url(index.root)
+              ? "."
+              : fs::relative(fs::absolute(index.root), list_dir).lexically_normal().string();
       prefix = prefix == "." ? "" : prefix + "/";
       std::ofstream f(*out);
       for (size_t i = 0; i < index.size(); ++i) {

@@ -3,6 +3,8 @@
 // each reader with nothing decoded: whole files in a shuffled order (what a loader does)
 // and in index order (sequential, directory by directory). The page cache is emptied of the
 // dataset before each run unless --warm, so the figure is the storage's, not RAM's.
+// --depth adds the source's own ceiling with 1 or N requests in flight, no reader at all
+// (the default for nfs:// datasets, whose cache is the server's and is not evicted).
 #include <fmt/format.h>
 
 #include <fstream>
@@ -14,8 +16,10 @@
 #include "loader/index.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
+#include "loader/nfs_url.h"
 #include "loader/source.h"
 #include "tools/commands.h"
+#include "tools/source_probe.h"
 
 namespace stoker {
 
@@ -24,34 +28,71 @@ namespace {
 struct ProbeOptions {
   std::string data;
   std::string readers;
+  std::string depths;
   size_t max_files = 0;
   bool warm = false;
   bool direct = false;
   std::string json;
 };
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 void run_probe(ProbeOptions& o) {
   const Index index = open_index(o.data);
   const int cpus = online_cpus();
-  if (o.readers.empty()) {
+  const bool nfs = is_nfs_url(index.root);
+  // NFS: the client has no page cache to empty, and the server's is not ours to evict.
+  if (nfs) o.warm = true;
+  if (nfs && o.readers.empty() && o.depths.empty()) o.depths = "1,32";
+  if (o.readers.empty() && !nfs) {
     o.readers = fmt::format("serial,threads:{},threads:{},uring:32:{}", cpus, 4 * cpus, cpus);
   }
   std::vector<ReaderPolicy> readers;
-  for (size_t start = 0; start <= o.readers.size();) {
-    const size_t end = std::min(o.readers.find(',', start), o.readers.size());
-    if (end > start) readers.push_back(parse_reader(o.readers.substr(start, end - start)));
-    start = end + 1;
+  for (const std::string& r : split_list(o.readers)) readers.push_back(parse_reader(r));
+  std::vector<uint32_t> depths;
+  for (const std::string& d : split_list(o.depths)) {
+    const int v = std::atoi(d.c_str());
+    if (v < 1 || v > 4096 || std::to_string(v) != d) {
+      fail("--depth '{}': expected requests in flight, 1..4096, comma-separated", d);
+    }
+    depths.push_back(static_cast<uint32_t>(v));
   }
   const uint64_t total = index.total_bytes();
   fmt::print("# stoker {} probe: {} ({} files, {:.1f} MB, mean {:.1f} KB)\n", STOKER_VERSION,
              o.data, index.size(), total / 1e6, index.size() ? total / 1e3 / index.size() : 0.0);
   fmt::print("# cpu: {}, {} online cpus; page cache {}; O_DIRECT {}\n", cpu_model(), cpus,
-             o.warm ? "warm (not evicted)" : "evicted before each run", o.direct ? "on" : "off");
+             nfs      ? "on the NFS server (not evicted)"
+             : o.warm ? "warm (not evicted)"
+                      : "evicted before each run",
+             o.direct ? "on" : "off");
   fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "order", "reader", "files/s", "MB/s",
              "read50", "read99", "cores");
   fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "", "ms", "ms", "");
   nlohmann::json results = nlohmann::json::array();
   for (const bool shuffled : {true, false}) {
+    for (const uint32_t depth : depths) {
+      if (!o.warm) evict_from_page_cache(index);
+      SourceOptions so;
+      so.direct = o.direct;
+      const SourceProbe p = probe_source(index, so, depth, shuffled, 0, o.max_files);
+      const char* order = shuffled ? "shuffled" : "sequential";
+      fmt::print("{:<11} {:<14} {:>10.0f} {:>9.1f} {:>9.2f} {:>9.2f} {:>9.2f}\n", order,
+                 fmt::format("{} qd{}", p.source, p.depth), p.files_per_s(), p.mb_per_s(),
+                 p.latency.quantile_ns(0.5) / 1e6, p.latency.quantile_ns(0.99) / 1e6,
+                 p.seconds > 0 ? p.cpu_seconds / p.seconds : 0.0);
+      if (p.errors) fmt::print("# {} files could not be read\n", p.errors);
+      nlohmann::json r = p.to_json();
+      r["order"] = order;
+      results.push_back(std::move(r));
+    }
     for (const ReaderPolicy& reader : readers) {
       if (o.direct && reader.kind != ReaderPolicy::Kind::uring) continue;
       if (!o.warm) evict_from_page_cache(index);
@@ -95,6 +136,7 @@ void run_probe(ProbeOptions& o) {
                             {"cpu", cpu_model()},
                             {"online_cpus", cpus},
                             {"warm", o.warm},
+                            {"depths", o.depths},
                             {"direct", o.direct}}},
                           {"results", results}}
                .dump(2)
@@ -109,10 +151,15 @@ void add_probe_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "probe", "Raw read bandwidth of a dataset's files through each reader (no decoding)");
   auto o = std::make_shared<ProbeOptions>();
-  cmd->add_option("data", o->data, "Dataset root (ImageFolder directory or list file)")->required();
+  cmd->add_option("data", o->data,
+                  "Dataset root (ImageFolder directory or list file; or an nfs:// URL)")
+      ->required();
   cmd->add_option("--reader", o->readers,
                   "Comma-separated readers (default: serial,threads:<cpus>,threads:<4 x cpus>,"
                   "uring:32:<cpus>)");
+  cmd->add_option("--depth", o->depths,
+                  "Comma-separated requests in flight for the source alone, no reader (e.g. "
+                  "1,32; default for nfs:// datasets, which then run no reader unless --reader)");
   cmd->add_option("--max-files", o->max_files, "Stop each run after about this many files");
   cmd->add_flag("--warm", o->warm, "Do not evict the files from the page cache first");
   cmd->add_flag("--direct", o->direct, "O_DIRECT reads (uring readers only; others are skipped)");

@@ -88,6 +88,9 @@ void serve() {
     reply.tag = request.tag;
     try {
       reply.hash = run_sample(s, request, reply.timing);
+    } catch (const SourceBroken& e) {
+      reply.status = SampleStatus::internal;  // the storage is gone: the run stops
+      reply.set_reason(e.what());
     } catch (const Error& e) {
       reply.status = SampleStatus::bad_input;
       reply.set_reason(e.what());

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A local NFS server for tests and benchmarks: NFS-Ganesha (VFS FSAL) on 127.0.0.1 exporting
+# one directory read-only over NFSv3 (and v4), with its config, log and pid under a state
+# directory. Not a production setup: no Kerberos, no locking, no UDP, root squash off.
+#
+#   scripts/nfs_serve.sh start DIR [--port N|auto] [--mount-port N|auto] [--state SDIR]
+#                                  [--timeout S]
+#       Starts the server, waits until it is up (at most S s, default 30) and
+#       prints the export's URL: nfs://127.0.0.1/<abs DIR>?nfsport=N&mountport=M
+#       (a file below DIR is nfs://127.0.0.1/<abs DIR>/<file>?nfsport=N&mountport=M).
+#       Defaults: --port 2049 --mount-port 20048 --state /tmp/stoker-nfs-<port>; `auto`
+#       picks a free port.
+#   scripts/nfs_serve.sh stop [--state SDIR | --port N]
+#       Stops that server (SIGTERM, then SIGKILL after 10 s) and the rpcbind it started.
+#   scripts/nfs_serve.sh url [--state SDIR | --port N]     prints a running server's URL.
+#
+# Exit status: 0 ok; 77 the server cannot run here (not root, NFS-Ganesha or rpcbind not
+# installed: scripts/deps.sh --test); 1 any other failure (port in use, server died, not
+# ready in time), with the reason and the end of the server's log on stderr.
+set -euo pipefail
+
+die() { echo "nfs_serve: $*" >&2; exit 1; }
+cannot() { echo "nfs_serve: cannot run an NFS server here: $*" >&2; exit 77; }
+usage() { sed -n '7,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+[ $# -ge 1 ] || usage
+cmd=$1; shift
+dir="" port=2049 mount_port=20048 state="" timeout=30
+[ "$cmd" = start ] && { [ $# -ge 1 ] || usage; dir=$1; shift; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --port) port=$2; shift 2 ;;
+    --mount-port) mount_port=$2; shift 2 ;;
+    --state) state=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    *) usage ;;
+  esac
+done
+
+port_in_use() { ss -ltnH "( sport = :$1 )" 2>/dev/null | grep -q .; }
+free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 40000))
+    port_in_use "$p" || { echo "$p"; return; }
+  done
+  die "no free TCP port found"
+}
+# A live process (not a zombie awaiting its reaper); with $2, also named $2 (pid reuse).
+alive() {
+  [ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1
+  [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)" != Z ] || return 1
+  [ -z "${2:-}" ] || [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
+}
+pid_of() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
+
+if [ "$cmd" = start ]; then
+  [ "$port" = auto ] && port=$(free_port)
+  [ "$mount_port" = auto ] && { mount_port=$(free_port); [ "$mount_port" != "$port" ] || mount_port=$(free_port); }
+fi
+[ -n "$state" ] || state=/tmp/stoker-nfs-$port
+
+stop_server() {
+  local pid rpid
+  pid=$(pid_of "$state/ganesha.pid")
+  if alive "$pid" ganesha.nfsd; then
+    kill -TERM "$pid"
+    for _ in $(seq 100); do alive "$pid" || break; sleep 0.1; done
+    if alive "$pid"; then
+      echo "nfs_serve: ganesha.nfsd $pid ignored SIGTERM for 10 s; killing it" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -f "$state/ganesha.pid" "$state/url"
+  # rpcbind is one per machine: stop it only if this harness started it and no other
+  # NFS-Ganesha still has programs registered with it.
+  rpid=$(pid_of "$state/rpcbind.pid")
+  if alive "$rpid" rpcbind && ! pgrep -x ganesha.nfsd > /dev/null; then kill -TERM "$rpid" 2>/dev/null || true; fi
+  rm -f "$state/rpcbind.pid"
+}
+
+case "$cmd" in
+  stop)
+    [ -d "$state" ] || die "no state directory $state (was a server started with --state or --port?)"
+    stop_server
+    exit 0 ;;
+  url)
+    pid=$(pid_of "$state/ganesha.pid")
+    alive "$pid" ganesha.nfsd && [ -s "$state/url" ] || die "no server running with state $state"
+    cat "$state/url"
+    exit 0 ;;
+  start) ;;
+  *) usage ;;
+esac
+
+[ "$(id -u)" -eq 0 ] || cannot "NFS-Ganesha needs root here (uid $(id -u))"
+for tool in ganesha.nfsd rpcbind rpcinfo ss; do
+  command -v "$tool" > /dev/null || [ -x "/usr/sbin/$tool" ] ||
+    cannot "'$tool' not found (Debian: scripts/deps.sh --test installs nfs-ganesha, nfs-ganesha-vfs, rpcbind)"
+done
+export PATH="$PATH:/usr/sbin:/sbin"
+[ -d "$dir" ] || die "export directory '$dir' does not exist"
+dir=$(cd "$dir" && pwd -P)
+case "$port$mount_port" in *[!0-9]*) die "ports must be numbers or 'auto' (got $port, $mount_port)" ;; esac
+
+mkdir -p "$state"
+old=$(pid_of "$state/ganesha.pid")
+if alive "$old" ganesha.nfsd; then
+  die "a server from $state is still running (pid $old, $(cat "$state/url" 2>/dev/null)); stop it first: $0 stop --state $state"
+fi
+rm -f "$state/ganesha.pid" "$state/url"  # a previous run's leftovers
+for p in "$port" "$mount_port"; do
+  if port_in_use "$p"; then
+    die "TCP port $p is in use ($(ss -ltnpH "( sport = :$p )" | grep -o 'users:.*' | head -1)); stop that server ($0 stop --port $p) or choose another (--port/--mount-port, or auto)"
+  fi
+done
+
+# Ganesha registers its programs with rpcbind and will not start without one.
+if ! rpcinfo -p 127.0.0.1 > /dev/null 2>&1; then
+  setsid rpcbind -f < /dev/null > "$state/rpcbind.log" 2>&1 &
+  echo $! > "$state/rpcbind.pid"
+  for _ in $(seq 50); do rpcinfo -p 127.0.0.1 > /dev/null 2>&1 && break; sleep 0.1; done
+  rpcinfo -p 127.0.0.1 > /dev/null 2>&1 || die "rpcbind did not start: $(tail -5 "$state/rpcbind.log")"
+fi
+
+cat > "$state/ganesha.conf" << EOF
+# Written by scripts/nfs_serve.sh: one read-only VFS export of $dir on 127.0.0.1.
+NFS_CORE_PARAM {
+  Protocols = 3, 4;
+  Bind_addr = 127.0.0.1;
+  NFS_Port = $port;
+  MNT_Port = $mount_port;
+  Enable_UDP = false;
+  Enable_NLM = false;
+  Enable_RQUOTA = false;
+  # Several instances may run at once (tests in parallel): keep their names apart.
+  Dbus_Name_Prefix = stoker$port;
+}
+NFSV4 {
+  # Nothing to recover on a fresh read-only server: no 90 s grace period at start.
+  Graceless = true;
+  RecoveryRoot = $state/recovery;
+}
+EXPORT {
+  Export_Id = 1;
+  Path = $dir;
+  Pseudo = $dir;
+  Protocols = 3, 4;
+  Access_Type = RO;
+  Squash = No_Root_Squash;
+  SecType = sys;
+  FSAL { Name = VFS; }
+}
+EOF
+: > "$state/ganesha.log"
+setsid ganesha.nfsd -F -f "$state/ganesha.conf" -L "$state/ganesha.log" -p "$state/ganesha.pid" \
+  < /dev/null > "$state/ganesha.out" 2>&1 &
+pid=$!
+echo "$pid" > "$state/ganesha.pid"  # also written by ganesha once it has read its config
+
+# Ready once it says so and both ports listen (rpcinfo -n would ask rpcbind, not the port).
+deadline=$((SECONDS + timeout))
+until grep -q 'NFS SERVER INITIALIZED' "$state/ganesha.log" && port_in_use "$port" &&
+  port_in_use "$mount_port"; do
+  if ! alive "$pid"; then
+    rm -f "$state/ganesha.pid"
+    die "ganesha.nfsd exited during start-up; end of $state/ganesha.log:
+$(grep -v ':DBUS :\|krb5\|keytab\|credentials for principal' "$state/ganesha.log" | tail -8)
+$(tail -3 "$state/ganesha.out")"
+  fi
+  if [ $SECONDS -ge $deadline ]; then
+    stop_server
+    die "ganesha.nfsd (pid $pid) not answering on 127.0.0.1:$port/$mount_port after ${timeout}s; see $state/ganesha.log"
+  fi
+  sleep 0.2
+done
+url="nfs://127.0.0.1$dir?nfsport=$port&mountport=$mount_port"
+echo "$url" > "$state/url"
+echo "$url"

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every reader over an nfs:// dataset (a real NFS-Ganesha on 127.0.0.1) against local
+// `serial` on the same files: equal epoch checksums on clean data and on a damaged copy
+// (the same files named bad, a file that vanished after indexing skipped like a local
+// one), and a server stopped mid-epoch: an error naming the URL within a bounded time,
+// under --on-error skip too (the storage failing is not a bad sample), batches so far kept.
+#include <chrono>
+#include <filesystem>
+
+#include "common/error.h"
+#include "loader/index.h"
+#include "loader/iterator.h"
+#include "loader_test_util.h"
+#include "nfs_server.h"
+#include "test_util.h"
+#include "tools/pack_shards.h"
+
+namespace stoker {
+namespace {
+
+using test::NfsServer;
+using test::TempDir;
+
+// Readers that work over NFS: all of them (uring:QD:T keeps QD NFS requests in flight).
+const char* const kReaders[] = {"serial", "threads:2", "processes:2", "uring:1:2", "uring:16:2"};
+
+LoaderConfig config_for(const std::string& reader) {
+  LoaderConfig c;
+  c.reader = parse_reader(reader);
+  c.sampler.batch_size = 4;
+  c.sampler.seed = 5;
+  c.transform.size = 32;
+  c.prefetch = 2;
+  c.warn = false;
+  return c;
+}
+
+struct Outcome {
+  uint64_t checksum = 0;
+  std::vector<std::pair<std::string, std::string>> bad;  // relative path, first words of reason
+  uint64_t replacements = 0;
+};
+
+Outcome run(const Index& index, const std::string& reader) {
+  Iterator it(index, config_for(reader));
+  const test::EpochRecord r = test::run_epoch(it, 0);
+  Outcome o{r.epoch_checksum, {}, it.bad_samples().skipped.load()};
+  for (const BadSample& b : it.bad_samples().list()) {
+    o.bad.emplace_back(std::string(index.relative_path(b.index)), "");
+  }
+  return o;
+}
+
+class NfsReaders : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    clean_ = test::make_dataset(*dir_, GenPattern::photo, 64, 3, 8);
+    // A damaged copy: truncated, garbage, a flipped header, an empty file.
+    namespace fs = std::filesystem;
+    fs::copy(clean_, *dir_ / "bad", fs::copy_options::recursive);
+    const std::string b = *dir_ / "bad";
+    fs::resize_file(b + "/class_000/img_000002.jpg", 300);
+    test::write_text(b + "/class_001/img_000003.jpg", "not a jpeg at all");
+    auto bytes = test::read_bytes(b + "/class_002/img_000001.jpg");
+    bytes[2] ^= 0xff;
+    test::write_bytes(b + "/class_002/img_000001.jpg", bytes);
+    test::write_text(b + "/class_002/img_000005.jpg", "");
+    server_ = new NfsServer(dir_->path());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete dir_;
+  }
+  void SetUp() override { STOKER_REQUIRE_NFS(*server_); }
+
+  static std::string url_of(const std::string& local) {
+    return server_->url_of(std::filesystem::relative(local, dir_->path()).string());
+  }
+
+  static TempDir* dir_;
+  static std::string clean_;
+  static NfsServer* server_;
+};
+
+TempDir* NfsReaders::dir_ = nullptr;
+std::string NfsReaders::clean_;
+NfsServer* NfsReaders::server_ = nullptr;
+
+TEST_F(NfsReaders, SameChecksumAsLocalSerial) {
+  const Outcome local = run(open_index(clean_), "serial");
+  const Index nfs = open_index(url_of(clean_));
+  for (const char* reader : kReaders) {
+    const Outcome o = run(nfs, reader);
+    EXPECT_EQ(o.checksum, local.checksum) << reader;
+    EXPECT_TRUE(o.bad.empty()) << reader << ": " << o.bad.front().first;
+  }
+}
+
+TEST_F(NfsReaders, PackedShardsOverNfsAsTheTree) {
+  PackConfig p;
+  p.data = clean_;
+  p.out = *dir_ / "shards";
+  p.shard_size = 100'000;  // several shards
+  p.progress = false;
+  pack_shards(p);
+  const Outcome tree = run(open_index(clean_), "serial");
+  const Index nfs = open_index(url_of(*dir_ / "shards"));
+  ASSERT_TRUE(nfs.sharded());
+  EXPECT_GT(nfs.shards.size(), 1u);
+  for (const char* reader : kReaders) {
+    EXPECT_EQ(run(nfs, reader).checksum, tree.checksum) << reader;  // global order: the tree's
+  }
+  // The index file's URL itself opens the same dataset.
+  EXPECT_EQ(open_index(url_of(*dir_ / "shards/stoker-shards.tsv")).size(), nfs.size());
+}
+
+TEST_F(NfsReaders, BadAndVanishedFilesAsLocally) {
+  // Indexed with every file there, then one vanishes: skipped like a local one.
+  const Index local_index = open_index(*dir_ / "bad");
+  const Index nfs = open_index(url_of(*dir_ / "bad"));
+  const std::string vanished = *dir_ / "bad/class_001/img_000006.jpg";
+  const auto keep = test::read_bytes(vanished);
+  std::filesystem::remove(vanished);
+  const Outcome local = run(local_index, "serial");
+  EXPECT_EQ(local.bad.size(), 5u);  // truncated, garbage, flipped header, empty, vanished
+  for (const char* reader : kReaders) {
+    const Outcome o = run(nfs, reader);
+    EXPECT_EQ(o.checksum, local.checksum) << reader;
+    EXPECT_EQ(o.bad, local.bad) << reader;
+    EXPECT_EQ(o.replacements, local.replacements) << reader;
+  }
+  test::write_bytes(vanished, keep);
+}
+
+TEST(NfsReadersFaults, ServerStoppedMidEpochIsAnErrorNamingTheUrl) {
+  TempDir d;
+  const std::string root = test::make_dataset(d, GenPattern::photo, 64, 2, 24);
+  for (const char* reader : {"serial", "threads:2", "processes:2", "uring:16:2"}) {
+    NfsServer server(d.path());
+    STOKER_REQUIRE_NFS(server);
+    const std::string url = server.url_of(std::filesystem::relative(root, d.path()).string());
+    const Index index = open_index(url);
+    LoaderConfig c = config_for(reader);
+    c.on_error = ErrorPolicy::skip;  // the storage failing is not a bad sample
+    Iterator it(index, c);
+    it.start_epoch(0);
+    const Batch* first = it.next();
+    ASSERT_NE(first, nullptr) << reader;
+    const uint64_t first_checksum = first->checksum;
+    server.stop();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string error;
+    size_t batches = 1;
+    try {
+      while (it.next()) ++batches;
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(batches, it.batches_per_epoch()) << reader << ": the epoch finished anyway";
+    EXPECT_NE(error.find("nfs://127.0.0.1"), std::string::npos) << reader << ": " << error;
+    EXPECT_LT(s, 15.0) << reader;
+    EXPECT_TRUE(it.bad_samples().list().empty()) << reader << ": a dead server made files bad";
+    EXPECT_NE(first_checksum, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace stoker
