@@ -93,6 +93,7 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
   const ActivityTimeline timeline = backend.activity_timeline();
   std::vector<Interval> waits;  // the host's data waits, in order (device windows only)
   std::vector<ActivityRecord> device_pending;  // compute records of steps not yet windowed
+  int64_t windowed = -1;                       // the last step whose device window is closed
   int64_t label_offset = 0;                    // backend step label - index of the step in this run
 
   const auto fill_gaps = [&](size_t index, const GapStats& g) {
@@ -117,7 +118,8 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
       if (a.step < 0) continue;
       a.step -= label_offset;
       if (a.step < 0) a.step = -1;
-      if (a.step >= 0 && a.stream == timeline.compute_stream) device_pending.push_back(a);
+      // A straggler of a step already windowed would count twice: left out.
+      if (a.step > windowed && a.stream == timeline.compute_stream) device_pending.push_back(a);
     }
     const std::vector<DeviceStepGaps> steps =
         device_step_gaps(device_pending, timeline.compute_stream, waits, final);
@@ -126,8 +128,8 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
       fill_gaps(size_t(d.step), d.stats);
     }
     if (!steps.empty()) {
-      const int64_t done = steps.back().step;
-      std::erase_if(device_pending, [&](const ActivityRecord& a) { return a.step <= done; });
+      windowed = steps.back().step;
+      std::erase_if(device_pending, [&](const ActivityRecord& a) { return a.step <= windowed; });
     }
   };
 
