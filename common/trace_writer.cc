@@ -5,10 +5,32 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "common/error.h"
 
 namespace stoker {
+
+TraceWindow parse_trace_window(std::string_view spec, std::string_view option,
+                               std::string_view unit) {
+  const std::string text(spec);
+  const size_t colon = text.find(':');
+  TraceWindow w;
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    size_t used = 0;
+    w.first = std::stoll(text.substr(0, colon), &used);
+    if (used != colon) throw std::invalid_argument("trailing text");
+    const std::string rest = text.substr(colon + 1);
+    w.last = std::stoll(rest, &used);
+    if (used != rest.size()) throw std::invalid_argument("trailing text");
+  } catch (const std::logic_error&) {
+    fail("{} '{}': expected A:B ({}, B excluded)", option, spec, unit);
+  }
+  if (w.last <= w.first) fail("{} '{}': the window is empty", option, spec);
+  if (w.first < 0) fail("{} '{}': A must not be negative", option, spec);
+  return w;
+}
 
 void TraceWriter::track(int pid, int64_t tid, std::string name, int sort_index) {
   tracks_.push_back({pid, tid, std::move(name), sort_index});

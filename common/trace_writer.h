@@ -8,9 +8,21 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace stoker {
+
+// The half-open window [first, last) of steps or batches a trace keeps (its size bound).
+struct TraceWindow {
+  int64_t first = 0, last = 0;
+  bool contains(int64_t i) const { return i >= first && i < last; }
+};
+// "A:B" as a window; stoker::Error "<option> '<spec>': ..." when it is not two integers
+// with A < B (`unit` says what they count, e.g. "global steps").
+TraceWindow parse_trace_window(std::string_view spec, std::string_view option,
+                               std::string_view unit);
 
 class TraceWriter {
  public:

@@ -18,14 +18,17 @@
 #include "common/error.h"
 #include "common/progress.h"
 #include "common/system_info.h"
+#include "common/trace_writer.h"
 #include "loader/index.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
 #include "loader/nfs_url.h"
+#include "loader/sample_trace.h"
 #include "loader/source.h"
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
 #include "tools/loader_options.h"
+#include "train/activity.h"
 #include "train/emulated_accelerator.h"
 
 namespace stoker {
@@ -43,8 +46,35 @@ struct BenchOptions {
   std::string emulate;
   double au_target = 0.9;
   EmulatedAccelerator accelerator;  // from `emulate`
+  std::string trace, trace_batches;
+  TraceWindow trace_window;  // from `trace_batches`
   LoaderOptions loader;
 };
+
+// What a trace keeps of one run: the consumer's wait and compute per batch and the loader's
+// per-sample timings, for the batches inside the window.
+struct RunTrace {
+  std::vector<int64_t> numbers;  // batch numbers in the run, from 0
+  std::vector<Interval> waits, computes;
+  std::vector<std::vector<SampleTiming>> samples;
+};
+
+// Run r of the bench is processes 2r+1 (the consumer, one track) and 2r+2 (its loader's
+// workers, one track each), so that runs of several readers line up in one file.
+void add_run_trace(TraceWriter& w, size_t run, const std::string& name, const RunTrace& t) {
+  const int consumer = int(2 * run + 1), loader = int(2 * run + 2);
+  w.process(consumer, fmt::format("bench {}", name));
+  w.track(consumer, 1, "consumer", 0);
+  for (size_t k = 0; k < t.numbers.size(); ++k) {
+    const int64_t n = t.numbers[k];
+    w.event(consumer, 1, fmt::format("wait {}", n), t.waits[k].begin_ns, t.waits[k].end_ns,
+            "consumer");
+    if (t.computes[k].end_ns > t.computes[k].begin_ns)
+      w.event(consumer, 1, fmt::format("compute {}", n), t.computes[k].begin_ns,
+              t.computes[k].end_ns, "consumer");
+  }
+  add_sample_tracks(w, loader, fmt::format("{} loader", name), t.samples, t.numbers);
+}
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
@@ -94,7 +124,7 @@ void warm_page_cache(const Index& index) {
 }
 
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
-                    nlohmann::json& result) {
+                    nlohmann::json& result, RunTrace* trace) {
   LoaderStats stats;
   // The clock starts before the iterator exists: start-up (spawning worker processes) is
   // part of what a user waits for. Workers' CPU time is counted once they are reaped, when
@@ -130,6 +160,12 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
         }
         use.compute_ns += o.accelerator.compute_ns(b->size);
         o.accelerator.compute(b->size);
+      }
+      if (trace != nullptr && o.trace_window.contains(int64_t(done))) {
+        trace->numbers.push_back(int64_t(done));
+        trace->waits.push_back({w0, arrived});
+        trace->computes.push_back({arrived, o.accelerator.enabled() ? now_ns() : arrived});
+        trace->samples.emplace_back(b->timing.begin(), b->timing.begin() + ptrdiff_t(b->size));
       }
       uint64_t bytes = 0;
       for (size_t i = 0; i < b->size; ++i) bytes += b->timing[i].bytes;
@@ -188,6 +224,11 @@ void run_bench(BenchOptions& o) {
   LoaderConfig base = o.loader.to_config();
   if (o.epochs < 1) fail("--epochs must be at least 1");
   if (!o.emulate.empty()) o.accelerator = parse_emulation(o.emulate);
+  o.trace_window = {0, 20};
+  if (!o.trace_batches.empty())
+    o.trace_window = parse_trace_window(o.trace_batches, "--trace-batches", "batches of a run");
+  TraceWriter trace_writer;
+  size_t runs = 0;
   if (o.readers.empty()) o.readers = fmt::format("serial,threads:{}", online_cpus());
   std::vector<ReaderPolicy> readers;
   for (const auto& r : split(o.readers, ',')) readers.push_back(parse_reader(r));
@@ -328,7 +369,12 @@ void run_bench(BenchOptions& o) {
       LoaderConfig config = base;
       config.reader = reader;
       nlohmann::json r;
-      const LoaderStats s = run_one(index, config, o, r);
+      RunTrace run_trace;
+      const LoaderStats s = run_one(index, config, o, r, o.trace.empty() ? nullptr : &run_trace);
+      if (!o.trace.empty())
+        add_run_trace(trace_writer, runs, fmt::format("{} {}", short_name(root), reader.text()),
+                      run_trace);
+      ++runs;
       print_row(short_name(root), reader.text(), s, r);
       r["dataset"] = root;
       r["dataset_images"] = index.size();
@@ -336,6 +382,11 @@ void run_bench(BenchOptions& o) {
       r["index_seconds"] = index_s;
       results.push_back(std::move(r));
     }
+  }
+  if (!o.trace.empty()) {
+    trace_writer.write(o.trace);
+    fmt::print("# trace: {} (batches {}..{} of each run, {} events)\n", o.trace,
+               o.trace_window.first, o.trace_window.last, trace_writer.events());
   }
   if (!o.json.empty()) {
     std::ofstream out(o.json);
@@ -370,6 +421,12 @@ void add_bench_command(CLI::App& app) {
                   "Accelerator utilisation a run must reach with --emulate")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--trace", o->trace,
+                  "Write a Chrome trace-event JSON (Perfetto) of the --trace-batches window of "
+                  "each run: the consumer's wait and emulated compute per batch, and a track per "
+                  "loader worker (read, decode, augment, collate per sample)");
+  cmd->add_option("--trace-batches", o->trace_batches,
+                  "Batches [A, B) of each run kept for --trace, counted from 0 (default: 0:20)");
   o->loader.add_to(*cmd);
   cmd->callback([o] { run_bench(*o); });
 }

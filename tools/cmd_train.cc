@@ -117,16 +117,10 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     trace_first = state.step;
     trace_last = state.step + std::min<int64_t>(o.steps > 0 ? o.steps : 20, 20);
     if (!o.trace_steps.empty()) {
-      const size_t colon = o.trace_steps.find(':');
-      try {
-        if (colon == std::string::npos) throw std::invalid_argument("no colon");
-        trace_first = std::stoll(o.trace_steps.substr(0, colon));
-        trace_last = std::stoll(o.trace_steps.substr(colon + 1));
-      } catch (const std::logic_error&) {
-        fail("train: --trace-steps '{}': expected A:B (global steps, B excluded)", o.trace_steps);
-      }
-      if (trace_last <= trace_first)
-        fail("train: --trace-steps '{}': the window is empty", o.trace_steps);
+      const TraceWindow w =
+          parse_trace_window(o.trace_steps, "train: --trace-steps", "global steps");
+      trace_first = w.first;
+      trace_last = w.last;
     }
   }
 

@@ -76,4 +76,40 @@ std::vector<ActivityRecord> on_stream(std::span<const ActivityRecord> records, u
   return out;
 }
 
+std::vector<DeviceStepGaps> device_step_gaps(std::span<const ActivityRecord> records,
+                                             uint32_t stream, std::span<const Interval> waits,
+                                             bool close_last, int64_t min_gap_ns) {
+  std::vector<const ActivityRecord*> mine;
+  for (const ActivityRecord& r : records)
+    if (r.stream == stream && r.step >= 0) mine.push_back(&r);
+  std::sort(mine.begin(), mine.end(), [](const ActivityRecord* a, const ActivityRecord* b) {
+    return a->step != b->step ? a->step < b->step : a->begin_ns < b->begin_ns;
+  });
+  std::vector<DeviceStepGaps> out;
+  std::vector<ActivityRecord> work;
+  for (size_t i = 0; i < mine.size();) {
+    size_t j = i;
+    int64_t last_end = mine[i]->end_ns;
+    while (j < mine.size() && mine[j]->step == mine[i]->step)
+      last_end = std::max(last_end, mine[j++]->end_ns);
+    if (j == mine.size() && !close_last) break;
+    DeviceStepGaps d;
+    d.step = mine[i]->step;
+    d.begin_ns = mine[i]->begin_ns;
+    d.end_ns = j < mine.size() ? mine[j]->begin_ns : last_end;
+    work.clear();
+    for (size_t k = i; k < j; ++k) work.push_back(*mine[k]);
+    // The waits that reach into the window: sorted and disjoint, so their ends are sorted too.
+    const auto first = std::partition_point(
+        waits.begin(), waits.end(), [&](const Interval& w) { return w.end_ns <= d.begin_ns; });
+    auto last = first;
+    while (last != waits.end() && last->begin_ns < d.end_ns) ++last;
+    d.stats =
+        gap_stats(work, d.begin_ns, d.end_ns, std::span<const Interval>(first, last), min_gap_ns);
+    out.push_back(std::move(d));
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace stoker

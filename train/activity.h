@@ -33,13 +33,13 @@ struct Interval {
 
 // Idle time of one engine inside a window.
 struct GapStats {
-  int64_t window_ns = 0;     // length of the window analysed
-  int64_t busy_ns = 0;       // union of the work intervals, clipped to the window
-  int64_t gap_ns = 0;        // window - busy: idle between (and around) the work
-  uint64_t gaps = 0;         // idle intervals longer than the threshold
-  int64_t longest_ns = 0;    // longest idle interval
+  int64_t window_ns = 0;       // length of the window analysed
+  int64_t busy_ns = 0;         // union of the work intervals, clipped to the window
+  int64_t gap_ns = 0;          // window - busy: idle between (and around) the work
+  uint64_t gaps = 0;           // idle intervals longer than the threshold
+  int64_t longest_ns = 0;      // longest idle interval
   int64_t during_wait_ns = 0;  // idle time that coincides with the loop waiting for data
-  Histogram histogram;       // of idle interval lengths
+  Histogram histogram;         // of idle interval lengths
   double share() const { return window_ns > 0 ? double(gap_ns) / double(window_ns) : 0; }
 };
 
@@ -47,12 +47,30 @@ struct GapStats {
 // Idle intervals shorter than `min_gap_ns` still count in gap_ns but not in `gaps` or the
 // histogram (a kernel boundary on a GPU leaves ~1 us that is no one's fault).
 // `waits`: the loop's data waits, to say how much idle time they explain.
-GapStats gap_stats(std::span<const ActivityRecord> work, int64_t window_begin,
-                   int64_t window_end, std::span<const Interval> waits = {},
-                   int64_t min_gap_ns = 0);
+GapStats gap_stats(std::span<const ActivityRecord> work, int64_t window_begin, int64_t window_end,
+                   std::span<const Interval> waits = {}, int64_t min_gap_ns = 0);
 
 // Records on one stream only (stream ids as the backend reports them).
-std::vector<ActivityRecord> on_stream(std::span<const ActivityRecord> records,
-                                      uint32_t stream);
+std::vector<ActivityRecord> on_stream(std::span<const ActivityRecord> records, uint32_t stream);
+
+// Gap statistics of one device step, windowed by the device's own records.
+struct DeviceStepGaps {
+  int64_t step = 0;                  // ActivityRecord::step of the records analysed
+  int64_t begin_ns = 0, end_ns = 0;  // the window
+  GapStats stats;
+};
+
+// A device runs behind the host, so the host's step windows do not bound its work: each
+// step is windowed by its own records on `stream` (those with step >= 0), from the first
+// record of step k to the first record of the next step present, so the idle time between
+// the last kernel of step k and the first of step k+1 (a starved or synchronising host)
+// belongs to step k. The last step present has no successor: with `close_last` its window
+// ends with its last record's end, otherwise it is left out (the caller keeps its records
+// and passes them again with the next step's). `waits`: the loop's data waits on the same
+// steady clock, sorted by begin and disjoint (as the loop produces them); each step's idle
+// time is intersected with every wait inside its window, whichever host step it was.
+std::vector<DeviceStepGaps> device_step_gaps(std::span<const ActivityRecord> records,
+                                             uint32_t stream, std::span<const Interval> waits,
+                                             bool close_last, int64_t min_gap_ns = 0);
 
 }  // namespace stoker

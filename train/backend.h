@@ -43,8 +43,11 @@ std::string_view precision_name(Precision p);
 Precision parse_precision(std::string_view name);
 
 // What the loop hands to stage(): the loader's own output format.
-enum class InputType { f32, u8 };  // f32: normalised already; u8: raw pixels, the backend
-                                   // normalises ((x / 255 - mean) / std per channel)
+enum class InputType {
+  f32,
+  u8
+};  // f32: normalised already; u8: raw pixels, the backend
+    // normalises ((x / 255 - mean) / std per channel)
 struct InputSpec {
   InputType type = InputType::f32;
   bool nhwc = false;  // [batch, h, w, 3] when true, else [batch, 3, h, w]
@@ -123,6 +126,17 @@ struct HostBatch {
   int64_t count = 0;  // == config.batch
 };
 
+// Where the loop finds the compute engine's work among take_activity()'s records, and how
+// it windows each step for the gap figures. Synchronous (a CPU): the engine works inside the
+// loop's calls, so the host's step windows bound it. Asynchronous (a device): the engine runs
+// behind the host; the backend labels its records with its own step count (ActivityRecord::
+// step, 0 for its first forward_backward), and the loop windows each step by the device's
+// own records on `compute_stream` (activity.h: device_step_gaps).
+struct ActivityTimeline {
+  uint32_t compute_stream = 0;  // ActivityRecord::stream of the compute engine's work
+  bool asynchronous = false;
+};
+
 class Backend {
  public:
   static constexpr int64_t kMaxPendingSteps = 256;  // steps the loop may leave uncollected
@@ -174,6 +188,8 @@ class Backend {
   // Kernel (GPU) or primitive (CPU) intervals recorded since the last call, when
   // config.record_activity is set; empty otherwise. Waits for the device.
   virtual std::vector<ActivityRecord> take_activity() = 0;
+  // How to read take_activity()'s records (above); the default is a CPU's.
+  virtual ActivityTimeline activity_timeline() const { return {}; }
   // What each convolution ran, for the JSON; empty if the library does not say.
   virtual std::vector<ConvChoice> algorithms() const = 0;
 };

@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "loader/sample_trace.h"
+
 namespace stoker {
 
 TraceWriter loop_trace(const LoopTrace& trace, const std::string& engine) {
@@ -30,28 +32,7 @@ TraceWriter loop_trace(const LoopTrace& trace, const std::string& engine) {
   }
   for (uint32_t s : streams)
     w.track(kPid, kStreamTrackBase + s, fmt::format("{} stream {}", engine, s), 1);
-  std::set<int32_t> workers;
-  for (size_t k = 0; k < trace.samples.size(); ++k) {
-    for (size_t i = 0; i < trace.samples[k].size(); ++i) {
-      const SampleTiming& t = trace.samples[k][i];
-      if (t.start_ns == 0) continue;
-      workers.insert(t.worker);
-      const std::string n =
-          fmt::format(" {}/{}", k < trace.numbers.size() ? trace.numbers[k] : int64_t(k), i);
-      int64_t at = t.start_ns;
-      for (const auto& [stage, ns] : {std::pair{"read", t.read_ns},
-                                      {"decode", t.decode_ns},
-                                      {"augment", t.augment_ns},
-                                      {"collate", t.collate_ns}}) {
-        if (ns > 0) w.event(kLoaderPid, t.worker, stage + n, at, at + ns, "loader");
-        at += ns;
-      }
-    }
-  }
-  if (!workers.empty()) w.process(kLoaderPid, "loader");
-  int index = 0;
-  for (int32_t worker : workers)
-    w.track(kLoaderPid, worker, fmt::format("loader worker {}", worker), index++);
+  add_sample_tracks(w, kLoaderPid, "loader", trace.samples, trace.numbers);
   return w;
 }
 

@@ -90,14 +90,58 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
   float last_loss = 0;
   const auto in_trace = [&](int64_t step) { return step >= c.trace_begin && step < c.trace_end; };
 
+  const ActivityTimeline timeline = backend.activity_timeline();
+  std::vector<Interval> waits;  // the host's data waits, in order (device windows only)
+  std::vector<ActivityRecord> device_pending;  // compute records of steps not yet windowed
+  int64_t windowed = -1;                       // the last step whose device window is closed
+  int64_t label_offset = 0;                    // backend step label - index of the step in this run
+
+  const auto fill_gaps = [&](size_t index, const GapStats& g) {
+    StepRecord& r = records[index];
+    r.busy = 1e-9 * double(g.busy_ns);
+    r.gap = 1e-9 * double(g.gap_ns);
+    r.gap_during_wait = 1e-9 * double(g.during_wait_ns);
+    r.longest_gap = 1e-9 * double(g.longest_ns);
+    r.gaps = g.gaps;
+    if (int64_t(index) >= c.timing_warmup) merge(out.gaps, g);
+  };
+
+  // A device's records: labels to step indices of this run (the last label is the last step
+  // begun; records of steps before this run get -1), then each step windowed by its own
+  // compute-stream records; a step's window closes with the next step's first record, so the
+  // newest step waits for the next collect unless this is the last.
+  const auto device_gaps = [&](std::vector<ActivityRecord>& activity, bool final) {
+    int64_t newest = -1;
+    for (const ActivityRecord& a : activity) newest = std::max(newest, a.step);
+    if (newest >= 0) label_offset = newest - (int64_t(records.size()) - 1);
+    for (ActivityRecord& a : activity) {
+      if (a.step < 0) continue;
+      a.step -= label_offset;
+      if (a.step < 0) a.step = -1;
+      // A straggler of a step already windowed would count twice: left out.
+      if (a.step > windowed && a.stream == timeline.compute_stream) device_pending.push_back(a);
+    }
+    const std::vector<DeviceStepGaps> steps =
+        device_step_gaps(device_pending, timeline.compute_stream, waits, final);
+    for (const DeviceStepGaps& d : steps) {
+      STOKER_CHECK(d.step < int64_t(records.size()));
+      fill_gaps(size_t(d.step), d.stats);
+    }
+    if (!steps.empty()) {
+      windowed = steps.back().step;
+      std::erase_if(device_pending, [&](const ActivityRecord& a) { return a.step <= windowed; });
+    }
+  };
+
   // Fills the steps finished since the last collect; with activity, their gap figures.
-  const auto collect = [&] {
+  const auto collect = [&](bool final) {
     const std::vector<StepResult> results = backend.collect();
     STOKER_CHECK_MSG(collected + results.size() == records.size(),
                      "the backend returned {} results for {} uncollected steps", results.size(),
                      records.size() - collected);
     std::vector<ActivityRecord> activity;
     if (c.activity) activity = backend.take_activity();
+    if (c.activity && timeline.asynchronous) device_gaps(activity, final);
     for (const StepResult& res : results) {
       StepRecord& r = records[collected];
       const int64_t step = c.first_step + int64_t(collected);
@@ -110,28 +154,30 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
       r.forward = res.times.forward;
       r.backward = res.times.backward;
       r.update = res.times.update;
-      if (c.activity) {
+      if (c.activity && !timeline.asynchronous) {
+        // The engine works inside the loop's calls: the host's window bounds it.
         const Interval wait{r.begin_ns, r.wait_end_ns};
-        const GapStats g =
-            gap_stats(activity, r.begin_ns, r.end_ns, std::span<const Interval>(&wait, 1));
-        r.busy = 1e-9 * double(g.busy_ns);
-        r.gap = 1e-9 * double(g.gap_ns);
-        r.gap_during_wait = 1e-9 * double(g.during_wait_ns);
-        r.longest_gap = 1e-9 * double(g.longest_ns);
-        r.gaps = g.gaps;
-        if (int64_t(collected) >= c.timing_warmup) merge(out.gaps, g);
-      }
-      if (in_trace(step)) {
-        out.trace.steps.push_back(r);
-        out.trace.numbers.push_back(step);
+        fill_gaps(collected,
+                  gap_stats(activity, r.begin_ns, r.end_ns, std::span<const Interval>(&wait, 1)));
       }
       ++collected;
     }
-    if (c.trace_end > c.trace_begin)
-      for (ActivityRecord& a : activity)
-        if (!out.trace.steps.empty() && a.end_ns > out.trace.steps.front().begin_ns &&
-            a.begin_ns < out.trace.steps.back().end_ns)
-          out.trace.activity.push_back(std::move(a));
+    if (c.trace_end <= c.trace_begin) return;
+    // Trace records: a device's by their step label, the rest by the host's trace window.
+    const int64_t lo = std::max(c.trace_begin, c.first_step) - c.first_step;
+    const int64_t hi = std::min(c.trace_end, c.first_step + c.steps) - c.first_step;
+    if (hi <= lo || lo >= int64_t(records.size())) return;
+    const int64_t host_begin = records[size_t(lo)].begin_ns;
+    const int64_t host_end =
+        records[size_t(std::min<int64_t>(hi, int64_t(records.size())) - 1)].end_ns;
+    for (ActivityRecord& a : activity) {
+      const bool by_step = timeline.asynchronous && a.step >= 0;
+      const bool keep =
+          by_step ? a.step >= lo && a.step < hi : a.end_ns > host_begin && a.begin_ns < host_end;
+      if (!keep) continue;
+      if (by_step) a.step += c.first_step;  // the global step, as the trace names steps
+      out.trace.activity.push_back(std::move(a));
+    }
   };
 
   for (int64_t k = 0; k < c.steps; ++k) {
@@ -155,12 +201,14 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
     r.stage = 1e-9 * double(r.stage_end_ns - r.wait_end_ns);
     r.total = 1e-9 * double(r.end_ns - r.begin_ns);
     records.push_back(r);
+    if (timeline.asynchronous) waits.push_back({r.begin_ns, r.wait_end_ns});
 
     window_wait += r.wait;
     window_total += r.total;
     const bool last = k + 1 == c.steps;
     const bool draw = line.due(last);
-    if (draw || last || int64_t(records.size() - collected) >= Backend::kMaxPendingSteps) collect();
+    if (draw || last || int64_t(records.size() - collected) >= Backend::kMaxPendingSteps)
+      collect(last);
     // The feed may now reuse the buffer it handed out.
     backend.release_input();
     if (!draw) continue;
@@ -173,6 +221,14 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
                     100.0 * window_wait / std::max(window_total, 1e-12),
                     duration_text(per_step * double(c.steps - k - 1))),
         last);
+  }
+  // The trace's copies of its steps, taken now: a device step's gap figures arrive with the
+  // next step's records.
+  for (size_t k = 0; k < records.size(); ++k) {
+    const int64_t step = c.first_step + int64_t(k);
+    if (!in_trace(step)) continue;
+    out.trace.steps.push_back(records[k]);
+    out.trace.numbers.push_back(step);
   }
   return out;
 }

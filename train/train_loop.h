@@ -79,7 +79,11 @@ struct StepRecord {
   double lr = 0;
   bool skipped = false;
   int64_t begin_ns = 0, wait_end_ns = 0, stage_end_ns = 0, fb_end_ns = 0, end_ns = 0;
-  // Engine busy/idle inside the window, when the backend records activity (else all 0).
+  // Engine busy/idle, when the backend records activity (else all 0): inside the window
+  // above on a CPU; on a device (ActivityTimeline::asynchronous), inside the device's own
+  // window of this step on its compute stream (first kernel of this step to the first of the
+  // next; activity.h device_step_gaps), with gap_during_wait the idle time that coincides
+  // with any of the loop's data waits.
   double busy = 0, gap = 0, gap_during_wait = 0, longest_gap = 0;
   uint64_t gaps = 0;
 };
@@ -94,7 +98,8 @@ struct LoopTrace {
 
 struct LoopResult {
   std::vector<StepRecord> records;
-  GapStats gaps;  // merged over the steps from timing_warmup on (LoopConfig::activity)
+  GapStats gaps;  // merged over the steps from timing_warmup on (LoopConfig::activity):
+                  // host windows on a CPU, the device's per-step windows on a device
   LoopTrace trace;
 };
 

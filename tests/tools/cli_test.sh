@@ -65,6 +65,49 @@ for r in res:
 assert res[0]["epoch_checksums"] == res[1]["epoch_checksums"], res
 PY
 
+# bench --trace: a consumer track (wait, emulated compute) and loader worker tracks per run,
+# only batches [1, 3); each sample's stages end before its batch's wait does (one clock).
+"$stoker" bench "$tmp/d/96px" --reader serial,threads:2 --batch 4 --size 32 --emulate 2000 \
+  --trace "$tmp/bench_trace.json" --trace-batches 1:3 > "$tmp/bt.txt" 2>/dev/null
+grep -q '^# trace: .*batches 1..3' "$tmp/bt.txt" || fail "bench trace line"
+python3 - "$tmp/bench_trace.json" <<'PY'
+import json, re, sys
+t = json.load(open(sys.argv[1]))
+procs = {e["pid"]: e["args"]["name"] for e in t if e["ph"] == "M" and e["name"] == "process_name"}
+assert sorted(procs.values()) == ["96px serial loader", "96px threads:2 loader",
+                                  "bench 96px serial", "bench 96px threads:2"], procs
+tracks = {}
+for e in t:
+    if e["ph"] == "M" and e["name"] == "thread_name":
+        tracks.setdefault(procs[e["pid"]], []).append(e["args"]["name"])
+for reader, workers in (("serial", (1, 1)), ("threads:2", (1, 2))):
+    assert tracks["bench 96px " + reader] == ["consumer"], tracks
+    w = tracks["96px %s loader" % reader]
+    assert workers[0] <= len(w) <= workers[1] and all(n.startswith("loader worker ") for n in w), w
+for pid, name in procs.items():
+    ev = [e for e in t if e["ph"] == "X" and e["pid"] == pid]
+    if name.startswith("bench "):
+        assert [e["name"] for e in ev] == ["wait 1", "compute 1", "wait 2", "compute 2"], ev
+        ends = {e["name"]: e["ts"] + e["dur"] for e in ev}
+        continue
+    samples = {}
+    for e in ev:
+        m = re.fullmatch(r"(read|decode|augment|collate) (\d+)/(\d+)", e["name"])
+        assert m and m.group(2) in ("1", "2") and int(m.group(3)) < 4, e
+        samples.setdefault((m.group(2), m.group(3)), set()).add(m.group(1))
+    assert len(samples) == 8 and all({"read", "decode"} <= s for s in samples.values()), samples
+for pid, name in procs.items():
+    if name.startswith("bench "):
+        ends = {e["name"]: e["ts"] + e["dur"] for e in t if e["ph"] == "X" and e["pid"] == pid}
+        for e in t:
+            if e["ph"] == "X" and procs[e["pid"]] == name[6:] + " loader":
+                n = e["name"].split()[1].split("/")[0]
+                assert e["ts"] + e["dur"] <= ends["wait " + n] + 1, (e, ends)
+PY
+"$stoker" bench "$tmp/d/96px" --reader serial --trace "$tmp/x.json" --trace-batches 5 \
+  > /dev/null 2> "$tmp/err_tb.txt" && fail "--trace-batches 5 accepted"
+grep -q -- "--trace-batches '5'" "$tmp/err_tb.txt" || fail "trace-batches message"
+
 # probe: both orders through each reader, bytes equal to the dataset's
 "$stoker" probe "$tmp/d/96px" --reader serial,uring:4:1 --json "$tmp/probe.json" > /dev/null
 python3 - "$tmp/probe.json" <<'PY'

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace stoker {
@@ -128,6 +130,85 @@ TEST(OnStream, KeepsOneStreamInOrder) {
   EXPECT_EQ(s[0].begin_ns, 0);
   EXPECT_EQ(s[1].begin_ns, 4);
   EXPECT_TRUE(on_stream(w, 9).empty());
+}
+
+// Device records of step `step` starting at `b` on stream 1: a marker [b, b+1) and kernels
+// [b+1, b+80), [b+85, b+95): busy 90 ns of each 100, idle [b+80, b+85) and [b+95, next).
+void device_step(std::vector<ActivityRecord>& out, int64_t step, int64_t b) {
+  for (const auto& [lo, hi] : {std::pair{0, 1}, {1, 80}, {85, 95}}) {
+    ActivityRecord r = rec(b + lo, b + hi, 1);
+    r.step = step;
+    out.push_back(r);
+  }
+}
+
+// The host issues step k in [100k, 100k + 100) after a 10 ns data wait; the device runs each
+// step one step later, in [100(k+1), 100(k+2)), while copies (stream 2) fill its gaps.
+TEST(DeviceStepGaps, ADeviceOneStepBehindIsWindowedByItsOwnRecords) {
+  std::vector<ActivityRecord> a;
+  std::vector<Interval> waits;
+  for (int64_t k = 0; k < 4; ++k) {
+    device_step(a, k, 100 * (k + 1));
+    ActivityRecord copy = rec(100 * (k + 1) + 80, 100 * (k + 1) + 100, 2);
+    copy.step = k;
+    a.push_back(copy);
+    waits.push_back({100 * k, 100 * k + 10});
+  }
+  a.push_back(rec(0, 50, 1));  // unlabelled (before the first marker): not any step's
+  std::reverse(a.begin(), a.end());
+
+  const std::vector<DeviceStepGaps> open = device_step_gaps(a, 1, waits, false);
+  ASSERT_EQ(open.size(), 3u);  // the last step waits for its successor's first record
+  for (int64_t k = 0; k < 3; ++k) {
+    const DeviceStepGaps& d = open[size_t(k)];
+    EXPECT_EQ(d.step, k);
+    EXPECT_EQ(d.begin_ns, 100 * (k + 1));
+    EXPECT_EQ(d.end_ns, 100 * (k + 2));
+    EXPECT_EQ(d.stats.window_ns, 100);
+    EXPECT_EQ(d.stats.busy_ns, 90);
+    EXPECT_EQ(d.stats.gap_ns, 10);  // the copies on stream 2 do not fill compute gaps
+    EXPECT_EQ(d.stats.gaps, 2u);
+    EXPECT_EQ(d.stats.longest_ns, 5);
+    // Host waits fall at [100(k+1), 100(k+1) + 10), where the device is busy.
+    EXPECT_EQ(d.stats.during_wait_ns, 0);
+  }
+  const std::vector<DeviceStepGaps> closed = device_step_gaps(a, 1, waits, true);
+  ASSERT_EQ(closed.size(), 4u);
+  EXPECT_EQ(closed[3].begin_ns, 400);
+  EXPECT_EQ(closed[3].end_ns, 495);  // no successor: up to its last record's end
+  EXPECT_EQ(closed[3].stats.gap_ns, 5);
+
+  // What the host's windows would have said: step 0's window holds no labelled work.
+  const GapStats host = gap_stats(on_stream(a, 1), 0, 100);
+  EXPECT_GT(host.gap_ns, 10);
+}
+
+// The host waits for data in [90, 300) before issuing step 1; the device finishes step 0 at
+// 95 and starts step 1 at 310: the idle [95, 310) is step 0's, 205 ns of it during the wait.
+TEST(DeviceStepGaps, IdleWhileTheHostWaitsIsCountedAndAttributedToTheWait) {
+  std::vector<ActivityRecord> a;
+  device_step(a, 0, 0);
+  device_step(a, 1, 310);
+  const std::vector<Interval> waits = {{0, 5}, {90, 300}, {400, 420}};
+  const std::vector<DeviceStepGaps> d = device_step_gaps(a, 1, waits, true, 10);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].begin_ns, 0);
+  EXPECT_EQ(d[0].end_ns, 310);
+  EXPECT_EQ(d[0].stats.busy_ns, 90);
+  EXPECT_EQ(d[0].stats.gap_ns, 220);  // [80, 85) and [95, 310)
+  EXPECT_EQ(d[0].stats.gaps, 1u);     // the 5 ns boundary is under the threshold
+  EXPECT_EQ(d[0].stats.longest_ns, 215);
+  EXPECT_EQ(d[0].stats.during_wait_ns, 205);  // [95, 300); the wait [0, 5) met busy time
+  EXPECT_NEAR(d[0].stats.share(), 220.0 / 310.0, 1e-12);
+  EXPECT_EQ(d[1].begin_ns, 310);
+  EXPECT_EQ(d[1].end_ns, 405);
+  EXPECT_EQ(d[1].stats.gap_ns, 5);
+  EXPECT_EQ(d[1].stats.during_wait_ns, 0);  // [400, 420) lies after its last kernel
+}
+
+TEST(DeviceStepGaps, NoLabelledRecordsNoSteps) {
+  const std::vector<ActivityRecord> a = {rec(0, 10, 1), rec(20, 30, 1)};
+  EXPECT_TRUE(device_step_gaps(a, 1, {}, true).empty());
 }
 
 }  // namespace

@@ -217,7 +217,9 @@ TEST(CpuBackend, RecordsEveryPrimitiveWhenAsked) {
   }
   EXPECT_EQ(a.front().name, d.forward_train.front().what);
   EXPECT_EQ(a[per_step - 1].name, "sgd update");
-  EXPECT_TRUE(on->take_activity().empty());  // taken
+  EXPECT_TRUE(on->take_activity().empty());            // taken
+  EXPECT_FALSE(on->activity_timeline().asynchronous);  // host windows bound the CPU's work
+  EXPECT_EQ(on->activity_timeline().compute_stream, 0u);
 }
 
 // bf16 activations and weights (f32 master weights, gradients and statistics) against the

@@ -2,7 +2,8 @@
 // The training loop on the CPU backend with synthetic batches: every step collected with its
 // loss, the per-step gap arithmetic consistent with the step's wall time, and the trace of a
 // window of steps: valid Chrome trace-event JSON (parsed with nlohmann), the expected tracks
-// and events, timestamps monotonic per track.
+// and events, timestamps monotonic per track. And a virtual asynchronous device, to check
+// the device windows against its own timeline (the host runs ahead; starved steps idle).
 #include "train/train_loop.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/clock.h"
 #include "models/resnet.h"
@@ -116,6 +118,147 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
             (std::vector<std::string>{"wait 11", "stage 11", "forward+backward 11", "update 11",
                                       "wait 12", "stage 12", "forward+backward 12", "update 12"}));
   EXPECT_EQ(primitives, r.trace.activity.size());
+}
+
+// A device on a virtual timeline: step k starts when it is issued (forward_backward) or when
+// step k-1 ends, whichever is later, and is busy kBusy ns (a marker, then one kernel); a copy
+// on stream 2 overlaps its start. Labels count from 7 (as if 7 steps ran before this loop),
+// and the first take also returns a step of a previous run (label 6, before the loop).
+// The host may run two steps ahead of it; collect() waits, on the host clock, for the
+// virtual device to finish.
+class VirtualDevice final : public Backend {
+ public:
+  static constexpr int64_t kBusy = 200'000;
+  static constexpr int64_t kFirstLabel = 7;
+  std::string describe() const override { return "virtual device"; }
+  HostMemory host_memory() const override { return {}; }
+  void load(const Checkpoint&, std::string_view) override {}
+  Checkpoint save() const override { return {}; }
+  Checkpoint gradients() const override { return {}; }
+  void stage(const HostBatch&) override {}
+  void release_input() override {}
+  void forward_backward() override {
+    // The host runs at most two steps ahead (as a launch queue or a staging ring bounds it).
+    while (device_free_ - now_ns() > 2 * kBusy) {
+    }
+    const int64_t begin = std::max(now_ns(), device_free_);
+    starts.push_back(begin);
+    device_free_ = begin + kBusy;
+    const int64_t label = kFirstLabel + int64_t(starts.size()) - 1;
+    const auto add = [&](int64_t b, int64_t e, uint32_t stream, int64_t step) {
+      ActivityRecord r;
+      r.begin_ns = b, r.end_ns = e, r.stream = stream, r.step = step;
+      pending_.push_back(r);
+    };
+    if (starts.size() == 1) add(begin - 3 * kBusy, begin - 2 * kBusy, 1, kFirstLabel - 1);
+    add(begin, begin + 1000, 1, label);
+    add(begin + 1000, begin + kBusy, 1, label);
+    add(begin - 50'000, begin + 50'000, 2, label);
+  }
+  void update(const SgdConfig&, float) override {}
+  std::vector<StepResult> collect() override {
+    while (now_ns() < device_free_) {
+    }
+    ++collects;
+    std::vector<StepResult> out(starts.size() - collected_, StepResult{1.0f, {}, false});
+    collected_ = starts.size();
+    return out;
+  }
+  void forward_eval() override {}
+  std::span<const float> logits() override { return {}; }
+  std::vector<ActivityRecord> take_activity() override { return std::exchange(pending_, {}); }
+  ActivityTimeline activity_timeline() const override { return {1, true}; }
+  std::vector<ConvChoice> algorithms() const override { return {}; }
+
+  std::vector<int64_t> starts;  // virtual start of each step, host steady clock
+  int collects = 0;
+
+ private:
+  int64_t device_free_ = 0;
+  size_t collected_ = 0;
+  std::vector<ActivityRecord> pending_;
+};
+
+// Every 40th batch takes 1 ms to arrive; the others none.
+class StarvingFeed final : public BatchFeed {
+ public:
+  HostBatch next() override {
+    if (calls_++ % 40 == 39) {
+      const int64_t until = now_ns() + 1'000'000;
+      while (now_ns() < until) {
+      }
+    }
+    return {nullptr, nullptr, 1};
+  }
+
+ private:
+  int64_t calls_ = 0;
+};
+
+TEST(TrainLoop, DeviceStepsAreWindowedByTheDevicesOwnRecords) {
+  VirtualDevice device;
+  StarvingFeed feed;
+  LoopConfig c;
+  c.steps = 300;  // more than Backend::kMaxPendingSteps: two collects, one window across
+  c.first_step = 100;
+  c.schedule.base_lr = 0.01;
+  c.schedule.total_steps = 1000;
+  c.images_per_step = 1;
+  c.progress = false;
+  c.timing_warmup = 2;
+  c.activity = true;
+  c.trace_begin = 350;
+  c.trace_end = 360;
+  const LoopResult r = train_loop(device, feed, c);
+  ASSERT_EQ(r.records.size(), 300u);
+  ASSERT_EQ(device.starts.size(), 300u);
+  EXPECT_EQ(device.collects, 2);
+
+  // The truth from the virtual timeline: step k's window is [start k, start k+1) (the last:
+  // [start, start + busy)); its idle part [start k + busy, start k+1) is compared with the
+  // loop's waits, whichever step they belong to.
+  int64_t window = 0, busy = 0, gap = 0, during = 0, longest = 0;
+  uint64_t gaps = 0;
+  int starved_steps = 0;
+  for (size_t k = 0; k < 300; ++k) {
+    const int64_t b = device.starts[k];
+    const int64_t e = k + 1 < 300 ? device.starts[k + 1] : b + VirtualDevice::kBusy;
+    const int64_t idle = e - b - VirtualDevice::kBusy;
+    int64_t in_wait = 0;
+    for (const StepRecord& w : r.records)
+      in_wait += std::max<int64_t>(
+          0, std::min(e, w.wait_end_ns) - std::max(b + VirtualDevice::kBusy, w.begin_ns));
+    const StepRecord& s = r.records[k];
+    EXPECT_NEAR(s.busy, 1e-9 * double(VirtualDevice::kBusy), 1e-12) << k;
+    EXPECT_NEAR(s.gap, 1e-9 * double(idle), 1e-12) << k;
+    EXPECT_NEAR(s.gap_during_wait, 1e-9 * double(in_wait), 1e-12) << k;
+    EXPECT_EQ(s.gaps, idle > 0 ? 1u : 0u) << k;
+    starved_steps += in_wait > 0;
+    if (k < 2) continue;
+    window += e - b, busy += VirtualDevice::kBusy, gap += idle, during += in_wait;
+    longest = std::max(longest, idle);
+    gaps += idle > 0;
+  }
+  // The host issues steps far faster than the device runs them, except after a slow batch:
+  // there the device drains and idles while the loop waits.
+  EXPECT_GE(starved_steps, 5);
+  EXPECT_EQ(r.gaps.window_ns, window);
+  EXPECT_EQ(r.gaps.busy_ns, busy);
+  EXPECT_EQ(r.gaps.gap_ns, gap);
+  EXPECT_EQ(r.gaps.during_wait_ns, during);
+  EXPECT_EQ(r.gaps.longest_ns, longest);
+  EXPECT_EQ(r.gaps.gaps, gaps);
+  EXPECT_GT(r.gaps.during_wait_ns, 0);
+
+  // The trace keeps the device's records of steps 350..359 by their label, on both streams,
+  // renamed to global steps; the previous run's record is in no step.
+  EXPECT_EQ(r.trace.numbers.size(), 10u);
+  ASSERT_EQ(r.trace.activity.size(), 30u);
+  for (const ActivityRecord& a : r.trace.activity) {
+    EXPECT_GE(a.step, 350);
+    EXPECT_LT(a.step, 360);
+  }
+  EXPECT_EQ(r.trace.steps[3].gap, r.records[253].gap);  // filled after the window closed
 }
 
 TEST(TraceWriter, SortsEachTrackAndWritesMicroseconds) {

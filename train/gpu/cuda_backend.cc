@@ -328,6 +328,10 @@ class CudaBackend final : public Backend {
     return records;
   }
 
+  ActivityTimeline activity_timeline() const override {
+    return {.compute_stream = kComputeStreamId, .asynchronous = true};
+  }
+
   std::vector<ConvChoice> algorithms() const override { return net_->choices(); }
 
   CudnnNet& net() { return *net_; }

@@ -334,6 +334,9 @@ TEST_F(CudaContract, ActivityAndAlgorithms) {
   EXPECT_TRUE(std::any_of(records.begin(), records.end(),
                           [](const ActivityRecord& r) { return r.step == 0; }));
   EXPECT_GE(copies, 1);
+  // The loop windows a device's steps by these records on the compute stream.
+  EXPECT_TRUE(b->activity_timeline().asynchronous);
+  EXPECT_EQ(b->activity_timeline().compute_stream, kComputeStreamId);
   const std::vector<ConvChoice> choices = b->algorithms();
   EXPECT_EQ(choices.size(), size_t(20 * 3 - 1));  // 20 convs, no image gradient for conv1
   bool fell_back = false;
