@@ -116,9 +116,16 @@ for p in "$port" "$mount_port"; do
   fi
 done
 
+# One start-up at a time on this machine: each server (re)registers NFS v3 with the one
+# rpcbind, and two registering at once fail ("Cannot register NFS V3 on TCP"), as tests
+# run in parallel do. Once up, servers coexist (clients name the ports). The children
+# must not inherit the lock's descriptor, or it would be held as long as they run.
+exec 9> /tmp/stoker-nfs-start.lock
+flock -w "$timeout" 9 || die "another nfs_serve.sh start held /tmp/stoker-nfs-start.lock for ${timeout}s"
+
 # Ganesha registers its programs with rpcbind and will not start without one.
 if ! rpcinfo -p 127.0.0.1 > /dev/null 2>&1; then
-  setsid rpcbind -f < /dev/null > "$state/rpcbind.log" 2>&1 &
+  setsid rpcbind -f < /dev/null > "$state/rpcbind.log" 2>&1 9>&- &
   echo $! > "$state/rpcbind.pid"
   for _ in $(seq 50); do rpcinfo -p 127.0.0.1 > /dev/null 2>&1 && break; sleep 0.1; done
   rpcinfo -p 127.0.0.1 > /dev/null 2>&1 || die "rpcbind did not start: $(tail -5 "$state/rpcbind.log")"
@@ -155,7 +162,7 @@ EXPORT {
 EOF
 : > "$state/ganesha.log"
 setsid ganesha.nfsd -F -f "$state/ganesha.conf" -L "$state/ganesha.log" -p "$state/ganesha.pid" \
-  < /dev/null > "$state/ganesha.out" 2>&1 &
+  < /dev/null > "$state/ganesha.out" 2>&1 9>&- &
 pid=$!
 echo "$pid" > "$state/ganesha.pid"  # also written by ganesha once it has read its config
 
@@ -175,6 +182,7 @@ $(tail -3 "$state/ganesha.out")"
   fi
   sleep 0.2
 done
+exec 9>&-  # registered: the next start may go
 url="nfs://127.0.0.1$dir?nfsport=$port&mountport=$mount_port"
 echo "$url" > "$state/url"
 echo "$url"
