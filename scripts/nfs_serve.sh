@@ -12,7 +12,8 @@
 #       Defaults: --port 2049 --mount-port 20048 --state /tmp/stoker-nfs-<port>; `auto`
 #       picks a free port.
 #   scripts/nfs_serve.sh stop [--state SDIR | --port N]
-#       Stops that server (SIGTERM, then SIGKILL after 10 s) and the rpcbind it started.
+#       Stops that server (SIGTERM, then SIGKILL after 10 s), and rpcbind if a start started
+#       it and no other server runs.
 #   scripts/nfs_serve.sh url [--state SDIR | --port N]     prints a running server's URL.
 #
 # Exit status: 0 ok; 77 the server cannot run here (not root, NFS-Ganesha or rpcbind not
@@ -22,7 +23,7 @@ set -euo pipefail
 
 die() { echo "nfs_serve: $*" >&2; exit 1; }
 cannot() { echo "nfs_serve: cannot run an NFS server here: $*" >&2; exit 77; }
-usage() { sed -n '7,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 [ $# -ge 1 ] || usage
 cmd=$1; shift
@@ -60,6 +61,8 @@ if [ "$cmd" = start ]; then
   [ "$mount_port" = auto ] && { mount_port=$(free_port); [ "$mount_port" != "$port" ] || mount_port=$(free_port); }
 fi
 [ -n "$state" ] || state=/tmp/stoker-nfs-$port
+lock=/tmp/stoker-nfs-start.lock        # one start-up at a time (see below)
+rpcbind_pid=/tmp/stoker-nfs-rpcbind.pid  # the rpcbind this harness started, if any
 
 stop_server() {
   local pid rpid
@@ -73,11 +76,20 @@ stop_server() {
     fi
   fi
   rm -f "$state/ganesha.pid" "$state/url"
-  # rpcbind is one per machine: stop it only if this harness started it and no other
-  # NFS-Ganesha still has programs registered with it.
-  rpid=$(pid_of "$state/rpcbind.pid")
-  if alive "$rpid" rpcbind && ! pgrep -x ganesha.nfsd > /dev/null; then kill -TERM "$rpid" 2>/dev/null || true; fi
-  rm -f "$state/rpcbind.pid"
+  # rpcbind is one per machine: the last server to stop stops it, if this harness started
+  # it (whichever start did: servers started in parallel share it), under the start-up lock
+  # so that no start is between finding it and registering with it. Zombies do not count:
+  # where PID 1 does not reap, dead servers linger as ganesha.nfsd.
+  exec 9> "$lock"
+  flock -w 30 9 || true
+  rpid=$(pid_of "$rpcbind_pid")
+  local others="" p
+  for p in $(pgrep -x ganesha.nfsd || true); do alive "$p" && others=1; done
+  if alive "$rpid" rpcbind && [ -z "$others" ]; then
+    kill -TERM "$rpid" 2>/dev/null || true
+    rm -f "$rpcbind_pid"
+  fi
+  exec 9>&-
 }
 
 case "$cmd" in
@@ -116,10 +128,17 @@ for p in "$port" "$mount_port"; do
   fi
 done
 
+# One start-up at a time on this machine: each server (re)registers NFS v3 with the one
+# rpcbind, and two registering at once fail ("Cannot register NFS V3 on TCP"), as tests
+# run in parallel do. Once up, servers coexist (clients name the ports). The children
+# must not inherit the lock's descriptor, or it would be held as long as they run.
+exec 9> "$lock"
+flock -w "$timeout" 9 || die "another nfs_serve.sh start held $lock for ${timeout}s"
+
 # Ganesha registers its programs with rpcbind and will not start without one.
 if ! rpcinfo -p 127.0.0.1 > /dev/null 2>&1; then
-  setsid rpcbind -f < /dev/null > "$state/rpcbind.log" 2>&1 &
-  echo $! > "$state/rpcbind.pid"
+  setsid rpcbind -f < /dev/null > "$state/rpcbind.log" 2>&1 9>&- &
+  echo $! > "$rpcbind_pid"
   for _ in $(seq 50); do rpcinfo -p 127.0.0.1 > /dev/null 2>&1 && break; sleep 0.1; done
   rpcinfo -p 127.0.0.1 > /dev/null 2>&1 || die "rpcbind did not start: $(tail -5 "$state/rpcbind.log")"
 fi
@@ -155,7 +174,7 @@ EXPORT {
 EOF
 : > "$state/ganesha.log"
 setsid ganesha.nfsd -F -f "$state/ganesha.conf" -L "$state/ganesha.log" -p "$state/ganesha.pid" \
-  < /dev/null > "$state/ganesha.out" 2>&1 &
+  < /dev/null > "$state/ganesha.out" 2>&1 9>&- &
 pid=$!
 echo "$pid" > "$state/ganesha.pid"  # also written by ganesha once it has read its config
 
@@ -175,6 +194,7 @@ $(tail -3 "$state/ganesha.out")"
   fi
   sleep 0.2
 done
+exec 9>&-  # registered: the next start may go
 url="nfs://127.0.0.1$dir?nfsport=$port&mountport=$mount_port"
 echo "$url" > "$state/url"
 echo "$url"

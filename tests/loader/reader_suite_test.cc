@@ -3,6 +3,8 @@
 // checksum as `serial` on clean data and on a heavily corrupted set (and the same bad-file
 // list and replacement count, run after run), the bad-file policy, exact resume mid-epoch,
 // and reader failures reaching next(). A new reader or source is one line in a table below.
+// NFS rows read through a real NFS-Ganesha on 127.0.0.1 (started once per test process;
+// skipped with the reason only where it cannot run, see nfs_server.h).
 // Reader-specific behaviour (worker crashes, O_DIRECT, memory) stays in its own test file.
 #include <algorithm>
 #include <deque>
@@ -14,6 +16,7 @@
 #include "common/error.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
+#include "nfs_server.h"
 #include "test_util.h"
 #include "tools/pack_shards.h"
 
@@ -27,30 +30,90 @@ using test::TempDir;
 const char* const kReaders[] = {"serial",      "threads:1", "threads:3",
                                 "processes:2", "uring:4:2", "uring:16:3"};
 
+// A dataset as a source row reads it, and the local copy of the same samples (same order,
+// same bytes) that the serial reference runs on with pread: a URL cannot be read by pread.
+struct Prepared {
+  std::string dataset;  // a path or an nfs:// URL; empty: skipped (see the skip reason)
+  std::string local;
+};
+
 struct SourceCase {
   const char* name;
   SourceOptions::Kind kind;
   // The dataset as this source reads it, made from a local ImageFolder tree (pack it into
   // shards, serve it over NFS, ...); empty with *skip set when it cannot here.
-  std::string (*prepare)(const std::string& tree, const TempDir& scratch, std::string* skip);
-  // Reads the real files (compared with serial over pread), or serves its own bytes (null:
-  // compared with serial over the same source).
+  Prepared (*prepare)(const std::string& tree, const TempDir& scratch, std::string* skip);
+  // Reads the real files (compared with serial over pread on Prepared::local), or serves its
+  // own bytes (null: compared with serial over the same source).
   bool reads_files;
 };
 
-std::string same_tree(const std::string& tree, const TempDir&, std::string*) {
-  return tree;
+Prepared same_tree(const std::string& tree, const TempDir&, std::string*) {
+  return {tree, tree};
 }
 
 // The tree packed into several small tar shards (stoker pack), read by offset.
-std::string packed(const std::string& tree, const TempDir& scratch, std::string*) {
+std::string pack(const std::string& tree, const std::string& out) {
   PackConfig p;
   p.data = tree;
-  p.out = scratch / "shards";
+  p.out = out;
   p.shard_size = 64 * 1024;
   p.progress = false;
   pack_shards(p);
   return p.out;
+}
+
+Prepared packed(const std::string& tree, const TempDir& scratch, std::string*) {
+  const std::string out = pack(tree, scratch / "shards");
+  return {out, out};
+}
+
+// One NFS-Ganesha per test process, exporting a folder that the NFS rows copy (or pack)
+// each dataset into once; stopped at exit (statics die in reverse order: server, then folder).
+struct NfsExport {
+  TempDir dir;
+  test::NfsServer server{dir.path()};
+};
+const NfsExport& nfs_export() {
+  static const NfsExport e;
+  return e;
+}
+
+// `tree` copied (as files, or packed into shards) below the export: {its URL, local copy}.
+Prepared served(const std::string& tree, bool shards, std::string* skip) {
+#if STOKER_HAVE_NFS
+  const test::NfsServer& server = nfs_export().server;
+  if (!server.ok()) {
+    if (server.skip_reason().empty()) fail("{}", server.error());  // must run (CI)
+    *skip = server.skip_reason();
+    return {};
+  }
+  static std::map<std::string, Prepared> copies;  // (tree, shards) -> prepared
+  const std::string key = tree + (shards ? "#shards" : "");
+  auto it = copies.find(key);
+  if (it == copies.end()) {
+    const std::string rel = std::to_string(copies.size());
+    const std::string local = nfs_export().dir / rel;
+    if (shards) {
+      pack(tree, local);
+    } else {
+      std::filesystem::copy(tree, local, std::filesystem::copy_options::recursive);
+    }
+    it = copies.emplace(key, Prepared{server.url_of(rel), local}).first;
+  }
+  return it->second;
+#else
+  (void)tree, (void)shards;
+  *skip = "this build has no NFS client (libnfs-dev)";
+  return {};
+#endif
+}
+
+Prepared nfs_files(const std::string& tree, const TempDir&, std::string* skip) {
+  return served(tree, false, skip);
+}
+Prepared nfs_shards(const std::string& tree, const TempDir&, std::string* skip) {
+  return served(tree, true, skip);
 }
 
 const SourceCase kSources[] = {
@@ -58,6 +121,8 @@ const SourceCase kSources[] = {
     {"pread", SourceOptions::Kind::pread, same_tree, true},
     {"null", SourceOptions::Kind::null, same_tree, false},
     {"shards", SourceOptions::Kind::automatic, packed, true},
+    {"nfs", SourceOptions::Kind::automatic, nfs_files, true},
+    {"nfs_shards", SourceOptions::Kind::automatic, nfs_shards, true},
 };
 
 // ---- datasets ---------------------------------------------------------------------------
@@ -136,8 +201,9 @@ LoaderConfig config(const std::string& reader, SourceOptions::Kind source) {
   return c;
 }
 
-// What must be equal between runs and readers: per-epoch checksums, bad files (index and
-// reason), replacements.
+// What must be equal between runs and readers: per-epoch checksums, bad files (index, path
+// and reason, both relative to the dataset's root, so that a URL and a local path compare),
+// replacements.
 struct Outcome {
   std::vector<uint64_t> checksums;
   std::vector<std::tuple<uint32_t, std::string, std::string>> bad;
@@ -154,16 +220,27 @@ Outcome run(const Index& index, const LoaderConfig& c, int epochs = 2) {
     }
     o.checksums.push_back(it.epoch_checksum());
   }
-  for (const BadSample& s : it.bad_samples().list()) o.bad.emplace_back(s.index, s.path, s.reason);
+  for (const BadSample& s : it.bad_samples().list()) {
+    const std::string rel(index.relative_path(s.index));
+    std::string reason = s.reason;
+    for (size_t at = 0; !s.path.empty() && (at = reason.find(s.path, at)) != std::string::npos;
+         at += rel.size()) {
+      reason.replace(at, s.path.size(), rel);
+    }
+    o.bad.emplace_back(s.index, rel, reason);
+  }
   o.replacements = it.bad_samples().skipped.load();
   return o;
 }
 
-// Serial's outcome, computed once per (dataset, reference source).
-const Outcome& reference(const Index& index, const std::string& key, SourceOptions::Kind kind) {
+// Serial's outcome on the local dataset `local`, computed once per (dataset, source).
+const Outcome& reference(const std::string& local, SourceOptions::Kind kind) {
   static std::map<std::string, Outcome> cache;
+  const std::string key = local + "#" + source_kind_name(kind);
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, run(index, config("serial", kind))).first;
+  if (it == cache.end()) {
+    it = cache.emplace(key, run(open_index(local), config("serial", kind))).first;
+  }
   return it->second;
 }
 
@@ -184,17 +261,22 @@ class ReaderSuite : public ::testing::TestWithParam<Param> {
   SourceOptions::Kind reference_kind() const {
     return source().reads_files ? SourceOptions::Kind::pread : source().kind;
   }
-  // The dataset as this source reads it, or skips the test with the reason.
+  // The dataset as this source reads it (and its local copy), or skips with the reason.
   bool prepare(const std::string& tree, std::string& out) {
     std::string skip;
-    out = source().prepare(tree, scratch_, &skip);
-    if (out.empty()) {
+    const Prepared p = source().prepare(tree, scratch_, &skip);
+    if (p.dataset.empty()) {
       skip_ = skip;
       return false;
     }
+    out = p.dataset;
+    local_ = p.local;
     return true;
   }
+  // Serial's outcome on the local copy: over pread for sources of files, else this source.
+  const Outcome& want() const { return reference(local_, reference_kind()); }
   TempDir scratch_;
+  std::string local_;
   std::string skip_;
 };
 
@@ -202,8 +284,7 @@ TEST_P(ReaderSuite, CleanDataGivesSerialsChecksums) {
   std::string root;
   if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
   const Index index = open_index(root);
-  const Outcome& want = reference(index, "clean/" + std::string(source_kind_name(reference_kind())),
-                                  reference_kind());
+  const Outcome& want = this->want();
   const Outcome got = run(index, config(reader(), source().kind));
   EXPECT_EQ(got.checksums, want.checksums);
   EXPECT_TRUE(got.bad.empty());
@@ -218,7 +299,7 @@ TEST_P(ReaderSuite, CorruptedDataIsDeterministicAndEqualsSerial) {
   if (!prepare(set.root, root)) GTEST_SKIP() << skip_;
   const Index index = open_index(root);
   ASSERT_EQ(index.size(), 120u);
-  const Outcome& want = reference(index, "corrupted", SourceOptions::Kind::pread);
+  const Outcome& want = this->want();
   // The set must really be hard: many bad files, replacement chains longer than one.
   EXPECT_GE(want.bad.size(), 20u);
   EXPECT_LE(want.bad.size(), set.damaged);
@@ -238,7 +319,7 @@ TEST_P(ReaderSuite, FailPolicyStopsNamingABadFile) {
   std::string root;
   if (!prepare(set.root, root)) GTEST_SKIP() << skip_;
   const Index index = open_index(root);
-  const Outcome& want = reference(index, "corrupted", SourceOptions::Kind::pread);
+  const Outcome& want = this->want();
   LoaderConfig c = config(reader(), source().kind);
   c.on_error = ErrorPolicy::fail;
   Iterator it(index, c);
