@@ -32,20 +32,6 @@ struct StepStatus {  // written by the device (async copies), read after the ste
   int32_t skipped = 0;
 };
 
-std::string_view precision_word(Precision p) {
-  switch (p) {
-    case Precision::f32:
-      return "f32";
-    case Precision::tf32:
-      return "tf32";
-    case Precision::f16:
-      return "f16";
-    case Precision::bf16:
-      return "bf16";
-  }
-  return "?";
-}
-
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const Network& net, const BackendConfig& config) : config_(config) {
@@ -117,7 +103,7 @@ class CudaBackend final : public Backend {
         "cuda: device {} ({}), CUDA runtime {}.{}, cuDNN {}, {} {}, conv {}, BN {}{}, "
         "workspace {} MiB, {} MiB planned{}",
         config_.device, net_->device_name(), runtime / 1000, runtime % 1000 / 10, cudnnGetVersion(),
-        precision_word(config_.precision), net_->nhwc() ? "NHWC" : "NCHW", config_.conv_algorithm,
+        precision_name(config_.precision), net_->nhwc() ? "NHWC" : "NCHW", config_.conv_algorithm,
         net_->bn_persistent() ? "persistent" : "spatial",
         net_->bn_relu_fused() ? "+ReLU fused" : "", net_->workspace_bytes() >> 20,
         net_->device_bytes() >> 20, config_.graph ? ", CUDA Graph" : "");
@@ -437,7 +423,7 @@ std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConf
     STOKER_GPU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config.device));
     if (major < 8)
       fail("backend 'cuda': {} needs compute capability 8.0 or later (Ampere); device {} is {}.x",
-           precision_word(config.precision), config.device, major);
+           precision_name(config.precision), config.device, major);
   }
   return std::make_unique<CudaBackend>(net, config);
 }
