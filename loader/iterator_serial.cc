@@ -12,8 +12,7 @@ class SerialProducer final : public Producer {
  public:
   explicit SerialProducer(LoaderContext& ctx)
       : ctx_(ctx),
-        pool_(1, ctx.config.sampler.batch_size, ctx.config.output,
-              ctx.config.memory),
+        pool_(1, ctx.config.sampler.batch_size, ctx.config.output, ctx.config.memory),
         worker_(ctx.config.decode, ctx.source->clone()) {}
 
   void begin(size_t) override {}

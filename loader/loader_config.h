@@ -33,7 +33,7 @@ struct LoaderConfig {
   // Where bytes come from (--source): auto picks from the dataset and the reader.
   SourceOptions::Kind source = SourceOptions::Kind::automatic;
   std::string null_file;  // --source null: serve this file's bytes (empty: a built-in JPEG)
-  LoaderMemory memory;            // where batch tensors live (default: the heap)
+  LoaderMemory memory;    // where batch tensors live (default: the heap)
 };
 
 }  // namespace stoker
