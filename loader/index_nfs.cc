@@ -162,24 +162,8 @@ Index shards_over_nfs(NfsClient& c, const std::string& index_path, const NfsUrl&
   std::istringstream in(read_all(c, index_path));
   ShardIndexFile f = parse_shard_index(in, name);
   NfsClient d(dir);
-  Index index;
-  index.root = dir.text();
-  index.classes = std::move(f.classes);
-  for (const auto& s : f.shards) {
-    const NfsEntry e = d.stat(s.file);
-    if (e.size != s.bytes) {
-      fail("shard dataset {}: shard {} is {} bytes, the index says {} (changed since packing?)",
-           name, dir.join(s.file), e.size, s.bytes);
-    }
-    index.shards.push_back(s.file);
-  }
-  index.names = std::move(f.names);
-  index.name_offset = std::move(f.name_offset);
-  index.bytes = std::move(f.length);
-  index.label = std::move(f.label);
-  index.shard = std::move(f.shard);
-  index.offset = std::move(f.offset);
-  return index;
+  return index_from_shard_file(std::move(f), dir.text(), name,
+                               [&](const std::string& file) { return d.stat(file).size; });
 }
 
 }  // namespace

@@ -11,23 +11,18 @@
 
 namespace stoker {
 
-Index index_shards(const std::string& index_file) {
-  ShardIndexFile f = read_shard_index(index_file);
+Index index_from_shard_file(ShardIndexFile f, std::string root, const std::string& name,
+                            const std::function<uint64_t(const std::string& file)>& shard_size) {
   Index index;
-  const size_t slash = index_file.rfind('/');
-  index.root = slash == std::string::npos ? "." : index_file.substr(0, slash);
+  index.root = std::move(root);
   index.classes = std::move(f.classes);
-  std::string path;
   for (const auto& s : f.shards) {
-    join_location(path, index.root, s.file);
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) {
-      fail("shard dataset {}: shard {}: {} (copy the whole folder, or pack again)", index_file,
-           path, errno_text(errno));
-    }
-    if (static_cast<uint64_t>(st.st_size) != s.bytes) {
+    const uint64_t bytes = shard_size(s.file);
+    if (bytes != s.bytes) {
+      std::string where;
+      join_location(where, index.root, s.file);
       fail("shard dataset {}: shard {} is {} bytes, the index says {} (changed since packing?)",
-           index_file, path, st.st_size, s.bytes);
+           name, where, bytes, s.bytes);
     }
     index.shards.push_back(s.file);
   }
@@ -38,6 +33,22 @@ Index index_shards(const std::string& index_file) {
   index.shard = std::move(f.shard);
   index.offset = std::move(f.offset);
   return index;
+}
+
+Index index_shards(const std::string& index_file) {
+  const size_t slash = index_file.rfind('/');
+  std::string root = slash == std::string::npos ? "." : index_file.substr(0, slash);
+  return index_from_shard_file(
+      read_shard_index(index_file), root, index_file, [&](const std::string& file) {
+        std::string path;
+        join_location(path, root, file);
+        struct stat st {};
+        if (stat(path.c_str(), &st) != 0) {
+          fail("shard dataset {}: shard {}: {} (copy the whole folder, or pack again)", index_file,
+               path, errno_text(errno));
+        }
+        return static_cast<uint64_t>(st.st_size);
+      });
 }
 
 }  // namespace stoker

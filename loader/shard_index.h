@@ -6,11 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <istream>
 #include <string>
 #include <vector>
 
 namespace stoker {
+
+struct Index;
 
 inline constexpr const char* kShardIndexName = "stoker-shards.tsv";
 inline constexpr const char* kShardIndexMagic = "stoker-shards";
@@ -45,6 +48,13 @@ void write_shard_index(const ShardIndexFile& index, const std::string& file);
 ShardIndexFile read_shard_index(const std::string& file);
 // The same from a stream (an index read over NFS, say); `file` names it in errors.
 ShardIndexFile parse_shard_index(std::istream& in, const std::string& file);
+
+// A parsed shard index as an Index rooted at `root` (a folder or an nfs:// URL), every
+// shard's size checked against the index. `shard_size(file)` gives a shard's current size
+// in bytes, or throws stoker::Error naming it; `name` is the index for messages. The one
+// conversion behind index_shards (local) and the NFS indexer.
+Index index_from_shard_file(ShardIndexFile f, std::string root, const std::string& name,
+                            const std::function<uint64_t(const std::string& file)>& shard_size);
 
 // True if `file` starts with the shard index magic (reads a few bytes).
 bool is_shard_index(const std::string& file);
