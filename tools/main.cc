@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "common/interrupt.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  } catch (const stoker::Interrupted& e) {
+    // What was finished has been written; the handler already said so on stderr.
+    std::fprintf(stderr, "stoker: %s\n", e.what());
+    return stoker::interrupt_exit_code();
   } catch (const stoker::Error& e) {
     std::fprintf(stderr, "stoker: error: %s\n", e.what());
     return 1;
