@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// The study's report: one self-contained HTML document (inline SVG, no external scripts or
+// fonts) rendered from a study result (docs/FORMATS.md, "study.json"), and the conclusions
+// in words computed from its numbers. Pure functions of the JSON: `stoker study` calls them
+// after every cell, `stoker report` on a saved result.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace stoker {
+
+std::string render_report(const nlohmann::json& study);
+
+// Sentences a person can act on ("256px: more than 4 readers buy nothing: compute-bound").
+std::vector<std::string> conclusions(const nlohmann::json& study);
+
+}  // namespace stoker
