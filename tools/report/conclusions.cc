@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: Apache-2.0
+// The study's conclusions in words, computed from the cells' numbers: per (dataset,
+// storage, consumer) what a parallel reader buys over serial, where adding readers stops
+// paying, and which stage bounds the best cell; per (dataset, consumer) what each storage
+// costs against the first one. Thresholds are named below; nothing is hard-coded per study.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "tools/report/report.h"
+#include "tools/report/study_json.h"
+
+namespace stoker {
+
+using report::Json;
+using report::num;
+using report::num_or;
+using report::obj;
+using report::str;
+
+namespace {
+
+// Two times within this fraction of each other are "the same" (run-to-run noise on a
+// shared machine is a few percent).
+constexpr double kSame = 0.05;
+// A cell whose consumer waits less than this share of the time is bound by the consumer.
+constexpr double kComputeBound = 0.10;
+
+std::string pct(double share) {
+  if (share > 0 && share < 0.005) return "<1%";
+  return fmt::format("{:.0f}%", 100 * share);
+}
+
+// Near 1 a tenth hides the difference ("1.0x"), so two decimals there.
+std::string times(double ratio) {
+  return ratio < 1.2 ? fmt::format("{:.2f}x", ratio) : fmt::format("{:.1f}x", ratio);
+}
+
+double wall(const Json* c) {
+  return num_or(*c, "wall_s", 0);
+}
+
+const Json* fastest(const std::vector<const Json*>& cs) {
+  const Json* best = nullptr;
+  for (const Json* c : cs)
+    if (!best || wall(c) < wall(best)) best = c;
+  return best;
+}
+
+std::string ms(double v) {
+  return v >= 10  ? fmt::format("{:.0f}", v)
+         : v >= 1 ? fmt::format("{:.1f}", v)
+                  : fmt::format("{:.2f}", v);
+}
+
+// The bound S1's rule wrote, or the same rule's outline where the field is missing.
+std::string bound_of(const Json& c) {
+  std::string b = str(c, "bound");
+  if (!b.empty()) return b;
+  if (const auto w = num(c, "data_wait_share"); w && *w < kComputeBound) return "compute";
+  const Json& cpu = obj(c, "cpu_ms_per_image");
+  if (cpu.empty()) return "";
+  return num_or(cpu, "read", 0) > num_or(cpu, "decode", 0) ? "read" : "decode";
+}
+
+// Why the cell is as fast as it is, from its bound and per-stage CPU times.
+std::string explain_bound(const Json& c, double online_cpus) {
+  const std::string b = bound_of(c);
+  const double wait = num_or(c, "data_wait_share", 0);
+  const Json& cpu = obj(c, "cpu_ms_per_image");
+  const double read = num_or(cpu, "read", 0), decode = num_or(cpu, "decode", 0);
+  const double total = read + decode + num_or(cpu, "augment", 0) + num_or(cpu, "collate", 0);
+  std::string out;
+  if (b == "compute") {
+    out = fmt::format(": the consumer is the bottleneck (data wait {})", pct(wait));
+  } else if (b == "decode") {
+    out = fmt::format(" is decode-bound (data wait {}; decoding takes {} of {} CPU ms per image)",
+                      pct(wait), ms(decode), ms(total));
+  } else if (b == "read") {
+    out = fmt::format(" is read-bound (data wait {}; {} MB/s, reading takes {} of {} ms per image)",
+                      pct(wait), ms(num_or(c, "read_mb_per_s", 0)), ms(read), ms(total));
+  } else if (b == "loader") {
+    out = fmt::format(
+        " is loader-bound, no single stage dominating (data wait {}; read {}, decode {}, "
+        "augment {}, collate {} CPU ms per image)",
+        pct(wait), ms(read), ms(decode), ms(num_or(cpu, "augment", 0)),
+        ms(num_or(cpu, "collate", 0)));
+  } else if (!b.empty()) {
+    out = fmt::format(" is {}-bound (data wait {})", b, pct(wait));
+  } else {
+    out = fmt::format(" (data wait {})", pct(wait));
+  }
+  if (b != "compute" && b != "read" && online_cpus > 0)
+    if (const auto cores = num(c, "cores_used"); cores && *cores >= 0.9 * online_cpus)
+      out += fmt::format(", using all {} cores ({} busy)", online_cpus, ms(*cores));
+  return out;
+}
+
+// "processes stops improving at 2 readers" or "still improves up to 4": on the reader
+// kind swept over the most worker counts.
+std::string scaling(const std::vector<const Json*>& group) {
+  std::map<std::string, std::map<double, const Json*>> by_kind;
+  for (const Json* c : group) {
+    const std::string k = report::reader_kind(*c);
+    if (k == "serial") continue;
+    auto& slot = by_kind[k][report::workers(*c)];
+    if (!slot || wall(c) < wall(slot)) slot = c;
+  }
+  const std::map<double, const Json*>* sweep = nullptr;
+  std::string kind;
+  for (const auto& [k, m] : by_kind)
+    if (m.size() >= 2 &&
+        (!sweep || m.size() > sweep->size() || (m.size() == sweep->size() && k == "processes"))) {
+      sweep = &m;
+      kind = k;
+    }
+  if (!sweep) return "";
+  double best = 1e300;
+  for (const auto& [w, c] : *sweep) best = std::min(best, wall(c));
+  const Json* enough = nullptr;
+  for (const auto& [w, c] : *sweep)
+    if (wall(c) <= best * (1 + kSame)) {
+      enough = c;
+      break;
+    }
+  const auto last = std::prev(sweep->end());
+  if (enough != last->second)
+    return fmt::format("{} stops improving at {} reader{}: more buy nothing (within {:.0f}%)", kind,
+                       report::workers(*enough), report::workers(*enough) == 1 ? "" : "s",
+                       100 * kSame);
+  const auto before = std::prev(last);
+  return fmt::format("{} still improves at {} readers ({} faster than {})", kind, last->first,
+                     times(wall(before->second) / wall(last->second)),
+                     str(*before->second, "reader"));
+}
+
+std::string group_sentence(const std::vector<const Json*>& group, double online_cpus) {
+  const Json& first = *group.front();
+  std::vector<const Json*> serial, parallel;
+  for (const Json* c : group)
+    (report::reader_kind(*c) == "serial" ? serial : parallel).push_back(c);
+  std::vector<std::string> parts;
+  const Json* s = fastest(serial);
+  const Json* p = fastest(parallel);
+  if (s && p) {
+    const double ratio = wall(s) / wall(p);
+    if (ratio > 1 + kSame) {
+      parts.push_back(
+          fmt::format("the serial reader waits {} of the time; {} cuts it to {} ({} faster)",
+                      pct(num_or(*s, "data_wait_share", 0)), str(*p, "reader"),
+                      pct(num_or(*p, "data_wait_share", 0)), times(ratio)));
+    } else {
+      parts.push_back(fmt::format(
+          "no parallel reader beats serial by more than {:.0f}% (best: {}, {} the time of serial; "
+          "serial waits {})",
+          100 * kSame, str(*p, "reader"), times(1 / ratio), pct(num_or(*s, "data_wait_share", 0))));
+    }
+    // Gaps say something the wait does not only where they differ from it (between
+    // kernels or primitives); an emulated consumer's gaps are its waits.
+    const auto gs = num(*s, "gap_share"), gp = num(*p, "gap_share");
+    const double ws = num_or(*s, "data_wait_share", 0);
+    if (gs && gp && *gs - *gp >= kSame && *gs - ws >= kSame)
+      parts.push_back(fmt::format("the serial reader leaves {} gaps vs {} for {}", pct(*gs),
+                                  pct(*gp), str(*p, "reader")));
+  } else if (s) {
+    parts.push_back(fmt::format("the serial reader waits {} of the time",
+                                pct(num_or(*s, "data_wait_share", 0))));
+  }
+  if (const std::string sc = scaling(group); !sc.empty()) parts.push_back(sc);
+  const Json* best = fastest(group);
+  parts.push_back(fmt::format("fastest: {} ({} s, {} images/s){}", str(*best, "reader"),
+                              ms(wall(best)), ms(num_or(*best, "images_per_s", 0)),
+                              explain_bound(*best, online_cpus)));
+  std::string out = fmt::format("{} on {} with {}: ", str(first, "dataset"), str(first, "storage"),
+                                str(first, "consumer"));
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out + ".";
+}
+
+// Per (dataset, consumer, reader): each storage against the first one, and how much of a
+// per-file storage's loss its sharded twin ("X-shards", or "shards" for the first) wins back.
+std::vector<std::string> storage_sentences(const std::vector<const Json*>& cs) {
+  std::vector<std::string> out;
+  const auto storages = report::distinct(cs, "storage");
+  if (storages.size() < 2) return out;
+  for (const auto& dataset : report::distinct(cs, "dataset"))
+    for (const auto& consumer : report::distinct(cs, "consumer")) {
+      // The serial reader shows the storage most plainly; else the first reader there is.
+      std::map<std::string, std::map<std::string, const Json*>> at;  // reader -> storage -> cell
+      for (const Json* c : cs)
+        if (str(*c, "dataset") == dataset && str(*c, "consumer") == consumer)
+          at[str(*c, "reader")][str(*c, "storage")] = c;
+      std::string reader = at.count("serial") ? "serial" : "";
+      if (reader.empty())
+        for (const Json* c : cs)
+          if (str(*c, "dataset") == dataset && str(*c, "consumer") == consumer) {
+            reader = str(*c, "reader");
+            break;
+          }
+      if (reader.empty()) continue;
+      const auto& by_storage = at[reader];
+      const std::string& base = storages.front();
+      if (!by_storage.count(base) || by_storage.size() < 2) continue;
+      const double t_base = wall(by_storage.at(base));
+      std::vector<std::string> items;
+      for (const auto& st : storages) {
+        if (st == base || !by_storage.count(st)) continue;
+        const double r = wall(by_storage.at(st)) / t_base;
+        std::string item =
+            std::fabs(r - 1) <= kSame
+                ? fmt::format("{} is as fast as {} (within {:.0f}%)", st, base, 100 * kSame)
+                : fmt::format("{} is {} {} than {}", st, times(r > 1 ? r : 1 / r),
+                              r > 1 ? "slower" : "faster", base);
+        const std::string suffix = "-shards";
+        const std::string twin = st.size() > suffix.size() && st.ends_with(suffix)
+                                     ? st.substr(0, st.size() - suffix.size())
+                                     : "";
+        if (!twin.empty() && twin != base && by_storage.count(twin)) {
+          const double t_twin = wall(by_storage.at(twin));
+          if (t_twin > t_base * (1 + kSame))
+            item += fmt::format(", recovering {:.0f}% of what per-file {} loses",
+                                100 * (t_twin - wall(by_storage.at(st))) / (t_twin - t_base), twin);
+        }
+        items.push_back(item);
+      }
+      if (items.empty()) continue;
+      std::string s = fmt::format("{} with {}, {} reader: ", dataset, consumer, reader);
+      for (size_t i = 0; i < items.size(); ++i) s += (i ? "; " : "") + items[i];
+      out.push_back(s + ".");
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> conclusions(const nlohmann::json& study) {
+  std::vector<std::string> out;
+  const Json& ctx = obj(study, "context");
+  const auto all = report::cells(study);
+  std::vector<const Json*> good, failed;
+  for (const Json* c : all) {
+    if (report::ok(*c))
+      good.push_back(c);
+    else if (str(*c, "status", "ok") != "ok")
+      failed.push_back(c);
+  }
+  const std::string state = str(ctx, "state");
+  const auto planned = num(ctx, "planned_cells");
+  if (state == "interrupted" || state == "running")
+    out.push_back(
+        fmt::format("The study {} after {}{} cells: what follows covers the finished cells only.",
+                    state == "running" ? "is still running" : "was interrupted", all.size(),
+                    planned ? fmt::format(" of {}", *planned) : ""));
+  if (good.empty()) {
+    out.push_back(all.empty() ? "No cell has finished yet." : "No cell finished successfully.");
+  } else {
+    const double cpus = num_or(ctx, "online_cpus", 0);
+    // Groups in sweep order.
+    std::vector<std::vector<const Json*>> groups;
+    std::vector<std::string> keys;
+    for (const Json* c : good) {
+      const std::string key =
+          str(*c, "dataset") + '\n' + str(*c, "storage") + '\n' + str(*c, "consumer");
+      const auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) {
+        keys.push_back(key);
+        groups.push_back({c});
+      } else {
+        groups[static_cast<size_t>(it - keys.begin())].push_back(c);
+      }
+    }
+    for (const auto& g : groups) out.push_back(group_sentence(g, cpus));
+    for (auto& s : storage_sentences(good)) out.push_back(std::move(s));
+    // Which stage bounds the cells, counted.
+    std::map<std::string, size_t> bounds;
+    for (const Json* c : good) ++bounds[bound_of(*c).empty() ? "unknown" : bound_of(*c)];
+    std::string tally;
+    for (const auto& [b, n] : bounds)
+      tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", n, b);
+    out.push_back(fmt::format("Of {} finished cells, by the stage that bounds them: {}.",
+                              good.size(), tally));
+  }
+  if (!failed.empty()) {
+    std::string s = fmt::format("{} cell{} failed: ", failed.size(), failed.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < failed.size() && i < 3; ++i)
+      s += fmt::format("{}{} on {} with {}, {} ({})", i ? "; " : "", str(*failed[i], "dataset"),
+                       str(*failed[i], "storage"), str(*failed[i], "consumer"),
+                       str(*failed[i], "reader"), str(*failed[i], "error", "no reason recorded"));
+    if (failed.size() > 3) s += fmt::format("; and {} more (see the table)", failed.size() - 3);
+    out.push_back(s + ".");
+  }
+  return out;
+}
+
+}  // namespace stoker

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tolerant reads of a study result: see study_json.h.
+#include "tools/report/study_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace stoker::report {
+
+std::optional<double> num(const Json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+double num_or(const Json& j, const char* key, double fallback) {
+  return num(j, key).value_or(fallback);
+}
+
+std::string str(const Json& j, const char* key, const std::string& fallback) {
+  if (!j.is_object()) return fallback;
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number() || it->is_boolean()) return it->dump();
+  return fallback;
+}
+
+namespace {
+const Json& empty_of(Json::value_t t) {
+  static const Json empty_object = Json::object();
+  static const Json empty_array = Json::array();
+  return t == Json::value_t::object ? empty_object : empty_array;
+}
+}  // namespace
+
+const Json& obj(const Json& j, const char* key) {
+  if (j.is_object()) {
+    const auto it = j.find(key);
+    if (it != j.end() && it->is_object()) return *it;
+  }
+  return empty_of(Json::value_t::object);
+}
+
+const Json& arr(const Json& j, const char* key) {
+  if (j.is_object()) {
+    const auto it = j.find(key);
+    if (it != j.end() && it->is_array()) return *it;
+  }
+  return empty_of(Json::value_t::array);
+}
+
+std::vector<const Json*> cells(const Json& study) {
+  std::vector<const Json*> out;
+  for (const auto& c : arr(study, "results"))
+    if (c.is_object()) out.push_back(&c);
+  return out;
+}
+
+bool ok(const Json& cell) {
+  return str(cell, "status", "ok") == "ok" && num(cell, "wall_s").value_or(0) > 0;
+}
+
+std::vector<std::string> distinct(const std::vector<const Json*>& cs, const char* key) {
+  std::vector<std::string> out;
+  for (const Json* c : cs) {
+    const std::string v = str(*c, key);
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+double workers(const Json& cell) {
+  if (const auto w = num(cell, "workers")) return *w;
+  const std::string r = str(cell, "reader");
+  const auto colon = r.find(':');
+  if (colon == std::string::npos) return 1;
+  const double n = std::atof(r.c_str() + colon + 1);
+  return n > 0 ? n : 1;
+}
+
+std::string reader_kind(const Json& cell) {
+  const std::string k = str(cell, "reader_kind");
+  if (!k.empty()) return k;
+  const std::string r = str(cell, "reader");
+  return r.substr(0, r.find(':'));
+}
+
+}  // namespace stoker::report

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tolerant reads of a study result (tools/study writes it; the contract is in docs/STUDY.md):
+// a missing, null or mistyped field reads as absent, never as an exception, so a report
+// renders from a partial or older result. Not a validator: it does not reject anything.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stoker::report {
+
+using Json = nlohmann::json;
+
+// j[key] as a finite number, if it is one.
+std::optional<double> num(const Json& j, const char* key);
+double num_or(const Json& j, const char* key, double fallback);
+// j[key] as text: strings as they are, numbers printed, anything else `fallback`.
+std::string str(const Json& j, const char* key, const std::string& fallback = "");
+// j[key] if it is an object/array, else an empty one.
+const Json& obj(const Json& j, const char* key);
+const Json& arr(const Json& j, const char* key);
+
+// The study's finished cells, and those of them with status "ok" and a wall time.
+std::vector<const Json*> cells(const Json& study);
+bool ok(const Json& cell);
+
+// Distinct values of cell[key] in first-seen order (the sweep order).
+std::vector<std::string> distinct(const std::vector<const Json*>& cells, const char* key);
+
+// A reader's worker count: "workers" if present, else the number after ':' (serial: 1).
+double workers(const Json& cell);
+// "serial", "threads", ...: "reader_kind" if present, else the reader name before ':'.
+std::string reader_kind(const Json& cell);
+
+}  // namespace stoker::report
