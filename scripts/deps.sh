@@ -11,8 +11,9 @@ for arg in "$@"; do
   case "$arg" in
     # djpeg/cjpeg: pixel oracle; torchvision: ImageFolder order oracle; opencv-doc: real photos.
     # nfs-ganesha, rpcbind: the local NFS server of scripts/nfs_serve.sh.
+    # chromium: loads the study report headless (tests/tools/report_chromium_test.sh).
     --test) packages+=(libgtest-dev libjpeg-turbo-progs python3 python3-torchvision opencv-doc
-      nfs-ganesha nfs-ganesha-vfs rpcbind) ;;
+      nfs-ganesha nfs-ganesha-vfs rpcbind chromium) ;;
     # libjemalloc2: PyTorch's training baseline runs ~2x faster with it than with glibc malloc.
     --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision fio libjemalloc2
       nfs-ganesha nfs-ganesha-vfs rpcbind) ;;

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+// The study report on crafted results: each conclusion sentence from numbers chosen so the
+// right answer is known (where readers stop paying, serial vs parallel, storage ratios,
+// shard recovery, gaps, the bounding stage), HTML escaping, the banner of an interrupted
+// study, failed cells, and results with fields missing, mistyped, or no cells at all.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "tools/report/report.h"
+
+namespace stoker {
+namespace {
+
+using nlohmann::json;
+
+json cell(const std::string& reader, double wall, double wait, const std::string& storage = "local",
+          const std::string& dataset = "256px", const std::string& consumer = "emulated:x") {
+  const auto colon = reader.find(':');
+  return {{"dataset", dataset},
+          {"resolution", 256},
+          {"storage", storage},
+          {"consumer", consumer},
+          {"reader", reader},
+          {"reader_kind", reader.substr(0, colon)},
+          {"workers", colon == std::string::npos ? 1 : std::stoi(reader.substr(colon + 1))},
+          {"status", "ok"},
+          {"iterations", 10},
+          {"wall_s", wall},
+          {"images_per_s", 320 / wall},
+          {"read_mb_per_s", 10 / wall},
+          {"data_wait_share", wait},
+          {"step_s",
+           {{"wait", wall * wait}, {"copy", 0.0}, {"compute", wall * (1 - wait)}, {"gap", 0.0}}},
+          {"bound", wait < 0.1 ? "compute" : "decode"}};
+}
+
+json study(std::vector<json> cells, const std::string& state = "complete") {
+  return {{"context", {{"state", state}, {"online_cpus", 2}, {"iterations", 10}}},
+          {"results", std::move(cells)}};
+}
+
+std::string all_text(const std::vector<std::string>& sentences) {
+  std::string s;
+  for (const auto& x : sentences) s += x + "\n";
+  return s;
+}
+
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(ReportConclusions, MoreReadersStopHelpingAtTheRightCount) {
+  // 4 readers are within 5% of the best (8), 2 are not: the answer is 4.
+  const auto text = all_text(conclusions(
+      study({cell("serial", 10, 0.8), cell("processes:1", 8, 0.7), cell("processes:2", 4, 0.4),
+             cell("processes:4", 2.08, 0.1), cell("processes:8", 2.0, 0.05)})));
+  EXPECT_NE(text.find("processes stops improving at 4 readers"), std::string::npos) << text;
+  // The same sweep where 8 still pays: no "stops", and the gain over 4 is stated.
+  const auto more =
+      all_text(conclusions(study({cell("processes:2", 4, 0.4), cell("processes:4", 2.6, 0.2),
+                                  cell("processes:8", 2.0, 0.05)})));
+  EXPECT_EQ(more.find("stops improving"), std::string::npos) << more;
+  EXPECT_NE(more.find("processes still improves at 8 readers (1.3x faster than processes:4)"),
+            std::string::npos)
+      << more;
+}
+
+TEST(ReportConclusions, SerialAgainstTheBestParallelReader) {
+  const auto text = all_text(conclusions(study(
+      {cell("serial", 3.1, 0.63), cell("processes:4", 1.0, 0.04), cell("threads:2", 1.5, 0.2)})));
+  EXPECT_NE(
+      text.find("the serial reader waits 63% of the time; processes:4 cuts it to 4% (3.1x faster)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fastest: processes:4 (1.0 s, 320 images/s): the consumer is the bottleneck "
+                      "(data wait 4%)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ReportConclusions, NoParallelReaderHelping) {
+  const auto text =
+      all_text(conclusions(study({cell("serial", 1.0, 0.02), cell("threads:2", 1.02, 0.01)})));
+  EXPECT_NE(text.find("no parallel reader beats serial by more than 5%"), std::string::npos)
+      << text;
+}
+
+TEST(ReportConclusions, GapsOnlyWhenTheyAddToTheWait) {
+  json s = cell("serial", 2, 0.2), t = cell("threads:2", 1, 0.02);
+  s["gap_share"] = 0.41;
+  t["gap_share"] = 0.03;
+  auto text = all_text(conclusions(study({s, t})));
+  EXPECT_NE(text.find("the serial reader leaves 41% gaps vs 3% for threads:2"), std::string::npos)
+      << text;
+  s["gap_share"] = 0.21;  // the gaps are the wait: nothing new to say
+  text = all_text(conclusions(study({s, t})));
+  EXPECT_EQ(text.find("gaps vs"), std::string::npos) << text;
+}
+
+TEST(ReportConclusions, DecodeOrReadBoundFromTheStageTimes) {
+  json read = cell("serial", 2, 0.5), decode = cell("serial", 2, 0.5, "nfs");
+  read.erase("bound");  // where the runner wrote no bound, the stage times decide
+  decode.erase("bound");
+  read["cpu_ms_per_image"] = {{"read", 3.0}, {"decode", 1.0}, {"augment", 0.2}, {"collate", 0.1}};
+  decode["cpu_ms_per_image"] = {{"read", 0.1}, {"decode", 2.0}, {"augment", 0.2}, {"collate", 0.1}};
+  const auto text = all_text(conclusions(study({read, decode})));
+  EXPECT_NE(
+      text.find("256px on local with emulated:x: the serial reader waits 50% of the time; "
+                "fastest: serial (2.0 s, 160 images/s) is read-bound (data wait 50%; 5.0 MB/s, "
+                "reading takes 3.0 of 4.3 ms per image)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("decode-bound (data wait 50%; decoding takes 2.0 of 2.4 CPU ms per image)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("by the stage that bounds them: 1 decode, 1 read"), std::string::npos)
+      << text;
+}
+
+TEST(ReportConclusions, StoragesAgainstTheFirstAndShardRecovery) {
+  const auto text = all_text(
+      conclusions(study({cell("serial", 1.0, 0.5, "local"), cell("serial", 2.4, 0.8, "nfs"),
+                         cell("serial", 1.14, 0.55, "nfs-shards")})));
+  EXPECT_NE(
+      text.find("256px with emulated:x, serial reader: nfs is 2.4x slower than local; nfs-shards "
+                "is 1.14x slower than local, recovering 90% of what per-file nfs loses."),
+      std::string::npos)
+      << text;
+}
+
+TEST(ReportConclusions, FailedInterruptedAndEmpty) {
+  json bad = {{"dataset", "1024px"},   {"storage", "nfs"},
+              {"consumer", "cpu:r18"}, {"reader", "processes:4"},
+              {"status", "failed"},    {"error", "worker 2 died (signal 9)"}};
+  json s = study({cell("serial", 1, 0.5), bad}, "interrupted");
+  s["context"]["planned_cells"] = 10;
+  const auto c = conclusions(s);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c.front(),
+            "The study was interrupted after 2 of 10 cells: what follows covers the finished cells "
+            "only.");
+  EXPECT_EQ(c.back(),
+            "1 cell failed: 1024px on nfs with cpu:r18, processes:4 (worker 2 died (signal 9)).");
+  EXPECT_EQ(conclusions(json::object()), std::vector<std::string>{"No cell has finished yet."});
+  EXPECT_EQ(all_text(conclusions(study({bad}))),
+            "No cell finished successfully.\n"
+            "1 cell failed: 1024px on nfs with cpu:r18, processes:4 (worker 2 died (signal 9)).\n");
+}
+
+TEST(ReportHtml, EscapesNamesEverywhere) {
+  const std::string evil = "<script>alert(1)</script>&\"'";
+  json c = cell("serial", 1, 0.5, "lo<cal>", evil);
+  c["error"] = "<b>";
+  json s = study({c, cell("threads:2", 0.5, 0.1, "lo<cal>", evil)});
+  s["context"]["datasets"] = {{{"name", evil}, {"root", "/x/<y>"}}};
+  const std::string html = render_report(s);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("lo<cal>"), std::string::npos);
+  EXPECT_EQ(html.find("/x/<y>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;"), std::string::npos);
+  // One <script> element only: the page's own sorter.
+  EXPECT_EQ(count(html, "<script>"), 1u);
+}
+
+TEST(ReportHtml, ChartsAndSeriesMatchTheCells) {
+  // 2 storages x 1 consumer = 2 iterations panels; datasets x reader kinds = series.
+  json s = study(
+      {cell("serial", 2, 0.5, "local", "256px"), cell("processes:2", 1, 0.2, "local", "256px"),
+       cell("processes:4", 0.9, 0.1, "local", "256px"), cell("serial", 4, 0.6, "local", "512px"),
+       cell("serial", 3, 0.7, "nfs", "256px")});
+  const std::string html = render_report(s);
+  EXPECT_EQ(count(html, R"(data-chart="iterations-vs-readers")"), 2u);
+  EXPECT_EQ(count(html, R"(data-chart="bandwidth")"), 2u);       // one per dataset
+  EXPECT_EQ(count(html, R"(data-chart="step-breakdown")"), 2u);  // per dataset x consumer
+  EXPECT_EQ(count(html, R"(data-chart="trace")"), 0u);           // no cell has a trace
+  EXPECT_EQ(count(html, R"(data-series="256px serial")"), 2u);   // local and nfs panels
+  EXPECT_EQ(count(html, R"(data-series="256px processes")"), 1u);
+  EXPECT_EQ(count(html, R"(data-series="512px serial")"), 1u);
+  EXPECT_EQ(count(html, R"(data-series="wait")"), 2u);
+  EXPECT_NE(html.find("No finished cell has a trace excerpt yet."), std::string::npos);
+}
+
+TEST(ReportHtml, TraceExcerptShowsSlowAndFastWithWorkerLanes) {
+  json serial = cell("serial", 2, 0.5, "local", "1024px");
+  json par = cell("processes:2", 1, 0.1, "local", "1024px");
+  serial["resolution"] = par["resolution"] = 1024;
+  auto step = [](double wait, int workers) {
+    json samples = json::array();
+    for (int w = 0; w < workers; ++w)
+      samples.push_back({{"worker", w}, {"stage", "decode"}, {"begin_ms", -5.0}, {"end_ms", 1.0}});
+    return json{{"step", 3},       {"wait_ms", wait},    {"compute_ms", 2.0},
+                {"begin_ms", 0.0}, {"end_ms", wait + 2}, {"samples", samples}};
+  };
+  serial["trace"] = {{"slow", step(9, 1)}, {"fast", step(1, 1)}};
+  par["trace"] = {{"slow", step(3, 2)}, {"fast", step(0.5, 2)}};
+  const std::string html = render_report(study({serial, par}));
+  EXPECT_EQ(count(html, R"(data-chart="trace")"), 4u);
+  EXPECT_EQ(count(html, R"(data-step="slow")"), 2u);
+  EXPECT_NE(html.find("2 of 2 workers busy during the step: 0, 1"), std::string::npos);
+  EXPECT_NE(html.find("slow step 3: 11 ms (wait 9 ms, compute 2 ms)"), std::string::npos);
+}
+
+TEST(ReportHtml, InterruptedBannerAndFailedCells) {
+  json bad = {{"dataset", "1024px"},   {"storage", "nfs"},
+              {"consumer", "cpu:r18"}, {"reader", "processes:4"},
+              {"status", "failed"},    {"error", "worker 2 died (signal 9)"}};
+  json s = study({cell("serial", 1, 0.5), bad}, "interrupted");
+  const std::string html = render_report(s);
+  EXPECT_NE(html.find(R"(data-state="interrupted")"), std::string::npos);
+  EXPECT_NE(html.find("This study was interrupted: 2 cells finished."), std::string::npos);
+  EXPECT_NE(html.find("<td>worker 2 died (signal 9)</td>"), std::string::npos);
+  EXPECT_EQ(render_report(study({cell("serial", 1, 0.5)})).find("data-state"), std::string::npos);
+  EXPECT_NE(
+      render_report(study({cell("serial", 1, 0.5)}, "running")).find(R"(data-state="running")"),
+      std::string::npos);
+}
+
+TEST(ReportHtml, ToleratesMissingMistypedAndAbsentFields) {
+  for (const json& s : {json::object(), json::array(), json(nullptr),
+                        json{{"results", json::array()}}, json{{"results", 5}, {"context", "x"}},
+                        json{{"results", {json::object(), json(3), json{{"wall_s", "fast"}}}}},
+                        json{{"results",
+                              {json{{"status", "ok"},
+                                    {"wall_s", 1.0},
+                                    {"workers", nullptr},
+                                    {"trace", 5},
+                                    {"step_s", {{"wait", "x"}}},
+                                    {"cpu_ms_per_image", nullptr}}}}}}) {
+    std::string html;
+    ASSERT_NO_THROW(html = render_report(s)) << s.dump();
+    EXPECT_NE(html.find("</html>"), std::string::npos);
+    ASSERT_NO_THROW(conclusions(s)) << s.dump();
+  }
+  // One cell, one reader: a chart with one series and a sentence about it.
+  const json one = study({cell("serial", 1, 0.5)});
+  const std::string html = render_report(one);
+  EXPECT_EQ(count(html, R"(data-chart="iterations-vs-readers")"), 1u);
+  EXPECT_EQ(count(html, "data-series=\"256px serial\""), 1u);
+  EXPECT_EQ(conclusions(one).size(), 2u);  // the cell, the tally of bounds
+}
+
+TEST(ReportHtml, TheFixtureRenders) {
+  std::ifstream in(STOKER_STUDY_SAMPLE);
+  ASSERT_TRUE(in) << STOKER_STUDY_SAMPLE;
+  const json s = json::parse(in);
+  const std::string html = render_report(s);
+  // Panels: every (storage, consumer) with an ok cell.
+  std::set<std::string> panels;
+  for (const auto& c : s["results"])
+    if (c["status"] == "ok")
+      panels.insert(c["storage"].get<std::string>() + " " + c["consumer"].get<std::string>());
+  EXPECT_EQ(count(html, R"(data-chart="iterations-vs-readers")"), panels.size());
+  EXPECT_EQ(count(html, R"(data-chart="trace")"), 4u);
+  EXPECT_NE(html.find("stoker-worker 2 died"), std::string::npos);
+  for (const auto& c : conclusions(s)) EXPECT_EQ(c.find("nan"), std::string::npos) << c;
+}
+
+}  // namespace
+}  // namespace stoker
