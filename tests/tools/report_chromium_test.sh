@@ -10,6 +10,28 @@
 set -euo pipefail
 stoker=$1 fixture=$2 python=${3:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
+
+# The command's own errors first (they need no browser): exit 2 for usage, 1 naming the file.
+errdir=$(mktemp -d)
+expect_exit() {  # CODE PATTERN ARGS...: stoker ARGS exits CODE and says PATTERN on stderr
+  local code=$1 pattern=$2 rc=0
+  shift 2
+  "$stoker" "$@" >/dev/null 2>"$errdir/err" || rc=$?
+  if [ $rc -ne "$code" ] || ! grep -q -- "$pattern" "$errdir/err"; then
+    echo "FAIL: stoker $* exited $rc (want $code), stderr: $(cat "$errdir/err")" >&2
+    exit 1
+  fi
+}
+expect_exit 2 "result is required" report
+expect_exit 1 "cannot open '$errdir/none.json'" report "$errdir/none.json"
+echo '{"results": [' >"$errdir/cut.json"
+expect_exit 1 "'$errdir/cut.json' is not valid JSON" report "$errdir/cut.json"
+echo '[1, 2]' >"$errdir/array.json"
+expect_exit 1 "is not a study result" report "$errdir/array.json"
+expect_exit 1 "cannot write '$errdir/no/such/dir/r.html.tmp'" report "$fixture" -o "$errdir/no/such/dir/r.html"
+"$stoker" report "$fixture" -o - | grep -q '</html>' || { echo "FAIL: -o - wrote no page" >&2; exit 1; }
+rm -rf "$errdir"
+
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium" ]; then
   if [ "${CI:-}" = true ]; then
