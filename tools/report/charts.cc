@@ -70,6 +70,14 @@ std::string pct(double share) {
   return fmt::format("{:.0f}%", 100 * share);
 }
 
+// The legend above a figure's panels, shared by all of them.
+std::string legend_strip(const std::vector<LegendItem>& items) {
+  std::string html =
+      R"(<div class="legend-strip"><svg viewBox="0 0 900 40" width="900" height="40">)";
+  legend(html, items, 4, 16, 890);
+  return html + "</svg></div>";
+}
+
 }  // namespace
 
 std::string iterations_chart(const Json& study) {
@@ -89,13 +97,10 @@ std::string iterations_chart(const Json& study) {
                                   ? fmt::format("time for {} iterations (s)", short_num(iterations))
                                   : std::string("time for the timed iterations (s)");
 
-  std::string html =
-      R"(<figure class="chart"><div class="legend-strip"><svg viewBox="0 0 900 40" width="900" height="40">)";
   std::vector<LegendItem> items;
   for (size_t i = 0; i < datasets.size(); ++i) items.push_back({datasets[i], palette(i), "rect"});
   for (const auto& k : kinds) items.push_back({k, "#555555", kind_marker(k)});
-  legend(html, items, 4, 16, 890);
-  html += R"(</svg></div><div class="panels">)";
+  std::string html = R"(<figure class="chart">)" + legend_strip(items) + R"(<div class="panels">)";
 
   // Panels in sweep order of (storage, consumer).
   std::vector<std::pair<std::string, std::string>> panels;
@@ -167,12 +172,9 @@ std::string bandwidth_chart(const Json& study) {
   if (cs.empty()) return empty_figure("a read bandwidth");
   const auto readers = distinct(cs, "reader");
   const auto storages = distinct(cs, "storage");
-  std::string html =
-      R"(<figure class="chart"><div class="legend-strip"><svg viewBox="0 0 900 40" width="900" height="40">)";
   std::vector<LegendItem> items;
   for (size_t i = 0; i < readers.size(); ++i) items.push_back({readers[i], palette(i), "rect"});
-  legend(html, items, 4, 16, 890);
-  html += R"(</svg></div><div class="panels">)";
+  std::string html = R"(<figure class="chart">)" + legend_strip(items) + R"(<div class="panels">)";
   constexpr double W = 420, H = 280, L = 56, R = 12, T = 28, B = 44;
   for (const auto& dataset : distinct(cs, "dataset")) {
     const auto dc = where(cs, "dataset", dataset);
@@ -243,12 +245,9 @@ std::string breakdown_chart(const Json& study) {
   for (const Json* c : ok_cells(study))
     if (!obj(*c, "step_s").empty()) cs.push_back(c);
   if (cs.empty()) return empty_figure("a step-time breakdown");
-  std::string html =
-      R"(<figure class="chart"><div class="legend-strip"><svg viewBox="0 0 900 40" width="900" height="40">)";
   std::vector<LegendItem> items;
   for (const char* p : parts) items.push_back({p, stage_colour(p), "rect"});
-  legend(html, items, 4, 16, 890);
-  html += R"(</svg></div><div class="panels">)";
+  std::string html = R"(<figure class="chart">)" + legend_strip(items) + R"(<div class="panels">)";
   for (const auto& dataset : distinct(cs, "dataset")) {
     const auto dc = where(cs, "dataset", dataset);
     for (const auto& consumer : distinct(dc, "consumer")) {
@@ -449,16 +448,11 @@ std::string trace_excerpt(const Json& study) {
       continue;
     if (!best || num_or(*c, "images_per_s", 0) > num_or(*best, "images_per_s", 0)) best = c;
   }
-  std::string html = R"(<figure class="chart">)" + trace_row(*anchor);
-  if (best) html += trace_row(*best);
-  std::string legend_svg =
-      R"(<div class="legend-strip"><svg viewBox="0 0 900 40" width="900" height="40">)";
   std::vector<LegendItem> items;
   for (const char* p : {"wait", "compute", "read", "decode", "augment", "collate"})
     items.push_back({p, stage_colour(p), "rect"});
-  legend(legend_svg, items, 4, 16, 890);
-  legend_svg += "</svg></div>";
-  html.insert(std::string(R"(<figure class="chart">)").size(), legend_svg);
+  std::string html = R"(<figure class="chart">)" + legend_strip(items) + trace_row(*anchor);
+  if (best) html += trace_row(*best);
   html +=
       R"(<figcaption>The slowest and the fastest timed step of each cell, on one time axis. The top lane is the consumer (waiting for the batch, then computing); below, a lane per loader worker with the stage spans of the samples in the batch consumed at that step (negative times: produced before the step began). The shaded band is the step.</figcaption></figure>)";
   return html;
