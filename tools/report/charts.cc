@@ -70,12 +70,15 @@ std::string pct(double share) {
   return fmt::format("{:.0f}%", 100 * share);
 }
 
-// The legend above a figure's panels, shared by all of them.
+// The legend above a figure's panels, shared by all of them: HTML, so it wraps and keeps
+// its text size on a narrow screen, with each key's marker as a small SVG.
 std::string legend_strip(const std::vector<LegendItem>& items) {
-  std::string html =
-      R"(<div class="legend-strip"><svg viewBox="0 0 900 40" width="900" height="40">)";
-  legend(html, items, 4, 16, 890);
-  return html + "</svg></div>";
+  std::string html = R"(<div class="legend-strip">)";
+  for (const auto& it : items)
+    html += fmt::format(
+        R"(<span class="key"><svg width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">{}</svg>{}</span>)",
+        marker(it.marker, 6, 6, 5, it.colour), esc(it.label));
+  return html + "</div>";
 }
 
 }  // namespace

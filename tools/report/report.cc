@@ -35,7 +35,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bott
 ul.conclusions li{margin:4px 0}
 figure.chart{margin:8px 0 16px}figcaption,.note{color:#555;font-size:13px;margin:4px 0}
 .panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}.trace-cell .panels{grid-template-columns:repeat(auto-fill,minmax(480px,1fr))}
-.panel svg,.legend-strip svg{width:100%;height:auto;display:block}.legend-strip{max-width:900px}
+.panel svg{width:100%;max-width:600px;height:auto;display:block}.legend-strip{display:flex;flex-wrap:wrap;gap:4px 16px;font-size:12.5px;margin:4px 0 8px}.legend-strip .key{display:inline-flex;align-items:center;gap:5px}
 svg text{font-size:11px;fill:#333}svg .panel-title{font-size:13px;font-weight:600;fill:#111}svg .title{font-size:11.5px;fill:#444}
 svg .axis line,svg .axis-line{stroke:#666;stroke-width:1}svg .axis line.grid{stroke:#e6e6e6}
 svg .window{fill:#0072B2;fill-opacity:.07;stroke:#0072B2;stroke-opacity:.4;stroke-dasharray:3 3}

@@ -139,21 +139,4 @@ std::string marker(std::string_view shape, double cx, double cy, double r,
                      colour);
 }
 
-void legend(std::string& svg, const std::vector<LegendItem>& items, double x, double y,
-            double width) {
-  svg += R"(<g class="legend">)";
-  double cx = x, cy = y;
-  for (const auto& it : items) {
-    const double w = 26 + 6.5 * static_cast<double>(it.label.size());
-    if (cx + w > x + width && cx > x) {
-      cx = x;
-      cy += 18;
-    }
-    svg += marker(it.marker.empty() ? "rect" : it.marker, cx + 6, cy - 4, 5, it.colour);
-    svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}">{}</text>)", cx + 15, cy, esc(it.label));
-    cx += w;
-  }
-  svg += "</g>";
-}
-
 }  // namespace stoker::report

@@ -40,12 +40,10 @@ void x_axis(std::string& svg, const Scale& x, const std::vector<double>& ticks, 
 void y_axis(std::string& svg, const Scale& y, const std::vector<double>& ticks, double x_pixel,
             double grid_right, const std::string& title);
 
-// A legend row: coloured swatches with labels, laid out left to right from (x, y).
+// A key of a legend: a marker of `colour` and its label.
 struct LegendItem {
   std::string label, colour, marker;  // marker: "rect", "circle", "square", "diamond", "triangle"
 };
-void legend(std::string& svg, const std::vector<LegendItem>& items, double x, double y,
-            double width);
 // A marker shape centred on (cx, cy).
 std::string marker(std::string_view shape, double cx, double cy, double r, std::string_view colour);
 
