@@ -358,6 +358,46 @@ TEST_P(ReaderSuite, ResumeMidEpochGivesExactlyTheRemainingBatches) {
   }
 }
 
+// A run stopped at the end of an epoch (a checkpoint taken there, with the short last batch
+// consumed) resumes from the position it saved: nothing is left of that epoch, and the next
+// one is bit for bit the uninterrupted run's. Then a stop inside epoch 0, too.
+TEST_P(ReaderSuite, ResumeAtAnEpochBoundaryGivesExactlyTheNextEpoch) {
+  std::string root;
+  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  const Index index = open_index(root);
+  const LoaderConfig c = config(reader(), source().kind);
+  Iterator whole(index, c);
+  const test::EpochRecord all0 = test::run_epoch(whole, 0);
+  const test::EpochRecord all1 = test::run_epoch(whole, 1);
+  ASSERT_NE(index.size() % c.sampler.batch_size, 0u) << "the set must end in a short batch";
+
+  Iterator first(index, c);
+  test::run_epoch(first, 0);
+  const Position end = first.position();
+  EXPECT_EQ(end.epoch, 0u);
+  EXPECT_EQ(end.index, index.size());
+  Iterator resumed(index, c);
+  const test::EpochRecord rest = test::run_epoch(resumed, end.epoch, end.index);
+  EXPECT_TRUE(rest.batch_checksums.empty()) << rest.batch_checksums.size() << " batches left";
+  const test::EpochRecord next = test::run_epoch(resumed, end.epoch + 1);
+  EXPECT_EQ(next.batch_checksums, all1.batch_checksums);
+  EXPECT_TRUE(next.bytes == all1.bytes);
+  EXPECT_EQ(next.epoch_checksum, all1.epoch_checksum);
+
+  // Stopped after the first batch of epoch 0.
+  Iterator early(index, c);
+  early.start_epoch(0);
+  ASSERT_NE(early.next(), nullptr);
+  const Position at = early.position();
+  Iterator again(index, c);
+  const test::EpochRecord tail = test::run_epoch(again, at.epoch, at.index);
+  ASSERT_EQ(tail.batch_checksums.size() + 1, all0.batch_checksums.size());
+  for (size_t i = 0; i < tail.batch_checksums.size(); ++i) {
+    EXPECT_EQ(tail.batch_checksums[i], all0.batch_checksums[i + 1]) << "batch " << i + 1;
+    EXPECT_EQ(tail.bytes[i], all0.bytes[i + 1]) << "batch " << i + 1;
+  }
+}
+
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
   std::replace(name.begin(), name.end(), ':', '_');
