@@ -42,6 +42,9 @@ class Iterator {
   // The source the workers clone ("pread", "uring", "null", ...).
   const char* source_name() const { return ctx_->source->name(); }
   const LoaderConfig& config() const { return ctx_->config; }
+  // The reader that runs: config().reader, or its fallback (uring:QD:T without io_uring
+  // runs as threads:T; the reason went to stderr).
+  const ReaderPolicy& reader() const { return ctx_->reader; }
   size_t pool_bytes() const { return producer_->pool_bytes(); }
 
  private:

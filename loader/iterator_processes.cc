@@ -36,8 +36,15 @@ namespace {
 // worker with nothing queued then idles (processes:2 reached 0.78 of threads:2 at 256px
 // with 2; docs/PERFORMANCE.md). A crash re-sends the queued ones, which costs nothing.
 constexpr size_t kPerWorker = 8;
-constexpr int kStartupMs = 30'000;
 constexpr int kReapMs = 5'000;
+
+// A worker not ready this long after its start is killed, and the reader fails naming it.
+// STOKER_WORKER_STARTUP_TIMEOUT_S shortens it for the tests.
+int startup_timeout_ms() {
+  const char* env = std::getenv("STOKER_WORKER_STARTUP_TIMEOUT_S");
+  const long s = env ? std::atol(env) : 0;
+  return static_cast<int>(s > 0 ? s * 1000 : 30'000);
+}
 
 // A worker silent on one sample this long is killed and counts as crashed on it.
 // STOKER_WORKER_SAMPLE_TIMEOUT_S shortens it for the time-out test.
@@ -264,7 +271,9 @@ class ProcessesProducer final : public Producer {
     for (size_t i = 0; i < count; ++i) {
       procs_.push_back({spawn_worker(exe_, index_mem_.fd(), tensors_.fd(), setup_), {}, 0});
     }
-    for (size_t i = first; i < procs_.size(); ++i) await_ready(procs_[i].p, exe_, kStartupMs);
+    for (size_t i = first; i < procs_.size(); ++i) {
+      await_ready(procs_[i].p, exe_, startup_timeout_ms());
+    }
   }
 
   // Reads every pending reply; false at end of stream (the worker has gone).

@@ -225,6 +225,7 @@ std::unique_ptr<Producer> make_uring_producer(LoaderContext& ctx, int queue_dept
   } catch (const Error& e) {
     say_once(fmt::format("{}: uring readers fall back to pread in {} decode threads", e.what(),
                          threads));
+    ctx.reader = {ReaderPolicy::Kind::threads, threads, 0};
     return make_threads_producer(ctx, threads);
   }
 }

@@ -37,7 +37,8 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::uni
       recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode},
       bad(cfg.warn),
       source_options(stoker::source_options(cfg)),
-      source(src ? std::move(src) : make_source(idx, source_options)) {
+      source(src ? std::move(src) : make_source(idx, source_options)),
+      reader(cfg.reader) {
   config.output = normalizer.spec;
   // The loader parallelises across samples; OpenCV's own pool inside resize would only
   // oversubscribe the cores the reader policy was given.

@@ -46,6 +46,8 @@ struct LoaderContext {
   BadSamples bad;
   SourceOptions source_options;
   std::unique_ptr<Source> source;  // never read from: cloned into each Worker
+  // The policy that runs: config.reader, or what it fell back to (uring without io_uring).
+  ReaderPolicy reader;
 };
 
 // Per-worker state: its own source instance, and scratch sized by the largest image seen.

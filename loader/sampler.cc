@@ -71,6 +71,12 @@ size_t Sampler::batch_length(size_t b) const {
 }
 
 size_t Sampler::batch_of(uint64_t index) const {
+  // The end of the epoch is where a run that consumed its short last batch stands.
+  if (index == order_.size()) return batches();
+  if (index > order_.size()) {
+    fail("resume position {} is past the end of epoch {} ({} samples; did the dataset change?)",
+         index, epoch_, order_.size());
+  }
   if (index % config_.batch_size != 0) {
     fail("resume position {} is not a batch boundary (batch size {})", index, config_.batch_size);
   }

@@ -55,7 +55,8 @@ class Sampler {
   size_t batch_length(size_t b) const;
   // Dataset index of this rank's `pos`-th sample of the current epoch.
   uint32_t at(size_t pos) const { return order_[pos]; }
-  // The batch that starts at `index` samples into an epoch; `index` must be a batch boundary.
+  // The batch that starts at `index` samples into an epoch; `index` must be a batch boundary
+  // or the end of the epoch (batches(): nothing left).
   size_t batch_of(uint64_t index) const;
   const SamplerConfig& config() const { return config_; }
 

@@ -148,6 +148,13 @@ std::unique_ptr<Source> make_pread_source(const SourceOptions& options);
 std::unique_ptr<Source> make_uring_source(const SourceOptions& options);  // throws without io_uring
 std::unique_ptr<Source> make_null_source(const SourceOptions& options);
 
+// Tests only (fault injection): every io_uring completion's result passes through `hook`
+// before the source handles it, with the read's file, offset and O_DIRECT flag, so that
+// -EAGAIN, short reads, an early end of file or an error reach the real handling
+// deterministically. Null (the default): results as the kernel gave them.
+using UringCompletionHook = int (*)(std::string_view file, uint64_t offset, bool direct, int res);
+void set_uring_completion_hook(UringCompletionHook hook);
+
 // The bytes the null source serves by default: a valid 256x256 baseline JPEG, made once.
 std::span<const uint8_t> null_source_jpeg();
 
@@ -157,7 +164,8 @@ std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>
                                    bool evict = false);
 
 // posix_fadvise(DONTNEED) on every file of the index, so the next read comes from storage.
-// Returns the number of files that could not be evicted (missing, unreadable).
+// Returns the number of files that could not be evicted: missing, unreadable, or still in
+// the page cache afterwards (tmpfs, say; checked with cachestat(2) or mincore(2)).
 size_t evict_from_page_cache(const Index& index);
 
 }  // namespace stoker

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The io_uring source: local files with up to queue_depth reads in flight (submit/reap), for
 // the uring:QD:T reader. Short reads and -EAGAIN go back in the queue; O_DIRECT (--direct)
-// uses 4 KiB-aligned lengths for whole files. A failed submit or wait is the ring's failure,
-// thrown as stoker::Error; a file that cannot be opened or read is that request's error.
-// Synchronous read() is the pread path (used for a slot's replacement samples).
+// uses 4 KiB-aligned lengths for whole files, and reads a tail that ends unaligned (the file
+// shrank since fstat) buffered, through the ring as well. A failed submit or wait is the
+// ring's failure, thrown as stoker::Error; a file that cannot be opened or read is that
+// request's error. Synchronous read() is the pread path (used for a slot's replacement samples).
 #include "loader/source.h"
 
 #include "common/error.h"
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 
@@ -24,6 +26,8 @@ namespace stoker {
 namespace {
 
 constexpr size_t kAlign = ReadBuffer::kAlign;
+
+std::atomic<UringCompletionHook> completion_hook{nullptr};
 
 uint64_t round_up(uint64_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
@@ -53,7 +57,10 @@ class UringSource final : public Source {
     // Reads still in flight write into their buffers: wait for them before the ring goes.
     while (in_ring_ > 0) {
       io_uring_cqe* cqe = nullptr;
-      if (io_uring_wait_cqe(&ring_, &cqe) != 0) break;
+      int rc;
+      while ((rc = io_uring_wait_cqe(&ring_, &cqe)) == -EINTR) {
+      }
+      if (rc != 0) break;
       io_uring_cqe_seen(&ring_, cqe);
       --in_ring_;
     }
@@ -82,6 +89,12 @@ class UringSource final : public Source {
                now_ns(), std::string(r.where.file)};
     f.direct = options_.direct && r.where.whole_file();
     f.fd = open(f.file.c_str(), O_RDONLY | O_CLOEXEC | (f.direct ? O_DIRECT : 0));
+    if (f.fd < 0 && f.direct && errno == EINVAL) {
+      // No O_DIRECT for this file (tmpfs, some FUSE; or a directory now): read it buffered,
+      // so that it fails, if it does, for the same reason as under every other reader.
+      f.direct = false;
+      f.fd = open(f.file.c_str(), O_RDONLY | O_CLOEXEC);
+    }
     struct stat st {};
     if (f.fd < 0) return finish(i, fmt::format("{}: cannot open: {}", f.file, errno_text(errno)));
     if (fstat(f.fd, &st) != 0)
@@ -107,8 +120,11 @@ class UringSource final : public Source {
       } while (rc == -EINTR);
       if (rc != 0 && rc != -ETIME) fail("io_uring_wait_cqe: {}", errno_text(-rc));
       unsigned head = 0, seen = 0;
+      const UringCompletionHook hook = completion_hook.load(std::memory_order_relaxed);
       io_uring_for_each_cqe(&ring_, head, cqe) {
-        on_cqe(static_cast<size_t>(io_uring_cqe_get_data64(cqe)), cqe->res);
+        const size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
+        const Flight& f = flights_[i];
+        on_cqe(i, hook ? hook(f.file, f.offset + f.done, f.direct, cqe->res) : cqe->res);
         ++seen;
       }
       io_uring_cq_advance(&ring_, seen);
@@ -136,16 +152,27 @@ class UringSource final : public Source {
   }
 
   // Hands queued reads to the kernel; a failure here is the ring's, not a file's.
+  // A transient refusal (nothing taken, -EINTR, -EAGAIN, -EBUSY) is retried: at the next reap
+  // while reads are in flight, else here for up to a second, then it is the ring's failure.
   void flush() {
+    int idle = 0;
     while (queued_ > 0) {
       const int rc = io_uring_submit(&ring_);
-      if (rc == -EINTR || rc == -EAGAIN || rc == -EBUSY) {
-        if (in_ring_ > 0) return;  // completions will free room; retry on the next reap
+      if (rc > 0) {
+        queued_ -= std::min(queued_, static_cast<size_t>(rc));
+        in_ring_ += static_cast<size_t>(rc);
+        idle = 0;
         continue;
       }
-      if (rc < 0) fail("io_uring_submit ({} reads queued): {}", queued_, errno_text(-rc));
-      queued_ -= static_cast<size_t>(rc);
-      in_ring_ += static_cast<size_t>(rc);
+      if (rc != 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+        fail("io_uring_submit ({} reads queued): {}", queued_, errno_text(-rc));
+      }
+      if (in_ring_ > 0) return;  // completions will free room; retried on the next reap
+      if (++idle > 1000) {
+        fail("io_uring_submit ({} reads queued): {} for a second with no read in flight", queued_,
+             rc == 0 ? "nothing taken" : errno_text(-rc));
+      }
+      if (rc != -EINTR) usleep(1000);
     }
   }
 
@@ -169,24 +196,19 @@ class UringSource final : public Source {
     f.done = std::min(f.size, f.done + static_cast<uint64_t>(res));
     if (f.done == f.size) return finish(i, {});
     if (!f.direct || f.done % kAlign == 0) return queue(i);  // short read: ask for the rest
-    // O_DIRECT ended unaligned before the size fstat gave: read the rest buffered.
-    Fd plain{open(f.file.c_str(), O_RDONLY | O_CLOEXEC)};
-    while (plain.fd >= 0 && f.done < f.size) {
-      const ssize_t n =
-          pread(plain.fd, f.buffer->data() + f.done, f.size - f.done, static_cast<off_t>(f.done));
-      if (n <= 0) break;
-      f.done += static_cast<uint64_t>(n);
+    // O_DIRECT ended unaligned before the size fstat gave (the file shrank, or the kernel
+    // cut the read short): the rest cannot be asked for aligned, so it is read buffered,
+    // through the ring like any read, with its retries, short reads and errors.
+    const int plain = open(f.file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (plain < 0) {
+      return finish(i, fmt::format("{}: cannot reopen for the unaligned tail: {}", f.file,
+                                   errno_text(errno)));
     }
-    f.size = f.done;
-    finish(i, {});
+    close(f.fd);
+    f.fd = plain;
+    f.direct = false;
+    queue(i);
   }
-
-  struct Fd {
-    int fd;
-    ~Fd() {
-      if (fd >= 0) close(fd);
-    }
-  };
 
   void finish(size_t i, std::string error) {
     Flight& f = flights_[i];
@@ -216,6 +238,10 @@ std::unique_ptr<Source> make_uring_source(const SourceOptions& options) {
   return std::make_unique<UringSource>(options);
 }
 
+void set_uring_completion_hook(UringCompletionHook hook) {
+  completion_hook.store(hook);
+}
+
 }  // namespace stoker
 
 #else  // built without liburing
@@ -225,6 +251,8 @@ namespace stoker {
 std::unique_ptr<Source> make_uring_source(const SourceOptions&) {
   fail("this build of stoker has no io_uring (liburing was not found at build time)");
 }
+
+void set_uring_completion_hook(UringCompletionHook) {}
 
 }  // namespace stoker
 

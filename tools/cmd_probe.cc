@@ -45,6 +45,11 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+// A cold measurement that is not cold must say so (as bench does).
+void warn_not_evicted(size_t failed) {
+  if (failed) fmt::print("# warning: {} files could not be evicted from the page cache\n", failed);
+}
+
 void run_probe(ProbeOptions& o) {
   const Index index = open_index(o.data);
   const int cpus = online_cpus();
@@ -79,7 +84,7 @@ void run_probe(ProbeOptions& o) {
   nlohmann::json results = nlohmann::json::array();
   for (const bool shuffled : {true, false}) {
     for (const uint32_t depth : depths) {
-      if (!o.warm) evict_from_page_cache(index);
+      if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
       SourceOptions so;
       so.direct = o.direct;
       const SourceProbe p = probe_source(index, so, depth, shuffled, 0, o.max_files);
@@ -95,7 +100,7 @@ void run_probe(ProbeOptions& o) {
     }
     for (const ReaderPolicy& reader : readers) {
       if (o.direct && reader.kind != ReaderPolicy::Kind::uring) continue;
-      if (!o.warm) evict_from_page_cache(index);
+      if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
       LoaderConfig c;
       c.reader = reader;
       c.no_decode = true;

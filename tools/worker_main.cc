@@ -7,12 +7,15 @@
 // Test hooks (environment): STOKER_WORKER_CRASH_ON=<text> makes it abort() on any sample
 // whose path contains <text>, and STOKER_WORKER_HANG_ON=<text> makes it stop answering: a
 // reliable poisonous file for the crash and time-out tests, with no decoder touched.
+// STOKER_WORKER_DIE_HOLDING=<n>:<file>: the one worker that removes <file> reads n requests,
+// answers none and kills itself (a worker lost with several requests outstanding).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "common/error.h"
@@ -80,6 +83,16 @@ void serve() {
   const WorkerReady ready;
   if (!send_packet(kWorkerSocketFd, &ready, sizeof ready)) return;
   SampleRequest request;
+  if (const char* hold = std::getenv("STOKER_WORKER_DIE_HOLDING")) {
+    const char* colon = std::strchr(hold, ':');
+    if (colon && unlink(colon + 1) == 0) {
+      for (long n = std::atol(hold); n > 0; --n) {
+        if (recv_packet(kWorkerSocketFd, &request, sizeof request, true) <= 0) return;
+      }
+      prctl(PR_SET_DUMPABLE, 0);
+      raise(SIGKILL);
+    }
+  }
   while (true) {
     const ssize_t n = recv_packet(kWorkerSocketFd, &request, sizeof request, true);
     if (n == 0) return;  // the parent is done with us

@@ -69,7 +69,7 @@ class DjpegOracle : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!test::have_tool("djpeg") || !test::have_tool("cjpeg")) {
-      GTEST_SKIP() << "djpeg/cjpeg not installed (Debian: libjpeg-turbo-progs)";
+      STOKER_SKIP_IF_OPTIONAL("djpeg/cjpeg not installed (Debian: libjpeg-turbo-progs)");
     }
   }
   TempDir dir;
@@ -112,7 +112,8 @@ TEST_F(DjpegOracle, RealPhotographs) {
     expect_matches_djpeg(path, 2, dir);
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "no photographs in " << folder << " (Debian: opencv-doc)";
+  if (checked == 0)
+    STOKER_SKIP_IF_OPTIONAL("no photographs in " << folder << " (Debian: opencv-doc)");
 }
 
 // libjpeg writes CMYK (Adobe, inverted) and YCCK; djpeg converts both to RGB for PPM output.

@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # Oracle test: Stoker's ImageFolder index (order, paths, labels) equals torchvision's
-# datasets.ImageFolder on a tree with awkward names. Exit 77 (skip) without torchvision.
+# datasets.ImageFolder on a tree with awkward names. Exit 77 (skip; tests/skip_policy.py) without torchvision.
 import os
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from skip_policy import skip  # noqa: E402
+
 try:
     from torchvision.datasets import ImageFolder
 except Exception as e:  # noqa: BLE001 - any import failure means "no oracle here"
-    print(f"SKIP: torchvision is not importable ({e}); install python3-torchvision")
-    sys.exit(77)
+    skip(f"torchvision is not importable ({e}); install python3-torchvision")
 
 stoker = sys.argv[1]
 names = [

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A local NFS-Ganesha server for tests, through scripts/nfs_serve.sh (free ports, its own
 // state directory, stopped by the destructor). Where it cannot run (not root, packages
-// missing) tests skip with the reason; under CI=true with the packages installed and root,
-// a server that does not start is a failure, never a skip.
+// missing) tests skip with the reason; as root under CI=true or STOKER_REQUIRE_ORACLES=1, a
+// server that does not start (packages missing included) is a failure, never a skip.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -64,12 +64,9 @@ class NfsServer {
   void pause() { signal_server(SIGSTOP); }
   void resume() { signal_server(SIGCONT); }
 
-  // Under CI=true, as root, with NFS-Ganesha installed, the server has to run.
-  static bool must_run() {
-    const char* ci = std::getenv("CI");
-    return ci && std::string(ci) == "true" && geteuid() == 0 &&
-           access("/usr/bin/ganesha.nfsd", X_OK) == 0;
-  }
+  // Under CI=true or STOKER_REQUIRE_ORACLES=1, as root, the server has to run: a missing
+  // NFS-Ganesha (scripts/deps.sh --test installs it) is then a failure too.
+  static bool must_run() { return require_oracles() && geteuid() == 0; }
 
  private:
   void signal_server(int sig) {

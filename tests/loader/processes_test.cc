@@ -3,21 +3,32 @@
 // a worker killed with SIGKILL replaced without a trace in the data, a poisonous file that
 // crashes every worker reported as bad after one retry, a stuck worker killed after the
 // time-out, nothing left in /dev/shm or the process table, and worker memory that does not
-// grow with the index. The crash and hang files come from stoker-worker's test hooks.
+// grow with the index. Recovery: a worker that exits, hangs or answers wrongly at start-up,
+// a replacement that cannot start, a worker lost holding several requests, and a worker
+// that crashes on everything ending in "too many replacements" rather than a loop. The
+// crash, hang and die-holding behaviours come from stoker-worker's test hooks; the broken
+// start-ups from small scripts given as STOKER_WORKER.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "common/clock.h"
 #include "common/error.h"
 #include "loader/iterator.h"
+#include "loader/process_pool_spawn.h"
 #include "loader_test_util.h"
 #include "test_util.h"
 #include "tools/gen_dataset.h"
@@ -335,6 +346,169 @@ TEST(Processes, WorkerMemoryDoesNotGrowWithTheIndex) {
   EXPECT_LT(anon[1], anon[0] + (1 << 20))
       << "a 300 000-entry index (11 MB) made the worker's "
       << "private memory grow from " << anon[0] << " to " << anon[1] << " bytes";
+}
+
+// ---- recovery ---------------------------------------------------------------------------
+
+// Fails the test process, naming `what`, if the scope is still running after `seconds`: a
+// recovery bug shows as a hang, which must fail here and not after ctest's time-out.
+class Watchdog {
+ public:
+  Watchdog(std::string what, int seconds) : what_(std::move(what)) {
+    thread_ = std::thread([this, seconds] {
+      std::unique_lock lock(mu_);
+      if (!cv_.wait_for(lock, std::chrono::seconds(seconds), [&] { return done_; })) {
+        std::fprintf(stderr, "FAILED: %s still running after %d s (a hang)\n", what_.c_str(),
+                     seconds);
+        std::_Exit(1);
+      }
+    });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::string what_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// An executable shell script at `path`.
+void write_script(const std::string& path, const std::string& body) {
+  test::write_text(path, "#!/bin/sh\n" + body + "\n");
+  chmod(path.c_str(), 0755);
+}
+
+// The message of the stoker::Error that constructing or running `reader` throws.
+std::string error_of(const Index& index, const LoaderConfig& c) {
+  try {
+    Iterator it(index, c);
+    for (uint64_t e = 0; e < 2; ++e) {
+      it.start_epoch(e);
+      while (it.next()) {
+      }
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// "(pid N)" in a message: the process must be gone (reaped, not a zombie of ours).
+void expect_reaped(const std::string& msg) {
+  const size_t at = msg.find("(pid ");
+  ASSERT_NE(at, std::string::npos) << msg;
+  const pid_t pid = std::atoi(msg.c_str() + at + 5);
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(pid))) << msg;
+}
+
+class ProcessesRecovery : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    index = open_index(make_dataset(dir, GenPattern::photo, 64, 3, 8));
+    real_worker = find_worker_binary();
+  }
+  TempDir dir;
+  Index index;
+  std::string real_worker;
+};
+
+TEST_F(ProcessesRecovery, WorkerThatExitsAtStartUpIsAClearError) {
+  write_script(dir / "exits", "echo 'worker: cannot start' >&2; exit 3");
+  ScopedEnv env("STOKER_WORKER", dir / "exits");
+  Watchdog w("a worker exiting at start-up", 60);
+  const std::string msg = error_of(index, config_for("processes:2"));
+  EXPECT_NE(msg.find("exited during start-up (exit status 3)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(dir / "exits"), std::string::npos) << msg;
+  expect_reaped(msg);
+  EXPECT_TRUE(worker_pids().empty());
+}
+
+TEST_F(ProcessesRecovery, WorkerThatHangsAtStartUpIsKilledAfterTheTimeout) {
+  write_script(dir / "hangs", "exec sleep 60");
+  ScopedEnv env("STOKER_WORKER", dir / "hangs");
+  ScopedEnv timeout("STOKER_WORKER_STARTUP_TIMEOUT_S", "1");
+  Watchdog w("a worker hanging at start-up", 30);
+  const int64_t t0 = now_ns();
+  const std::string msg = error_of(index, config_for("processes:1"));
+  EXPECT_LT(now_ns() - t0, 15'000'000'000);
+  EXPECT_NE(msg.find("did not finish start-up within 1 s; killed it"), std::string::npos) << msg;
+  expect_reaped(msg);
+}
+
+TEST_F(ProcessesRecovery, WorkerFromAnotherBuildIsRefused) {
+  write_script(dir / "other", "printf 'hello' >&3; exec sleep 60");
+  ScopedEnv env("STOKER_WORKER", dir / "other");
+  Watchdog w("a worker answering wrongly", 30);
+  const std::string msg = error_of(index, config_for("processes:1"));
+  EXPECT_NE(msg.find("from another build"), std::string::npos) << msg;
+}
+
+// Two workers start; one is killed mid-epoch and its replacement cannot start: the run stops
+// with the replacement's failure, no hang, nothing left behind.
+TEST_F(ProcessesRecovery, ReplacementThatCannotStartStopsTheRunNamingIt) {
+  write_script(dir / "twice", "if mkdir '" + dir / "t1" + "' 2>/dev/null || mkdir '" + dir / "t2" +
+                                  "' 2>/dev/null; then exec '" + real_worker +
+                                  "' \"$@\"; fi\necho 'no more workers' >&2; exit 4");
+  ScopedEnv env("STOKER_WORKER", dir / "twice");
+  Watchdog w("a replacement failing to start", 60);
+  const std::set<std::string> shm_before = dev_shm();
+  {
+    Iterator it(index, config_for("processes:2", 4));
+    it.start_epoch(0);
+    ASSERT_NE(it.next(), nullptr);
+    const std::vector<pid_t> pids = worker_pids();
+    ASSERT_EQ(pids.size(), 2u);
+    ASSERT_EQ(kill(pids[0], SIGKILL), 0);
+    try {
+      while (it.next()) {
+      }
+      FAIL() << "the epoch ended although no replacement could start";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("exited during start-up (exit status 4)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(worker_pids().empty());
+  EXPECT_EQ(dev_shm(), shm_before);
+}
+
+// The one worker that takes the token reads 5 requests and dies answering none: the one it
+// was on is retried, the four queued behind it are sent again, and the batches are serial's.
+TEST_F(ProcessesRecovery, WorkerLostHoldingSeveralRequestsChangesNothing) {
+  Iterator serial(index, config_for("serial", 6));
+  const std::vector<EpochRecord> want = {run_epoch(serial, 0), run_epoch(serial, 1)};
+  test::write_text(dir / "token", "");
+  ScopedEnv env("STOKER_WORKER_DIE_HOLDING", "5:" + dir / "token");
+  Watchdog w("a worker lost holding requests", 60);
+  Iterator it(index, config_for("processes:2", 6));
+  expect_same({run_epoch(it, 0), run_epoch(it, 1)}, want, "after a worker died holding 5");
+  EXPECT_FALSE(std::filesystem::exists(dir / "token")) << "no worker took the token";
+  EXPECT_EQ(it.bad_samples().count(), 0u);
+}
+
+// Workers that crash on every sample: each sample is retried once then reported bad, each
+// crash replaced, until max_replacements + 1 in a row failed: then a clear error, not a loop.
+TEST_F(ProcessesRecovery, CrashingOnEverySampleEndsWithTooManyReplacements) {
+  ScopedEnv crash("STOKER_WORKER_CRASH_ON", "img_");
+  Watchdog w("workers crashing on every sample", 60);
+  // One sample per batch, one batch ahead: a handful of crashes, not hundreds.
+  LoaderConfig c = config_for("processes:1", 1);
+  c.prefetch = 1;
+  c.max_replacements = 2;
+  const std::string msg = error_of(index, c);
+  EXPECT_NE(msg.find("3 samples in a row failed"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("crashed twice"), std::string::npos) << msg;
+  EXPECT_TRUE(worker_pids().empty());
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ TEST(Sampler, ResumePositionsAreBatchBoundaries) {
   Sampler s(100, {.batch_size = 16});
   EXPECT_EQ(s.batch_of(32), 2u);
   EXPECT_THROW(s.batch_of(33), Error);
+  EXPECT_EQ(s.batch_of(100), s.batches());  // the end, after the short last batch of 4
+  EXPECT_THROW(s.batch_of(112), Error);     // past the end: the dataset shrank since
 }
 
 TEST(Sampler, BadConfigurationIsAnError) {

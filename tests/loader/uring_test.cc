@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// uring:QD:T specifics: O_DIRECT gives serial's batches; read-only mode hashes the files
-// themselves; files gone after indexing are handled as by serial. Same batches as serial for
-// any QD and T, clean and corrupted: reader_suite_test.cc.
+// uring:QD:T specifics: io_uring really runs where the kernel has it (the reader did not
+// fall back to threads:T, and a ring was open while it read); O_DIRECT gives serial's
+// batches; read-only mode hashes the files themselves; files gone after indexing are
+// handled as by serial. Same batches as serial for any QD and T, clean and corrupted:
+// reader_suite_test.cc; error paths under injected faults and the forced fallback:
+// source_uring_test.cc.
 #include <fcntl.h>
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include <set>
 
@@ -22,14 +31,48 @@ struct RunResult {
   std::vector<std::vector<uint8_t>> bytes;
   uint64_t bytes_read = 0;
   std::set<std::string> bad;
+  std::string reader;      // the reader that ran
+  bool ring_seen = false;  // an io_uring descriptor was open while batches arrived
 };
+
+// Why this kernel refuses io_uring (seccomp, an old kernel, sysctl io_uring_disabled), or
+// empty when it accepts a ring.
+std::string kernel_refuses_uring() {
+  io_uring_params p{};
+  const long fd = syscall(__NR_io_uring_setup, 4, &p);
+  if (fd < 0) return std::string("io_uring_setup: ") + std::strerror(errno);
+  close(static_cast<int>(fd));
+  return {};
+}
+
+bool build_has_uring() {
+  try {
+    make_uring_source({});
+    return true;
+  } catch (const Error& e) {
+    return std::string(e.what()).find("liburing was not found") == std::string::npos;
+  }
+}
+
+bool io_uring_fd_open() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code ec2;
+    if (std::filesystem::read_symlink(e.path(), ec2).string() == "anon_inode:[io_uring]") {
+      return true;
+    }
+  }
+  return false;
+}
 
 RunResult run(const Index& index, LoaderConfig c, int epochs = 2) {
   Iterator it(index, c);
   RunResult r;
+  r.reader = it.reader().text();
   for (int e = 0; e < epochs; ++e) {
     it.start_epoch(static_cast<uint64_t>(e));
     while (const Batch* b = it.next()) {
+      r.ring_seen = r.ring_seen || io_uring_fd_open();
       const auto* p = static_cast<const uint8_t*>(b->data);
       r.bytes.emplace_back(p, p + b->bytes());
       for (size_t i = 0; i < b->size; ++i) r.bytes_read += b->timing[i].bytes;
@@ -70,6 +113,20 @@ class Uring : public ::testing::Test {
   TempDir dir;
   std::string root;
 };
+
+// Where the kernel accepts io_uring, uring:QD:T runs on it: the tests comparing it with
+// serial would pass on the threads:T fallback too, so this one fails if it fell back.
+TEST_F(Uring, IoUringRunsWhereTheKernelHasIt) {
+  if (!build_has_uring()) STOKER_SKIP_IF_OPTIONAL("this build has no liburing (liburing-dev)");
+  const std::string refused = kernel_refuses_uring();
+  if (!refused.empty()) GTEST_SKIP() << "the kernel refuses io_uring here (" << refused << ")";
+  const Index index = open_index(root);
+  EXPECT_FALSE(io_uring_fd_open());
+  const RunResult u = run(index, config("uring:8:2"), 1);
+  EXPECT_EQ(u.reader, "uring:8:2");
+  EXPECT_TRUE(u.ring_seen) << "no io_uring descriptor was open while the reader ran";
+  EXPECT_EQ(u.epoch_checksums, run(index, config("serial"), 1).epoch_checksums);
+}
 
 TEST_F(Uring, DirectIoGivesTheSameBatches) {
   if (!direct_supported()) GTEST_SKIP() << "O_DIRECT is not supported on " << dir.path();

@@ -9,7 +9,8 @@ py=${2:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-command -v tar > /dev/null || { echo "SKIP: no tar"; exit 77; }
+. "$(dirname "$0")/../skip_policy.sh"
+command -v tar > /dev/null || skip "no tar (Debian: tar)"
 
 "$stoker" gen "$tmp/d" --sizes 48 --classes 3 --per-class 7 --seed 3 > /dev/null 2>&1
 # an upper-case extension keeps its name, lower-cased

@@ -13,13 +13,15 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from skip_policy import skip  # noqa: E402
+
 try:
     import torch
     import torchvision
 except Exception as e:  # noqa: BLE001 - any import failure means "no oracle here"
-    print(f"SKIP: torch/torchvision are not importable ({e}); install python3-torch and "
+    skip(f"torch/torchvision are not importable ({e}); install python3-torch and "
           "python3-torchvision and run with /usr/bin/python3")
-    sys.exit(77)
 
 from safetensors_io import NAMES, read_safetensors, write_safetensors  # noqa: E402
 

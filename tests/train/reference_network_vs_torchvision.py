@@ -5,21 +5,23 @@
 # (label smoothing 0.1), every parameter gradient, the updated running statistics, then the
 # eval-mode logits. Error max|ours - torch| / max|torch| per tensor must stay below 1e-4
 # against torch in fp64 (the exact answer), and against torch in fp32 wherever torch's fp32
-# is itself within 1e-5 of its fp64. Exit 77 (skip) without torch.
+# is itself within 1e-5 of its fp64. Exit 77 (skip; tests/skip_policy.py) without torch.
 import os
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from skip_policy import skip  # noqa: E402
+
 try:
     import torch
     import torch.nn.functional as F
     import torchvision
 except Exception as e:  # noqa: BLE001 - any import failure means "no oracle here"
-    print(f"SKIP: torch/torchvision are not importable ({e}); install python3-torch and "
+    skip(f"torch/torchvision are not importable ({e}); install python3-torch and "
           "python3-torchvision and run with /usr/bin/python3")
-    sys.exit(77)
 
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 

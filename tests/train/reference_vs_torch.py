@@ -3,20 +3,22 @@
 # Oracle test: every naive reference layer (train/reference/) forward and backward against
 # torch on small random shapes, through the reference_cases driver. Each output and gradient
 # must be within 1e-5 of torch's in fp32 and of torch's in fp64 (the exact answer), by the
-# error max|ours - torch| / max|torch|. Exit 77 (skip) when torch cannot be imported.
+# error max|ours - torch| / max|torch|. Exit 77 (skip; tests/skip_policy.py) when torch cannot be imported.
 import os
 import struct
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from skip_policy import skip  # noqa: E402
+
 try:
     import torch
     import torch.nn.functional as F
 except Exception as e:  # noqa: BLE001 - any import failure means "no oracle here"
-    print(f"SKIP: torch is not importable ({e}); install python3-torch and run with "
+    skip(f"torch is not importable ({e}); install python3-torch and run with "
           "/usr/bin/python3")
-    sys.exit(77)
 
 driver = sys.argv[1]
 TOL = 1e-5

@@ -3,18 +3,20 @@
 # Oracle test: Stoker's SGD against torch.optim.SGD (momentum, Nesterov, weight decay with and
 # without the BN/bias exemption) over several steps with a changing lr, and Stoker's
 # learning-rate schedule against torch's LinearLR + MultiStepLR / CosineAnnealingLR.
-# Exit 77 (skip) without torch.
+# Exit 77 (skip; tests/skip_policy.py) without torch.
 import os
 import struct
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from skip_policy import skip  # noqa: E402
+
 try:
     import torch
 except Exception as e:  # noqa: BLE001 - no oracle here
-    print(f"SKIP: torch is not importable ({e}); install python3-torch")
-    sys.exit(77)
+    skip(f"torch is not importable ({e}); install python3-torch")
 
 driver = sys.argv[1]
 torch.manual_seed(0)

@@ -14,7 +14,8 @@ export OMP_NUM_THREADS=2
 if ! "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 2 --size 32 --steps 1 \
     > "$tmp/probe.txt" 2>&1; then
   if grep -q "not built in" "$tmp/probe.txt"; then
-    echo "SKIP: this build has no CPU backend (oneDNN not found)"; exit 77
+    . "$(dirname "$0")/../skip_policy.sh"
+    skip "this build has no CPU backend (oneDNN not found; Debian: libdnnl-dev)"
   fi
   cat "$tmp/probe.txt"; fail "synthetic smoke run"
 fi

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "models/resnet.h"
+#include "test_util.h"
 #include "train/loop_trace.h"
 
 namespace stoker {
@@ -38,7 +39,7 @@ class SlowFeed final : public BatchFeed {
 TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
   const auto names = built_backends();
   if (std::find(names.begin(), names.end(), "cpu") == names.end())
-    GTEST_SKIP() << "no CPU backend in this build";
+    STOKER_SKIP_IF_OPTIONAL("no CPU backend in this build (oneDNN; Debian: libdnnl-dev)");
   ResNetConfig rc;
   rc.depth = 18;
   rc.num_classes = 4;

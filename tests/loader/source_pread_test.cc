@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pread source's error paths, driven by injected faults (io_faults.h): short reads and
+// EINTR are continued to the last byte (whole files, byte ranges of shards, read_file), a
+// read error is that sample's error naming the file, and the cold-cache switch really drops
+// what was read from the page cache (mincore), or says which files it could not drop.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <tuple>
+
+#include "common/error.h"
+#include "io_faults.h"
+#include "loader/iterator.h"
+#include "loader_test_util.h"
+#include "test_util.h"
+#include "tools/pack_shards.h"
+
+namespace stoker {
+namespace {
+
+using test::FaultPlan;
+using test::Faults;
+using test::TempDir;
+
+LoaderConfig config(const std::string& reader) {
+  LoaderConfig c;
+  c.reader = parse_reader(reader);
+  c.source = SourceOptions::Kind::pread;
+  c.sampler.batch_size = 5;
+  c.sampler.seed = 3;
+  c.transform.size = 32;
+  c.prefetch = 2;
+  c.warn = false;
+  return c;
+}
+
+struct Outcome {
+  std::vector<uint64_t> checksums;
+  std::vector<std::tuple<uint32_t, std::string>> bad;
+  uint64_t bytes_read = 0;
+};
+
+Outcome run(const Index& index, const LoaderConfig& c) {
+  Iterator it(index, c);
+  Outcome o;
+  for (uint64_t e = 0; e < 2; ++e) {
+    it.start_epoch(e);
+    while (const Batch* b = it.next()) {
+      for (size_t i = 0; i < b->size; ++i) o.bytes_read += b->timing[i].bytes;
+    }
+    o.checksums.push_back(it.epoch_checksum());
+  }
+  for (const BadSample& s : it.bad_samples().list()) o.bad.emplace_back(s.index, s.reason);
+  return o;
+}
+
+class PreadFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = test::make_dataset(dir, GenPattern::photo, 128, 2, 8);
+    index = open_index(root);
+    want = run(index, config("serial"));
+  }
+  TempDir dir;
+  std::string root;
+  Index index;
+  Outcome want;
+};
+
+TEST_F(PreadFaults, ShortReadsAndEintrAreContinued) {
+  for (const bool eintr : {false, true}) {
+    FaultPlan p;
+    p.pread_max = 777;
+    p.pread_eintr = eintr;
+    Faults f(p);
+    for (const char* reader : {"serial", "threads:2"}) {
+      const Outcome got = run(index, config(reader));
+      EXPECT_EQ(got.checksums, want.checksums) << reader << (eintr ? " EINTR" : "");
+      EXPECT_TRUE(got.bad.empty()) << reader << ": " << std::get<1>(got.bad.at(0));
+      EXPECT_EQ(got.bytes_read, want.bytes_read) << reader;
+    }
+    EXPECT_GT(f.counts().pread_faults, 4 * index.size());
+  }
+  // read_file (stoker peek, probe) the same way.
+  const std::string path = root + "/" + std::string(index.relative_path(3));
+  std::vector<uint8_t> clean, faulted;
+  const std::vector<uint8_t> a(read_file(path, clean).begin(), read_file(path, clean).end());
+  FaultPlan p;
+  p.pread_max = 100;
+  p.pread_eintr = true;
+  Faults f(p);
+  const auto b = read_file(path, faulted);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+  EXPECT_GT(f.counts().pread_faults, a.size() / 100);
+}
+
+TEST_F(PreadFaults, ByteRangesOfShardsSurviveShortReadsAndEintr) {
+  PackConfig pc;
+  pc.data = root;
+  pc.out = dir / "shards";
+  pc.shard_size = 32 * 1024;
+  pc.progress = false;
+  pack_shards(pc);
+  const Index shards = open_index(pc.out);
+  LoaderConfig c = config("threads:2");
+  c.source = SourceOptions::Kind::automatic;
+  const Outcome clean = run(shards, c);
+  EXPECT_EQ(clean.checksums, want.checksums);  // same samples, same order as the tree
+  FaultPlan p;
+  p.pread_max = 333;
+  p.pread_eintr = true;
+  Faults f(p);
+  const Outcome got = run(shards, c);
+  EXPECT_EQ(got.checksums, want.checksums);
+  EXPECT_TRUE(got.bad.empty());
+  EXPECT_GT(f.counts().pread_faults, 0u);
+}
+
+TEST_F(PreadFaults, ReadErrorIsThatSamplesErrorNamingTheFile) {
+  const std::string victim(index.relative_path(6));
+  FaultPlan p;
+  p.path_has = victim;
+  p.pread_errno = EIO;
+  Outcome got;
+  {
+    Faults f(p);
+    got = run(index, config("threads:2"));
+  }
+  ASSERT_EQ(got.bad.size(), 1u);
+  EXPECT_EQ(std::get<0>(got.bad[0]), 6u);
+  const std::string& reason = std::get<1>(got.bad[0]);
+  EXPECT_NE(reason.find(victim), std::string::npos) << reason;
+  EXPECT_NE(reason.find("Input/output error"), std::string::npos) << reason;
+}
+
+// ---- the cold-cache switch -------------------------------------------------------------
+
+// Pages of `path` in the page cache, by mincore over a mapping of it.
+size_t resident_pages(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const size_t size = std::filesystem::file_size(path);
+  size_t resident = 0;
+  if (size > 0) {
+    void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED) {
+      const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+      std::vector<unsigned char> vec((size + page - 1) / page);
+      if (mincore(m, size, vec.data()) == 0) {
+        for (unsigned char v : vec) resident += v & 1;
+      }
+      munmap(m, size);
+    }
+  }
+  close(fd);
+  return resident;
+}
+
+size_t resident_pages(const Index& index) {
+  size_t n = 0;
+  for (size_t i = 0; i < index.size(); ++i) {
+    n += resident_pages(index.root + "/" + std::string(index.relative_path(i)));
+  }
+  return n;
+}
+
+void warm(const Index& index) {
+  std::vector<uint8_t> buf;
+  for (size_t i = 0; i < index.size(); ++i) {
+    read_file(index.root + "/" + std::string(index.relative_path(i)), buf);
+  }
+}
+
+TEST_F(PreadFaults, EvictionReallyEmptiesThePageCache) {
+  warm(index);
+  ASSERT_GT(resident_pages(index), index.size()) << "reading did not fill the page cache";
+  EXPECT_EQ(evict_from_page_cache(index), 0u);
+  EXPECT_EQ(resident_pages(index), 0u);
+  // --cold also drops each file right after it is read, whatever the reader and source.
+  for (const auto& [reader, source] : {std::pair{"threads:2", SourceOptions::Kind::pread},
+                                       {"uring:4:2", SourceOptions::Kind::uring},
+                                       {"processes:2", SourceOptions::Kind::pread}}) {
+    if (source == SourceOptions::Kind::uring) {
+      try {
+        make_uring_source({});
+      } catch (const Error&) {
+        continue;  // no io_uring in this build
+      }
+    }
+    LoaderConfig c = config(reader);
+    c.source = source;
+    c.evict_after_read = true;
+    warm(index);
+    const Outcome got = run(index, c);
+    EXPECT_EQ(got.checksums, want.checksums) << reader;
+    EXPECT_EQ(resident_pages(index), 0u) << reader << ": pages left in the page cache";
+  }
+}
+
+// Where pages cannot be dropped (tmpfs keeps files only in memory), eviction reports the
+// files it could not empty: a --cold run there is not cold, and says so.
+TEST(ColdCache, FilesThatStayCachedAreReportedAsNotEvicted) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory("/dev/shm", ec)) GTEST_SKIP() << "no /dev/shm (tmpfs)";
+  const std::string base = "/dev/shm/stoker-cold-test-" + std::to_string(getpid());
+  std::filesystem::create_directories(base + "/c0");
+  for (int i = 0; i < 3; ++i) {
+    test::write_bytes(base + "/c0/" + std::to_string(i) + ".jpg", std::vector<uint8_t>(10000, 1));
+  }
+  const Index index = open_index(base);
+  EXPECT_EQ(evict_from_page_cache(index), 3u);
+  std::filesystem::remove_all(base, ec);
+}
+
+}  // namespace
+}  // namespace stoker

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+// The io_uring source's error paths, driven by injected faults (io_faults.h) through the
+// real uring:QD:T reader: -EAGAIN/-EINTR completions resubmitted, short reads continued,
+// a file that shrank after fstat read as it is now (buffered and O_DIRECT, whose unaligned
+// tail is read buffered), a read error reported for that sample, a refused submit retried
+// and a failed one stopping the reader with the reason, and the fallback to threads:T where
+// io_uring cannot start. Each outcome is compared with serial over pread without faults.
+// Without liburing in the build, only the fallback is tested.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <tuple>
+
+#include "common/error.h"
+#include "io_faults.h"
+#include "loader/iterator.h"
+#include "loader_test_util.h"
+#include "test_util.h"
+
+namespace stoker {
+namespace {
+
+using test::FaultPlan;
+using test::Faults;
+using test::TempDir;
+
+struct Outcome {
+  std::vector<uint64_t> checksums;
+  std::vector<std::tuple<uint32_t, std::string>> bad;  // (index, reason)
+  uint64_t bytes_read = 0;
+  std::string reader;
+};
+
+LoaderConfig config(const std::string& reader) {
+  LoaderConfig c;
+  c.reader = parse_reader(reader);
+  c.sampler.batch_size = 6;
+  c.sampler.seed = 9;
+  c.transform.size = 32;
+  c.prefetch = 2;
+  c.warn = false;
+  return c;
+}
+
+Outcome run(const Index& index, const LoaderConfig& c) {
+  Iterator it(index, c);
+  Outcome o;
+  o.reader = it.reader().text();
+  for (uint64_t e = 0; e < 2; ++e) {
+    it.start_epoch(e);
+    while (const Batch* b = it.next()) {
+      for (size_t i = 0; i < b->size; ++i) o.bytes_read += b->timing[i].bytes;
+    }
+    o.checksums.push_back(it.epoch_checksum());
+  }
+  for (const BadSample& s : it.bad_samples().list()) o.bad.emplace_back(s.index, s.reason);
+  return o;
+}
+
+bool have_uring() {
+  try {
+    make_uring_source({});
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+class UringFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_uring()) GTEST_SKIP() << "no io_uring here (the fallback is tested below)";
+    // Photographs of 160 px: 10-30 KB each, several 4 KiB blocks (O_DIRECT, short reads).
+    root = test::make_dataset(dir, GenPattern::photo, 160, 3, 7);
+    index = open_index(root);
+    want = run(index, config("serial"));
+  }
+  // One sample's file (sorted order), relative to the root, and its full path.
+  std::string file(uint32_t i) const { return std::string(index.relative_path(i)); }
+  bool direct_supported() const {
+    const int fd = open((root + "/" + file(0)).c_str(), O_RDONLY | O_DIRECT);
+    if (fd >= 0) close(fd);
+    return fd >= 0;
+  }
+
+  TempDir dir;
+  std::string root;
+  Index index;
+  Outcome want;
+};
+
+TEST_F(UringFaults, EagainAndEintrCompletionsAreResubmitted) {
+  for (const int e : {EAGAIN, EINTR}) {
+    FaultPlan p;
+    p.cqe_retry = e;
+    Faults f(p);
+    const Outcome got = run(index, config("uring:4:2"));
+    EXPECT_EQ(got.reader, "uring:4:2");
+    EXPECT_EQ(got.checksums, want.checksums) << strerror(e);
+    EXPECT_TRUE(got.bad.empty()) << strerror(e) << ": " << std::get<1>(got.bad.at(0));
+    EXPECT_EQ(got.bytes_read, want.bytes_read);
+    // Every read failed once: as many faults as reads that succeeded.
+    EXPECT_EQ(f.counts().cqe_faults * 2, f.counts().cqes) << strerror(e);
+  }
+}
+
+TEST_F(UringFaults, ShortReadsAreContinued) {
+  FaultPlan p;
+  p.cqe_max = 1000;
+  Faults f(p);
+  const Outcome got = run(index, config("uring:8:3"));
+  EXPECT_EQ(got.checksums, want.checksums);
+  EXPECT_TRUE(got.bad.empty());
+  EXPECT_EQ(got.bytes_read, want.bytes_read);
+  EXPECT_GT(f.counts().cqe_faults, 2 * index.size());  // each file in several pieces
+}
+
+TEST_F(UringFaults, DirectShortReadsAlignedAndUnalignedGiveTheWholeFile) {
+  if (!direct_supported()) GTEST_SKIP() << "O_DIRECT is not supported on " << dir.path();
+  // 4096: aligned, asked for again with O_DIRECT; 5000: unaligned, the rest read buffered,
+  // where an EINTR must not cut the file short.
+  for (const int max : {4096, 5000}) {
+    FaultPlan p;
+    p.cqe_max = max;
+    p.cqe_retry = EINTR;
+    p.pread_eintr = true;
+    Faults f(p);
+    LoaderConfig c = config("uring:8:2");
+    c.direct = true;
+    const Outcome got = run(index, c);
+    EXPECT_EQ(got.checksums, want.checksums) << max;
+    EXPECT_TRUE(got.bad.empty()) << max;
+    EXPECT_EQ(got.bytes_read, want.bytes_read) << max;
+    EXPECT_GT(f.counts().cqe_faults, index.size()) << max;
+  }
+}
+
+// The file ends earlier than fstat said (it shrank between the two): the reader takes what
+// is there, exactly as serial reads the file truncated for real.
+TEST_F(UringFaults, FileThatShrankAfterFstatIsReadAsItIsNow) {
+  const std::string victim = file(4);
+  const uint64_t size = std::filesystem::file_size(root + "/" + victim);
+  for (const uint64_t keep : {uint64_t{0}, size / 2, uint64_t{4096} + 123}) {
+    for (const bool direct : {false, true}) {
+      if (direct && !direct_supported()) continue;
+      FaultPlan p;
+      p.path_has = victim;
+      p.cqe_eof_at = keep;
+      Outcome got;
+      {
+        Faults f(p);
+        LoaderConfig c = config("uring:4:2");
+        c.direct = direct;
+        got = run(index, c);
+        EXPECT_GT(f.counts().cqe_faults, 0u);
+      }
+      // The same file really truncated, read by serial.
+      const std::vector<uint8_t> bytes = test::read_bytes(root + "/" + victim);
+      test::write_bytes(root + "/" + victim,
+                        std::vector<uint8_t>(bytes.begin(), bytes.begin() + keep));
+      const Outcome truncated = run(index, config("serial"));
+      test::write_bytes(root + "/" + victim, bytes);
+      EXPECT_EQ(got.checksums, truncated.checksums) << keep << (direct ? " O_DIRECT" : "");
+      EXPECT_EQ(got.bad, truncated.bad) << keep << (direct ? " O_DIRECT" : "");
+      EXPECT_NE(got.checksums, want.checksums) << keep << (direct ? " O_DIRECT" : "");
+    }
+  }
+}
+
+TEST_F(UringFaults, ReadErrorIsThatSamplesErrorNamingTheFile) {
+  const std::string victim = file(2);
+  FaultPlan p;
+  p.path_has = victim;
+  p.cqe_errno = EIO;
+  Outcome got;
+  {
+    Faults f(p);
+    got = run(index, config("uring:4:2"));
+  }
+  ASSERT_EQ(got.bad.size(), 1u);
+  EXPECT_EQ(std::get<0>(got.bad[0]), 2u);
+  const std::string& reason = std::get<1>(got.bad[0]);
+  EXPECT_NE(reason.find(victim), std::string::npos) << reason;
+  EXPECT_NE(reason.find("Input/output error"), std::string::npos) << reason;
+  // Replaced by the same samples as serial replaces an unreadable file with.
+  const std::vector<uint8_t> bytes = test::read_bytes(root + "/" + victim);
+  test::write_text(root + "/" + victim, "unreadable");
+  EXPECT_EQ(got.checksums, run(index, config("serial")).checksums);
+  test::write_bytes(root + "/" + victim, bytes);
+}
+
+TEST_F(UringFaults, RefusedSubmitsAreRetried) {
+  FaultPlan p;
+  p.submit_refusals = 12;  // nothing taken, -EAGAIN, -EINTR, -EBUSY, three times each
+  Faults f(p);
+  const Outcome got = run(index, config("uring:4:2"));
+  EXPECT_EQ(f.counts().submit_faults, 12u);
+  EXPECT_EQ(got.checksums, want.checksums);
+  EXPECT_TRUE(got.bad.empty());
+}
+
+TEST_F(UringFaults, FailedSubmitStopsTheReaderWithTheReason) {
+  FaultPlan p;
+  p.submit_errno = ENOMEM;
+  p.submit_ok = 3;
+  Faults f(p);
+  Iterator it(index, config("uring:4:2"));
+  it.start_epoch(0);
+  try {
+    while (it.next()) {
+    }
+    FAIL() << "an epoch ended although io_uring_submit failed";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("io_uring_submit"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Cannot allocate memory"), std::string::npos) << msg;
+  }
+  EXPECT_GT(f.counts().submit_faults, 0u);
+}
+
+// Files changed after indexing, for real: one shorter, one longer (junk after the image's
+// end), one replaced by a directory. The reader reads them as they are now, as serial does.
+TEST_F(UringFaults, FilesChangedAfterIndexingAreReadAsTheyAreNow) {
+  const std::vector<uint8_t> a = test::read_bytes(root + "/" + file(1));
+  test::write_bytes(root + "/" + file(1), std::vector<uint8_t>(a.begin(), a.begin() + 3000));
+  std::vector<uint8_t> b = test::read_bytes(root + "/" + file(3));
+  b.resize(b.size() + 20000, 0x5a);
+  test::write_bytes(root + "/" + file(3), b);
+  std::filesystem::remove(root + "/" + file(5));
+  std::filesystem::create_directory(root + "/" + file(5));
+  const Outcome serial = run(index, config("serial"));
+  ASSERT_EQ(serial.bad.size(), 2u);  // the short one and the directory
+  for (const bool direct : {false, true}) {
+    if (direct && !direct_supported()) continue;
+    LoaderConfig c = config("uring:8:2");
+    c.direct = direct;
+    const Outcome got = run(index, c);
+    EXPECT_EQ(got.checksums, serial.checksums) << (direct ? "O_DIRECT" : "buffered");
+    EXPECT_EQ(got.bad, serial.bad) << (direct ? "O_DIRECT" : "buffered");
+    EXPECT_EQ(got.bytes_read, serial.bytes_read) << (direct ? "O_DIRECT" : "buffered");
+  }
+}
+
+// io_uring refused as seccomp (Docker's default profile) or an old kernel refuses it: the
+// reader says so and runs as threads:T, with serial's batches.
+TEST(UringFallback, WithoutIoUringTheReaderRunsAsThreadsAndSaysSo) {
+  TempDir d;
+  const Index index = open_index(test::make_dataset(d, GenPattern::photo, 64, 2, 7));
+  const Outcome want = run(index, config("serial"));
+  const bool uring = have_uring();
+  FaultPlan p;
+  p.init_errno = EPERM;
+  Faults f(p);
+  const Outcome got = run(index, config("uring:8:2"));
+  EXPECT_EQ(got.reader, "threads:2");
+  EXPECT_EQ(got.checksums, want.checksums);
+  EXPECT_EQ(f.counts().cqes, 0u);  // no read went through a ring
+  if (uring) {
+    EXPECT_GT(f.counts().init_faults, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace stoker

@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: Apache-2.0
+# The skip rule of the shell tests, in one place (sourced, not run): `skip REASON` ends the
+# test as skipped (exit 77, counted by ctest) where what is missing may be missing, and as
+# failed (exit 1) under CI=true or STOKER_REQUIRE_ORACLES=1 (scripts/test.sh), where
+# scripts/deps.sh --test or the default build must have provided it.
+skip() {
+  if [ "${CI:-}" = true ] || [ "${STOKER_REQUIRE_ORACLES:-}" = 1 ]; then
+    echo "FAIL: $* (required here: CI=true or STOKER_REQUIRE_ORACLES=1)"
+    exit 1
+  fi
+  echo "SKIP: $*"
+  exit 77
+}
