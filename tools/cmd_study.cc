@@ -165,17 +165,21 @@ class StudyRun {
 
   void run(const CLI::App& cmd) {
     install_interrupt_handlers();
-    const bool given_out = !o_.out.empty();
-    if (!given_out) o_.out = default_out();
-    prepare_out(o_.out, o_.force);
-    apply_defaults(cmd);
-    base_ = o_.loader.to_config();
+    // The options first (usage errors, exit 2), then the output directory, then the work.
+    try {
+      apply_defaults(cmd);
+      base_ = o_.loader.to_config();
+      if (o_.iterations < 1) fail("--iterations must be at least 1, not {}", o_.iterations);
+      if (o_.warmup < 0) fail("--warmup must be at least 0, not {}", o_.warmup);
+      if (!o_.nfs.empty() && !is_nfs_url(o_.nfs))
+        fail("--nfs {}: not an nfs:// URL (nfs://host/export?args)", o_.nfs);
+      plan();
+    } catch (const Error& e) {
+      throw CLI::ValidationError("study", e.what());
+    }
     base_.sampler.drop_last = true;  // every step is a full batch: images = iterations x batch
-    if (o_.iterations < 1) fail("--iterations must be at least 1, not {}", o_.iterations);
-    if (o_.warmup < 0) fail("--warmup must be at least 0, not {}", o_.warmup);
-    if (!o_.nfs.empty() && !is_nfs_url(o_.nfs))
-      fail("--nfs {}: not an nfs:// URL (nfs://host/export?args)", o_.nfs);
-    plan();
+    if (o_.out.empty()) o_.out = default_out();
+    prepare_out(o_.out, o_.force);
     exports_ = std::make_unique<NfsExports>(o_.nfs, (fs::path(o_.out) / "nfs").string());
     t0_ = now_ns();
     if (o_.quick) make_quick_datasets();
