@@ -208,7 +208,11 @@ class StudyRun {
                          cells_.size(), results_.size()));
       }
       write_result(i + 1 == cells_.size() ? "complete" : "running");
-      progress.add(1);
+      const nlohmann::json& last = results_.back();
+      progress.add(1, last.contains("read_mb_per_s")
+                          ? uint64_t(last["read_mb_per_s"].get<double>() *
+                                     last["wall_s"].get<double>() * 1e6)
+                          : 0);
     }
     progress.finish();
     exports_->stop_all();
