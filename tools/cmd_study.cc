@@ -163,7 +163,7 @@ const char* storage_detail(StudyStorage s) {
 
 class StudyRun {
  public:
-  StudyRun(StudyOptions& o) : o_(o) {}
+  explicit StudyRun(StudyOptions& o) : o_(o) {}
 
   void run(const CLI::App& cmd) {
     install_interrupt_handlers();
@@ -310,14 +310,23 @@ class StudyRun {
       const std::string& root = roots_[d];
       const std::string name = short_name(root);
       const bool local = !is_nfs_url(root);
+      // Packed once per dataset, for shards and nfs-shards alike; numbered, as two
+      // datasets may share a name.
       auto shards = [&] {
         if (!local) fail("{}: shards are packed from a local dataset", root);
-        return pack_study_shards(root, (fs::path(o_.out) / "shards" / name).string());
+        const std::string dir =
+            (fs::path(o_.out) / "shards" / fmt::format("{}-{}", d, name)).string();
+        if (!packed_.count(d)) {
+          pack_study_shards(root, dir);
+          packed_.insert(d);
+        }
+        return dir;
       };
       std::string path;
       switch (st) {
         case StudyStorage::local:
         case StudyStorage::local_cold:
+          if (!local) fail("{}: {} storage needs a local dataset", root, storage_name(st));
           path = root;
           break;
         case StudyStorage::shards:
@@ -336,11 +345,7 @@ class StudyRun {
           break;
         }
       }
-      if ((st == StudyStorage::local || st == StudyStorage::local_cold) && !local &&
-          st == StudyStorage::local_cold)
-        fail("{}: local-cold needs a local dataset", root);
       p.index = std::make_unique<Index>(open_index(path));
-      storage_roots_[key] = path;
     } catch (const Interrupted&) {
       throw;
     } catch (const Error& e) {
@@ -528,7 +533,7 @@ class StudyRun {
   std::vector<nlohmann::json> datasets_;
   std::vector<Cell> cells_;
   std::map<std::pair<size_t, int>, Prepared> prepared_;
-  std::map<std::pair<size_t, int>, std::string> storage_roots_;
+  std::set<size_t> packed_;     // datasets whose shards are made
   std::set<std::string> warm_;  // local roots read since their last eviction
   std::unique_ptr<NfsExports> exports_;
   nlohmann::json results_ = nlohmann::json::array();

@@ -24,26 +24,35 @@ fail() { echo "FAIL: $*"; exit 1; }
 # Fewer images than one batch: every cell of this dataset fails, the sweep goes on.
 "$stoker" gen "$tmp/small" --sizes 32 --classes 1 --per-class 2 --seed 6 > /dev/null 2>&1
 
-# 1. A tiny sweep.
+# 1. A tiny sweep with the emulated accelerator over three storages, then the CPU trainer
+# (a small product: its cells cost a network's planning each).
 "$stoker" study "$tmp/d/32px" "$tmp/small" --readers serial,threads:2 --storage local,shards,nfs \
-  --consumer emulated:4000,cpu:resnet18 --iterations 3 --warmup 1 --batch 4 --size 16 \
+  --consumer emulated:4000 --iterations 3 --warmup 1 --batch 4 --size 16 \
   --out "$tmp/s1" > "$tmp/s1.txt" 2> "$tmp/s1.err" || fail "study exited $?: $(tail -5 "$tmp/s1.err")"
 [ -s "$tmp/s1/report.html" ] || fail "no report.html"
 [ ! -e "$tmp/s1/study.json.tmp" ] || fail "temporary file left"
 grep -q 'FAILED: .*fewer than one batch' "$tmp/s1.txt" || fail "no failed row: $(cat "$tmp/s1.txt")"
-"$py" - "$tmp/s1/study.json" <<'PY'
-import json, math, sys
+"$stoker" study "$tmp/d/32px" --readers serial,threads:2 --storage local --consumer cpu:resnet18 \
+  --iterations 3 --warmup 1 --batch 4 --size 16 --out "$tmp/c1" > "$tmp/c1.txt" 2> "$tmp/c1.err" ||
+  fail "study exited $?: $(tail -5 "$tmp/c1.err")"
+"$py" - "$tmp/s1/study.json" "$tmp/c1/study.json" <<'PY'
+import json, math, os, sys
 d = json.load(open(sys.argv[1]))
+dc = json.load(open(sys.argv[2]))
 c, R = d["context"], d["results"]
-assert c["state"] == "complete", c["state"]
-assert c["planned_cells"] == c["finished_cells"] == len(R) == 2 * 3 * 2 * 2, (c["planned_cells"], len(R))
+assert c["state"] == dc["context"]["state"] == "complete", c["state"]
+assert c["planned_cells"] == c["finished_cells"] == len(R) == 2 * 3 * 2, (c["planned_cells"], len(R))
+assert dc["context"]["planned_cells"] == len(dc["results"]) == 2
 assert [x["name"] for x in c["datasets"]] == ["32px", "small"], c["datasets"]
 assert c["datasets"][0]["images"] == 12 and c["datasets"][0]["resolution"] == 32
 assert c["datasets"][0]["min_bytes"] <= c["datasets"][0]["mean_bytes"] <= c["datasets"][0]["max_bytes"]
 assert [s["name"] for s in c["storages"]] == ["local", "shards", "nfs"]
-assert [x["kind"] for x in c["consumers"]] == ["emulated", "cpu"]
+assert [x["kind"] for x in c["consumers"]] == ["emulated"]
+assert [x["kind"] for x in dc["context"]["consumers"]] == ["cpu"]
 assert c["iterations"] == 3 and c["batch"] == 4 and c["size"] == 16
-ok = [r for r in R if r["status"] == "ok"]
+assert all(r["status"] == "ok" for r in dc["results"]), dc["results"]
+R_all = R + dc["results"]
+ok = [r for r in R_all if r["status"] == "ok"]
 bad = [r for r in R if r["status"] == "failed"]
 for r in bad:
     assert r["error"], r
@@ -53,8 +62,11 @@ nfs = [r for r in R if r["storage"] == "nfs" and r["dataset"] == "32px"]
 nfs_ran = all(r["status"] == "ok" for r in nfs)
 if not nfs_ran:  # only where no NFS server can run here, and then with the script's reason
     assert all(r["status"] == "failed" and "NFS server" in r["error"] for r in nfs), nfs
+    # Under CI, as root, with NFS-Ganesha installed, the server has to run.
+    assert not (os.environ.get("CI") == "true" and os.geteuid() == 0
+                and os.access("/usr/bin/ganesha.nfsd", os.X_OK)), nfs[0]["error"]
     print("note: NFS cells failed (no server here):", nfs[0]["error"][:200])
-assert len([r for r in R if r["dataset"] == "32px" and r["storage"] != "nfs"]) == 8
+assert len([r for r in R if r["dataset"] == "32px" and r["storage"] != "nfs"]) == 4
 for r in R:
     if r["dataset"] == "32px" and r["storage"] != "nfs":
         assert r["status"] == "ok", r
@@ -114,7 +126,7 @@ grep -q "bogus:3" "$tmp/r.txt" || fail "bad reader not named: $(cat "$tmp/r.txt"
 
 # 3. Interrupted mid-sweep: the finished cells stay, the state says so, exit 130.
 "$stoker" study "$tmp/d/32px" "$tmp/d/48px" --readers serial,threads:1,2 --storage local,nfs \
-  --consumer emulated:200 --iterations 4 --warmup 0 --batch 4 --size 16 --out "$tmp/s2" \
+  --consumer emulated:200 --iterations 8 --warmup 0 --batch 4 --size 16 --out "$tmp/s2" \
   > "$tmp/s2.txt" 2> "$tmp/s2.err" &
 pid=$!
 for _ in $(seq 600); do
