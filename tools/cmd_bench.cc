@@ -3,14 +3,11 @@
 // dataset, options), then one fixed-width row per (dataset, reader); --json writes one
 // {context, results[]} document. With no dataset, the built-in default is generated.
 #include <tbb/version.h>
-#include <xxhash.h>
 #include <opencv2/core/version.hpp>
 
 #include <fmt/format.h>
-#include <tbb/parallel_for.h>
 
 #include <chrono>
-#include <ctime>
 #include <fstream>
 #include <memory>
 
@@ -25,6 +22,7 @@
 #include "loader/nfs_url.h"
 #include "loader/sample_trace.h"
 #include "loader/source.h"
+#include "tools/bench_common.h"
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
 #include "tools/loader_options.h"
@@ -74,53 +72,6 @@ void add_run_trace(TraceWriter& w, size_t run, const std::string& name, const Ru
               t.computes[k].end_ns, "consumer");
   }
   add_sample_tracks(w, loader, fmt::format("{} loader", name), t.samples, t.numbers);
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t end = s.find(sep, start);
-    const std::string part = s.substr(start, end == std::string::npos ? end : end - start);
-    if (!part.empty()) out.push_back(part);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string short_name(const std::string& root) {
-  std::string r = is_nfs_url(root) ? root.substr(0, root.find('?')) : root;
-  while (r.size() > 1 && r.back() == '/') r.pop_back();
-  const size_t slash = r.rfind('/');
-  return slash == std::string::npos ? r : r.substr(slash + 1);
-}
-
-// Reads every sample once so a warm run measures the loader, not the first touch of storage.
-// Local data only: a remote source (nfs://) has no page cache of ours to warm.
-void warm_page_cache(const Index& index) {
-  if (index.root.rfind("nfs://", 0) == 0) return;
-  const std::unique_ptr<Source> source = make_pread_source({});
-  tbb::parallel_for(size_t{0}, index.size(), [&](size_t i) {
-    thread_local std::unique_ptr<Source> mine;
-    if (!mine) mine = source->clone();
-    ReadBuffer buf;
-    std::string scratch;
-    try {
-      mine->read(locate_sample(index, i, scratch), buf);
-    } catch (const Error&) {
-      // Reported by the run itself, under the on-error policy.
-    }
-  });
 }
 
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
@@ -266,11 +217,7 @@ void run_bench(BenchOptions& o) {
       {"cpu", cpu_model()},
       {"online_cpus", online_cpus()},
       {"kernel", kernel_release()},
-      {"libraries",
-       {{"libjpeg-turbo", STOKER_LIBJPEG_TURBO_VERSION},
-        {"opencv", CV_VERSION},
-        {"onetbb", fmt::format("{}.{}", TBB_VERSION_MAJOR, TBB_VERSION_MINOR)},
-        {"xxhash", XXH_versionNumber()}}},
+      {"libraries", library_versions()},
       {"transform", transform_name(base.transform.kind)},
       {"size", base.transform.size},
       {"flip", base.transform.flip},

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   stoker::add_train_command(app);
   stoker::add_eval_command(app);
   stoker::add_report_command(app);
+  stoker::add_study_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/study/study_cell.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/interrupt.h"
+#include "common/system_info.h"
+#include "loader/iterator.h"
+#include "loader/loader_stats.h"
+#include "models/resnet.h"
+#include "tools/train_options.h"
+#include "train/backend.h"
+#include "train/checkpoint.h"
+#include "train/loader_feed.h"
+#include "train/train_loop.h"
+
+namespace stoker {
+
+namespace {
+
+// One timed step as every consumer reports it: the consumer's wait for the batch, the copy
+// to the engine, the engine's work, the step's window, and the batch's loader timings.
+struct Step {
+  int64_t begin_ns = 0, end_ns = 0;
+  double wait = 0, copy = 0, compute = 0;  // seconds
+  std::vector<SampleTiming> samples;
+};
+
+[[noreturn]] void stop_for_interrupt() {
+  throw Interrupted("study interrupted");
+}
+
+// The loader feed, polling the interrupt flag before each batch: the training loop then
+// stops between steps.
+class InterruptibleFeed final : public BatchFeed {
+ public:
+  explicit InterruptibleFeed(BatchFeed& inner) : inner_(inner) {}
+  HostBatch next() override {
+    if (interrupted()) stop_for_interrupt();
+    return inner_.next();
+  }
+  std::span<const SampleTiming> timings() const override { return inner_.timings(); }
+
+ private:
+  BatchFeed& inner_;
+};
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+// The trace excerpt of one step: where each sample of its batch was read, decoded,
+// augmented and collated, relative to the step's start (stages laid end to end from the
+// sample's start, as the loader records durations).
+nlohmann::json step_trace(const Step& s, size_t number, std::map<int32_t, int>& workers) {
+  nlohmann::json samples = nlohmann::json::array();
+  const double ms = 1e-6;
+  for (const SampleTiming& t : s.samples) {
+    if (t.start_ns == 0) continue;
+    const auto [it, added] = workers.emplace(t.worker, int(workers.size()));
+    int64_t at = t.start_ns - s.begin_ns;
+    const std::pair<const char*, int64_t> stages[] = {{"read", t.read_ns},
+                                                      {"decode", t.decode_ns},
+                                                      {"augment", t.augment_ns},
+                                                      {"collate", t.collate_ns}};
+    for (const auto& [stage, ns] : stages) {
+      if (ns <= 0) continue;
+      samples.push_back({{"worker", it->second},
+                         {"stage", stage},
+                         {"begin_ms", double(at) * ms},
+                         {"end_ms", double(at + ns) * ms}});
+      at += ns;
+    }
+  }
+  return {{"step", number},
+          {"wait_ms", 1e3 * s.wait},
+          {"compute_ms", 1e3 * s.compute},
+          {"begin_ms", 0.0},
+          {"end_ms", double(s.end_ns - s.begin_ns) * ms},
+          {"samples", samples}};
+}
+
+// The measured fields of a cell from its timed steps. `gap_share`: the engine's idle share
+// of the window, as the consumer measured it.
+nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double gap_share,
+                         const char* gap_kind, double cpu_seconds, double elapsed_s) {
+  STOKER_CHECK(!steps.empty());
+  const double wall = double(steps.back().end_ns - steps.front().begin_ns) * 1e-9;
+  double wait = 0, copy = 0, compute = 0;
+  double read = 0, decode = 0, augment = 0, collate = 0;
+  uint64_t bytes = 0, images = 0;
+  std::vector<double> waits;
+  nlohmann::json per_step = nlohmann::json::array();
+  for (const Step& s : steps) {
+    wait += s.wait;
+    copy += s.copy;
+    compute += s.compute;
+    waits.push_back(s.wait);
+    per_step.push_back({1e3 * s.wait, 1e3 * s.compute});
+    for (const SampleTiming& t : s.samples) {
+      read += double(t.read_ns);
+      decode += double(t.decode_ns);
+      augment += double(t.augment_ns);
+      collate += double(t.collate_ns);
+      bytes += t.bytes;
+    }
+    images += s.samples.empty() ? batch : s.samples.size();
+  }
+  const double n = images ? double(images) : 1.0;
+  const double wait_share = wall > 0 ? wait / wall : 0;
+  const double read_ms = read / 1e6 / n, decode_ms = decode / 1e6 / n,
+               augment_ms = augment / 1e6 / n, collate_ms = collate / 1e6 / n;
+  // The slowest and the fastest step (by their window), for the trace excerpt.
+  size_t slow = 0, fast = 0;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const int64_t d = steps[k].end_ns - steps[k].begin_ns;
+    if (d > steps[slow].end_ns - steps[slow].begin_ns) slow = k;
+    if (d < steps[fast].end_ns - steps[fast].begin_ns) fast = k;
+  }
+  std::map<int32_t, int> workers;
+  nlohmann::json cell = {
+      {"iterations", steps.size()},
+      {"batch", batch},
+      {"wall_s", wall},
+      {"images", images},
+      {"images_per_s", wall > 0 ? double(images) / wall : 0.0},
+      {"read_mb_per_s", wall > 0 ? double(bytes) / 1e6 / wall : 0.0},
+      {"data_wait_share", wait_share},
+      {"accelerator_utilisation", wall > 0 ? compute / wall : 0.0},
+      {"gap_share", gap_share},
+      {"gap_kind", gap_kind},
+      {"step_s",
+       {{"wait", wait},
+        {"copy", copy},
+        {"compute", compute},
+        {"gap", std::max(0.0, wall - wait - copy - compute)}}},
+      {"cpu_ms_per_image",
+       {{"read", read_ms},
+        {"decode", decode_ms},
+        {"augment", augment_ms},
+        {"collate", collate_ms}}},
+      {"cores_used", elapsed_s > 0 ? cpu_seconds / elapsed_s : 0.0},
+      {"wait_ms",
+       {{"p50", 1e3 * quantile(waits, 0.5)},
+        {"p90", 1e3 * quantile(waits, 0.9)},
+        {"p99", 1e3 * quantile(waits, 0.99)}}},
+      {"steps_ms", per_step},
+      {"bound", study_bound(wait_share, read_ms, decode_ms, augment_ms, collate_ms)}};
+  cell["trace"] = {{"slow", step_trace(steps[slow], slow, workers)},
+                   {"fast", step_trace(steps[fast], fast, workers)}};
+  return cell;
+}
+
+// The emulated accelerator: holds each batch for its compute time; idle otherwise.
+nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
+                            const StudyConsumer& consumer, const CellRun& run) {
+  const double cpu0 = process_cpu_seconds();
+  const int64_t t0 = now_ns();
+  auto iterator = std::make_unique<Iterator>(index, config);
+  Iterator& it = *iterator;
+  const size_t per_epoch = it.batches_per_epoch();
+  if (per_epoch == 0)
+    fail("{} has {} images, fewer than one batch of {}", index.root, index.size(),
+         config.sampler.batch_size);
+  std::vector<Step> steps;
+  std::string checksum;
+  uint64_t epoch = 0;
+  size_t in_epoch = 0;
+  it.start_epoch(0);
+  for (int k = 0; k < run.warmup + run.iterations; ++k) {
+    if (interrupted()) stop_for_interrupt();
+    if (in_epoch == per_epoch) {
+      if (epoch == 0) checksum = hex64(it.epoch_checksum());
+      it.start_epoch(++epoch);
+      in_epoch = 0;
+    }
+    Step s;
+    s.begin_ns = now_ns();
+    const Batch* b = it.next();
+    STOKER_CHECK(b != nullptr);
+    const int64_t arrived = now_ns();
+    consumer.accelerator.compute(b->size);
+    s.end_ns = now_ns();
+    // What the emulated engine actually held the batch for: a loaded machine oversleeps,
+    // and that time is the engine's, not idle.
+    s.compute = double(s.end_ns - arrived) * 1e-9;
+    ++in_epoch;
+    if (k < run.warmup) continue;
+    s.wait = double(arrived - s.begin_ns) * 1e-9;
+    s.samples.assign(b->timing.begin(), b->timing.begin() + ptrdiff_t(b->size));
+    steps.push_back(std::move(s));
+  }
+  if (in_epoch == per_epoch && epoch == 0) checksum = hex64(it.epoch_checksum());
+  iterator.reset();  // reaps worker processes, so their CPU time is counted
+  const double elapsed = double(now_ns() - t0) * 1e-9;
+  // The emulated engine is idle whenever it is not computing: between intervals, which is
+  // the consumer's waits and the loop's own bookkeeping.
+  const double wall = double(steps.back().end_ns - steps.front().begin_ns) * 1e-9;
+  double compute = 0;
+  for (const Step& s : steps) compute += s.compute;
+  nlohmann::json cell =
+      summarise(steps, config.sampler.batch_size, wall > 0 ? std::max(0.0, 1 - compute / wall) : 0,
+                "emulated", process_cpu_seconds() - cpu0, elapsed);
+  if (!checksum.empty()) cell["checksum"] = checksum;
+  return cell;
+}
+
+// The trainer on a backend ("cpu" or "cuda"): the training loop's own records; the engine's
+// gaps between primitives (CPU) or kernels (GPU) from the backend's activity records.
+nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyConsumer& consumer,
+                           const CellRun& run) {
+  const double cpu0 = process_cpu_seconds();
+  const int64_t t0 = now_ns();
+  TrainOptions t;
+  t.arch = consumer.arch;
+  ResNetConfig rc = parse_resnet_arch(consumer.arch);
+  rc.num_classes = std::max<int>(1, int(index.classes.size()));
+  const Network net = build_resnet(rc);
+  const int64_t batch = int64_t(config.sampler.batch_size);
+  BackendConfig bc;
+  bc.batch = batch;
+  bc.height = bc.width = config.transform.size;
+  bc.input.type = config.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
+  bc.input.nhwc = config.output.layout == Layout::nhwc;
+  bc.input.mean = config.output.mean;
+  bc.input.std = config.output.std;
+  bc.threads = online_cpus();
+  t.apply(bc);
+  bc.record_activity = true;
+  const bool cuda = consumer.kind == StudyConsumer::Kind::cuda;
+  std::unique_ptr<Backend> backend = make_backend(cuda ? "cuda" : "cpu", net, bc);
+  backend->load(init_checkpoint(net, config.sampler.seed), "the initialisation");
+  config.memory = loader_memory(backend->host_memory());
+  config.sampler.drop_last = true;
+  auto iterator = std::make_unique<Iterator>(index, config);
+  if (iterator->batches_per_epoch() == 0)
+    fail("{} has {} images, fewer than one batch of {}", index.root, index.size(), batch);
+  LoaderFeed loader_feed(*iterator, Position{0, 0});
+  InterruptibleFeed feed(loader_feed);
+  const int64_t total = run.warmup + run.iterations;
+  LoopConfig loop;
+  loop.steps = total;
+  loop.sgd = t.sgd();
+  loop.schedule = t.schedule(batch, total);
+  loop.images_per_step = batch;
+  loop.progress = false;
+  loop.label = fmt::format("study {}", consumer.name);
+  loop.timing_warmup = run.warmup;
+  loop.activity = true;
+  loop.trace_begin = run.warmup;
+  loop.trace_end = total;
+  const LoopResult result = train_loop(*backend, feed, loop);
+  // The trace window holds the timed steps' loader timings, by global step number.
+  std::map<int64_t, const std::vector<SampleTiming>*> timings;
+  for (size_t j = 0; j < result.trace.numbers.size() && j < result.trace.samples.size(); ++j)
+    timings[result.trace.numbers[j]] = &result.trace.samples[j];
+  std::vector<Step> steps;
+  for (size_t k = size_t(run.warmup); k < result.records.size(); ++k) {
+    const StepRecord& r = result.records[k];
+    Step s;
+    s.begin_ns = r.begin_ns;
+    s.end_ns = r.end_ns;
+    s.wait = r.wait;
+    s.copy = r.stage;
+    // The engine's busy time when it was recorded; the backend's phase times otherwise.
+    s.compute = r.busy > 0 ? r.busy : r.forward + r.backward + r.update;
+    if (auto it = timings.find(int64_t(k)); it != timings.end()) s.samples = *it->second;
+    steps.push_back(std::move(s));
+  }
+  backend.reset();
+  iterator.reset();
+  const double elapsed = double(now_ns() - t0) * 1e-9;
+  return summarise(steps, size_t(batch), result.gaps.share(), cuda ? "kernel" : "primitive",
+                   process_cpu_seconds() - cpu0, elapsed);
+}
+
+}  // namespace
+
+nlohmann::json run_study_cell(const Index& index, const LoaderConfig& config,
+                              const StudyConsumer& consumer, const CellRun& run) {
+  if (run.iterations < 1) fail("--iterations must be at least 1");
+  if (consumer.kind == StudyConsumer::Kind::emulated)
+    return run_emulated(index, config, consumer, run);
+  return run_trainer(index, config, consumer, run);
+}
+
+}  // namespace stoker

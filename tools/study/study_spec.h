@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// The study's axes as the command line gives them (readers, storages, consumers), the cell
+// they combine into, and the rule that names what bounds a finished cell. Parsing and pure
+// arithmetic only: running a cell is study_cell.h, the sweep is tools/cmd_study.cc.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "loader/reader_policy.h"
+#include "train/emulated_accelerator.h"
+
+namespace stoker {
+
+// Where a cell's bytes come from.
+enum class StudyStorage { local, local_cold, shards, nfs, nfs_shards };
+const char* storage_name(StudyStorage s);
+
+// Who consumes the batches: an emulated accelerator, the CPU trainer (oneDNN) or the GPU
+// trainer (cuDNN).
+struct StudyConsumer {
+  enum class Kind { emulated, cpu, cuda } kind = Kind::emulated;
+  std::string name;                 // as given: "emulated:resnet50-h100", "cpu:resnet18"
+  std::string arch;                 // cpu, cuda: the ResNet
+  EmulatedAccelerator accelerator;  // emulated
+  const char* kind_name() const;
+};
+
+// "serial,processes:1,2,4,threads:2,uring:32": a bare count (or range) after a kind repeats
+// that kind ("processes:1,2,4" is processes:1, processes:2, processes:4); "A..B" is every
+// count from A to B ("processes:1..4"). uring takes QD or QD:T; its counts are QDs.
+// stoker::Error naming the option and the bad part.
+std::vector<ReaderPolicy> parse_study_readers(const std::string& text);
+// "local,local-cold,shards,nfs,nfs-shards" (any subset, in the order given).
+std::vector<StudyStorage> parse_study_storages(const std::string& text);
+// "emulated:SPEC" (train/emulated_accelerator.h: resnet50-h100, a rate, T/N), "cpu:ARCH",
+// "cuda:ARCH" (resnet18, 34, 50, ...). A cuda consumer without a device is accepted here:
+// its cells fail with the reason when they run.
+std::vector<StudyConsumer> parse_study_consumers(const std::string& text);
+
+// What bounds a finished cell (docs/STUDY.md, "The bound rule"):
+//   data_wait_share < kComputeBoundWait          -> "compute" (the consumer is the limit)
+//   else, of the loader's CPU time per image,
+//     read >= half                               -> "read"    (storage)
+//     decode >= half                             -> "decode"
+//     otherwise                                  -> "loader"  (augment, collate, the reader's
+//                                                              own overhead or too few workers)
+constexpr double kComputeBoundWait = 0.10;
+std::string study_bound(double data_wait_share, double read_ms, double decode_ms, double augment_ms,
+                        double collate_ms);
+
+}  // namespace stoker

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/study/study_storage.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/error.h"
+#include "tools/pack_shards.h"
+
+#ifndef STOKER_NFS_SERVE_PATH
+#error "STOKER_NFS_SERVE_PATH (scripts/nfs_serve.sh in the source tree) must be defined"
+#endif
+
+namespace stoker {
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `command` through the shell, stdout and stderr together into `out`; the exit status
+// (or 128 + signal).
+int run_shell(const std::string& command, std::string& out) {
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) fail("cannot run {}: {}", command, errno_text(errno));
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string nfs_serve_script() {
+  const char* env = std::getenv("STOKER_NFS_SERVE");
+  return env && *env ? env : STOKER_NFS_SERVE_PATH;
+}
+
+NfsExports::NfsExports(std::string existing_url, std::string state_dir)
+    : existing_(std::move(existing_url)), state_dir_(std::move(state_dir)) {}
+
+NfsExports::~NfsExports() {
+  stop_all();
+}
+
+std::string NfsExports::url_of(const std::string& dir, const std::string& name) {
+  if (!existing_.empty()) {
+    const size_t q = existing_.find('?');
+    std::string base = existing_.substr(0, q);
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    return base + "/" + name + (q == std::string::npos ? "" : existing_.substr(q));
+  }
+  if (auto it = urls_.find(dir); it != urls_.end()) return it->second;
+  if (auto it = failed_.find(dir); it != failed_.end()) fail("{}", it->second);
+  const std::string abs = std::filesystem::absolute(dir).lexically_normal().string();
+  const std::string state = fmt::format("{}/nfs-{}", state_dir_, started_.size() + failed_.size());
+  std::string out;
+  const std::string script = nfs_serve_script();
+  const int rc = run_shell(fmt::format("{} start {} --port auto --mount-port auto --state {}",
+                                       quote(script), quote(abs), quote(state)),
+                           out);
+  const size_t at = out.rfind("nfs://");
+  if (rc != 0 || at == std::string::npos) {
+    const std::string why =
+        fmt::format("no NFS server for {}: {} start exited {}{}: {}", abs, script, rc,
+                    rc == 77 ? " (cannot run here)" : "", trim(out));
+    failed_[dir] = why;
+    fail("{}", why);
+  }
+  started_[dir] = state;
+  return urls_[dir] = trim(out.substr(at));
+}
+
+void NfsExports::stop_all() {
+  for (const auto& [dir, state] : started_) {
+    std::string out;
+    const int rc =
+        run_shell(fmt::format("{} stop --state {}", quote(nfs_serve_script()), quote(state)), out);
+    if (rc != 0)
+      std::fprintf(stderr, "stoker: warning: stopping the NFS server of %s: %s\n", dir.c_str(),
+                   trim(out).c_str());
+  }
+  started_.clear();
+  urls_.clear();
+}
+
+std::string pack_study_shards(const std::string& dataset, const std::string& dir) {
+  PackConfig c;
+  c.data = dataset;
+  c.out = dir;
+  c.shard_size = 64'000'000;
+  c.force = true;
+  c.progress = false;
+  pack_shards(c);
+  return dir;
+}
+
+}  // namespace stoker
