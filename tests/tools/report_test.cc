@@ -133,6 +133,16 @@ TEST(ReportConclusions, StoragesAgainstTheFirstAndShardRecovery) {
       << text;
 }
 
+TEST(ReportConclusions, ShardsSlowerThanPerFileAreNotANegativeRecovery) {
+  const auto text = all_text(
+      conclusions(study({cell("serial", 1.0, 0.5, "local"), cell("serial", 1.1, 0.5, "nfs"),
+                         cell("serial", 1.3, 0.6, "nfs-shards")})));
+  EXPECT_EQ(text.find("recovering"), std::string::npos) << text;
+  EXPECT_NE(text.find("nfs-shards is 1.3x slower than local (and 1.18x slower than per-file nfs)"),
+            std::string::npos)
+      << text;
+}
+
 TEST(ReportConclusions, FailedInterruptedAndEmpty) {
   json bad = {{"dataset", "1024px"},   {"storage", "nfs"},
               {"consumer", "cpu:r18"}, {"reader", "processes:4"},

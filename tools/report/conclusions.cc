@@ -219,9 +219,14 @@ std::vector<std::string> storage_sentences(const std::vector<const Json*>& cs) {
                                      : "";
         if (!twin.empty() && twin != base && by_storage.count(twin)) {
           const double t_twin = wall(by_storage.at(twin));
-          if (t_twin > t_base * (1 + kSame))
+          const double t_st = wall(by_storage.at(st));
+          // A share of the loss only means something when the shards are faster than the
+          // per-file twin; slower shards are said as such, not as a negative recovery.
+          if (t_twin > t_base * (1 + kSame) && t_st < t_twin)
             item += fmt::format(", recovering {:.0f}% of what per-file {} loses",
-                                100 * (t_twin - wall(by_storage.at(st))) / (t_twin - t_base), twin);
+                                100 * (t_twin - t_st) / (t_twin - t_base), twin);
+          else if (t_st > t_twin * (1 + kSame))
+            item += fmt::format(" (and {} slower than per-file {})", times(t_st / t_twin), twin);
         }
         items.push_back(item);
       }
