@@ -16,6 +16,15 @@ namespace pyb = pybind11;
 using stoker::py::BatchLease;
 using stoker::py::LoaderCore;
 
+namespace {
+
+[[noreturn]] void buffer_error(const char* what) {
+  PyErr_SetString(PyExc_BufferError, what);
+  throw pyb::error_already_set();
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_stoker, m) {
   m.doc() = "Stoker's C++ loader (use stoker.Loader, not this module)";
   m.attr("__version__") = STOKER_VERSION;
@@ -48,14 +57,22 @@ PYBIND11_MODULE(_stoker, m) {
 
   pyb::class_<BatchLease, std::shared_ptr<BatchLease>>(m, "BatchImages", pyb::buffer_protocol())
       .def_buffer([](const BatchLease& l) { return stoker::py::images_buffer(l); })
+      // The array API's keywords: max_version (a legacy 0.x capsule is an allowed answer),
+      // dl_device (the CPU only), copy (never: not copying is the point).
       .def(
           "__dlpack__",
-          [](std::shared_ptr<BatchLease> l, const pyb::object& stream) {
+          [](std::shared_ptr<BatchLease> l, const pyb::object& stream, const pyb::object&,
+             const pyb::object& dl_device, const pyb::object& copy) {
             if (!stream.is_none() && !(PyLong_Check(stream.ptr()) && stream.cast<long>() == -1))
               throw pyb::value_error("stream: a CPU tensor takes no stream");
+            if (!dl_device.is_none() && !dl_device.equal(pyb::make_tuple(1, 0)))
+              buffer_error("dl_device: the batch is in CPU memory, (1, 0)");
+            if (!copy.is_none() && copy.cast<bool>())
+              buffer_error("copy=True: stoker hands batches out without a copy");
             return stoker::py::images_dlpack(std::move(l));
           },
-          pyb::arg("stream") = pyb::none())
+          pyb::kw_only(), pyb::arg("stream") = pyb::none(), pyb::arg("max_version") = pyb::none(),
+          pyb::arg("dl_device") = pyb::none(), pyb::arg("copy") = pyb::none())
       .def("__dlpack_device__", [](const BatchLease&) { return pyb::make_tuple(1, 0); })
       .def_property_readonly("size", [](const BatchLease& l) { return l.batch().size; })
       .def_property_readonly("epoch", [](const BatchLease& l) { return l.batch().epoch; })
