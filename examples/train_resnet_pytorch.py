@@ -39,7 +39,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="ImageFolder directory")
     p.add_argument("--loader", choices=["torch", "stoker"], default="stoker")
-    p.add_argument("--arch", default="resnet18", help="a torchvision.models name")
+    p.add_argument("--arch", default="resnet18",
+                   help="a torchvision.models name, or none (no model: the loader's own rate)")
     p.add_argument("--size", type=int, default=96)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--workers", type=int, default=2, help="loader worker processes/threads")
@@ -55,10 +56,13 @@ def main():
     # THE SWITCH: the only line that depends on which loader feeds the loop.
     loader = stoker_loader(args) if args.loader == "stoker" else torchvision_loader(args)
 
-    model = getattr(torchvision.models, args.arch)(num_classes=1000).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    model.train()
+    model = None
+    if args.arch != "none":
+        model = getattr(torchvision.models, args.arch)(num_classes=1000).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        model.train()
+    loss = torch.zeros(())
 
     step, images, wait_s, t0 = 0, 0, 0.0, None
     epoch = 0
@@ -80,10 +84,11 @@ def main():
             if step >= args.warmup:
                 wait_s += w1 - w0
                 images += x.shape[0]
-            loss = loss_fn(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            if model is not None:
+                loss = loss_fn(model(x), y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
             if device.type == "cuda":
                 torch.cuda.synchronize()
             step += 1
@@ -91,8 +96,8 @@ def main():
     wall = time.perf_counter() - t0
     print(f"loader={args.loader} arch={args.arch} size={args.size} batch={args.batch} "
           f"workers={args.workers} device={args.device} steps={args.steps}: "
-          f"{images / wall:.1f} img/s, data wait {100 * wait_s / wall:.1f}% of {wall:.1f} s, "
-          f"last loss {loss.item():.3f}")
+          f"{images / wall:.1f} img/s, data wait {100 * wait_s / wall:.1f}% of {wall:.1f} s"
+          + (f", last loss {loss.item():.3f}" if model is not None else ""))
     if args.loader == "stoker":
         s = loader.stats()
         print("stoker stages (ms/image): " + ", ".join(
