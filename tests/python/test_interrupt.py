@@ -3,10 +3,12 @@
 # cannot finish (its first sample is a FIFO nobody writes: the read blocks in open()), and
 # once the loader is gone, and again after the interpreter exits, no worker process is left.
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -61,25 +63,40 @@ def test_ctrl_c_is_prompt_and_leaves_no_workers(photos, tmp_path, reader):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(lst), reader],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    lines = queue.Queue()  # the child's stdout, read by a thread so that waits time out
+    threading.Thread(target=lambda: [lines.put(x.split()) for x in child.stdout],
+                     daemon=True).start()
+
+    def line(timeout):
+        try:
+            return lines.get(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"no line from the child in {timeout} s")
+
+    workers = []
     try:
-        workers = [int(p) for p in child.stdout.readline().split()[1:]]
-        assert child.stdout.readline().strip() == "waiting"
+        workers = [int(p) for p in line(60)[1:]]
+        assert line(10) == ["waiting"]
         if reader.startswith("processes"):
             assert len(workers) == 2 and all(alive(p) for p in workers)
         time.sleep(0.5)  # inside next(), blocked on the FIFO
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
-        line = child.stdout.readline().split()
-        assert line and line[0] == "interrupted", line
-        assert float(line[1]) - sent < 1.0  # the wait polls every 50 ms
+        got = line(5)  # without polling, never: the read stays blocked
+        assert got and got[0] == "interrupted", got
+        assert float(got[1]) - sent < 1.0  # the wait polls every 50 ms
         # Let the stuck read end (the sample becomes a bad file) so the loader can stop.
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         child.stdin.write("go\n")
         child.stdin.flush()
-        line = child.stdout.readline().split()
-        assert line[:2] == ["after", "close"] and line[2:] == []  # no child process left
+        got = line(30)
+        assert got[:2] == ["after", "close"] and got[2:] == []  # no child process left
         assert child.wait(timeout=30) in (-signal.SIGINT, 128 + signal.SIGINT, 1)
     finally:
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass  # nobody is blocked on it
         if child.poll() is None:
             child.kill()
             child.wait()
