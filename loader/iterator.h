@@ -31,6 +31,14 @@ class Iterator {
   // valid until the next call. Throws stoker::Error under --on-error fail.
   const Batch* next();
 
+  // Keeps the batch next() last returned valid past the next call, until release(): for
+  // consumers that hand batches on without a copy (the Python module). The pool has
+  // config.keep extra buffers for such batches; once every buffer is retained, next()
+  // throws rather than waits or grows. release() may be called from any thread, also after
+  // start_epoch(), never after the iterator is gone.
+  void retain() { producer_->retain(); }
+  void release(const Batch* batch) { producer_->release(*batch); }
+
   // Samples consumed so far: resuming from here continues with exactly the next batch.
   Position position() const { return {ctx_->sampler.epoch(), consumed_}; }
   // Checksum of the batches returned so far in this epoch (the whole epoch once next()

@@ -77,9 +77,9 @@ class ProcessesProducer final : public Producer {
         sample_bytes_(ctx.normalizer.spec.sample_bytes()),
         stride_((capacity_ * sample_bytes_ + 4095) / 4096 * 4096),
         index_mem_("stoker-index", shared_index_bytes(ctx.index)),
-        tensors_("stoker-batches", (ctx.config.prefetch + 1) * stride_),
+        tensors_("stoker-batches", pool_batches(ctx.config) * stride_),
         pinned_(ctx.config.memory, tensors_.data(), tensors_.size()),
-        batches_(ctx.config.prefetch + 1),
+        batches_(pool_batches(ctx.config)),
         slots_(batches_.size() * capacity_),
         wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
         prefetch_(ctx, batches_, [this](size_t i) { start_batch(i); }) {
@@ -150,6 +150,8 @@ class ProcessesProducer final : public Producer {
     });
   }
 
+  void retain() override { prefetch_.retain(); }
+  void release(const Batch& batch) override { prefetch_.release(batch); }
   size_t pool_bytes() const override { return tensors_.size(); }
 
  private:
@@ -354,10 +356,10 @@ class ProcessesProducer final : public Producer {
   const size_t capacity_, sample_bytes_, stride_;  // stride_: bytes between batch tensors
   WorkerSetup setup_;
   SharedMemory index_mem_;  // sealed; the workers' read-only copy of the index
-  SharedMemory tensors_;    // [prefetch + 1] batches of [capacity] samples, stride_ apart
+  SharedMemory tensors_;    // [pool_batches] batches of [capacity] samples, stride_ apart
   PinnedRegion pinned_;     // tensors_ pinned for a device while mapped (config.memory)
   std::vector<Batch> batches_;
-  std::vector<Slot> slots_;  // [prefetch + 1][capacity]; a slot's id is batch * capacity + slot
+  std::vector<Slot> slots_;  // [pool_batches][capacity]; a slot's id is batch * capacity + slot
   std::vector<Proc> procs_;  // the service thread's alone
   std::thread thread_;
   const int wake_fd_;  // eventfd: wakes the service thread from poll

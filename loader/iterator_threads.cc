@@ -30,7 +30,7 @@ class ThreadsProducer final : public Producer {
                  std::max<size_t>(threads + 1, tbb::info::default_concurrency())),
         arena_(threads, 0),
         ctx_(ctx),
-        pool_(ctx.config.prefetch + 1, ctx.config.sampler.batch_size, ctx.config.output,
+        pool_(pool_batches(ctx.config), ctx.config.sampler.batch_size, ctx.config.output,
               ctx.config.memory),
         workers_([&ctx] { return Worker(ctx.config.decode, ctx.source->clone()); }),
         prefetch_(ctx, pool_.all(), [this](size_t i) {
@@ -54,6 +54,8 @@ class ThreadsProducer final : public Producer {
     cancel_ = false;
   }
 
+  void retain() override { prefetch_.retain(); }
+  void release(const Batch& batch) override { prefetch_.release(batch); }
   size_t pool_bytes() const override { return pool_.bytes(); }
 
  private:

@@ -42,7 +42,7 @@ class AsyncProducer final : public Producer {
         ctx_(ctx),
         source_(std::move(source)),
         qd_(source_->queue_depth()),
-        pool_(ctx.config.prefetch + 1, ctx.config.sampler.batch_size, ctx.config.output,
+        pool_(pool_batches(ctx.config), ctx.config.sampler.batch_size, ctx.config.output,
               ctx.config.memory),
         workers_([&ctx] { return Worker(ctx.config.decode, ctx.source->clone()); }),
         buffers_(qd_ + 2 * static_cast<size_t>(threads)),
@@ -90,6 +90,8 @@ class AsyncProducer final : public Producer {
     cancel_ = false;
   }
 
+  void retain() override { prefetch_.retain(); }
+  void release(const Batch& batch) override { prefetch_.release(batch); }
   size_t pool_bytes() const override { return pool_.bytes(); }
 
  private:

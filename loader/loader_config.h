@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "augment/collate.h"
@@ -34,6 +35,19 @@ struct LoaderConfig {
   SourceOptions::Kind source = SourceOptions::Kind::automatic;
   std::string null_file;  // --source null: serve this file's bytes (empty: a built-in JPEG)
   LoaderMemory memory;    // where batch tensors live (default: the heap)
+  // Extra pool buffers for batches the consumer keeps past next() (Iterator::retain; the
+  // Python module keeps every batch until its last reference goes).
+  size_t keep = 0;
+  // Called by the consumer's thread, unlocked, every 50 ms while next() waits (and between
+  // samples under serial); may throw to abandon the wait. The Python module checks for
+  // Ctrl-C here, since a signal does not wake a blocked wait.
+  std::function<void()> poll;
 };
+
+// Batch buffers of a prefetching reader: `prefetch` in flight, the one the consumer holds,
+// and `keep` it may retain.
+inline size_t pool_batches(const LoaderConfig& c) {
+  return c.prefetch + 1 + c.keep;
+}
 
 }  // namespace stoker

@@ -49,16 +49,34 @@ Batch& Prefetcher::wait(size_t b, const std::function<std::string(size_t)>& prog
   order_.release_held();
   start_claimed(lock);
   if (fatal_) std::rethrow_exception(fatal_);
-  STOKER_CHECK(!order_.empty());
+  if (order_.empty()) {
+    // Nothing in flight and no buffer free: the consumer holds them all. Waiting could only
+    // end if another thread released one; a bounded pool says so instead.
+    stoker::fail(
+        "all {} batch buffers are held by the consumer ({} retained): release a batch before "
+        "asking for the next one, or keep more (LoaderConfig::keep)",
+        batches_.size(), order_.retained());
+  }
   const size_t i = order_.front();
   STOKER_CHECK(batches_[i].number == b);
   wait_for_batch(
       lock, cv_, b, batches_[i].epoch, [&] { return jobs_[i].done || fatal_ != nullptr; },
-      [&] { return progress(i); });
+      [&] { return progress(i); }, ctx_.config.poll);
   if (!jobs_[i].done) std::rethrow_exception(fatal_);
   order_.hand_out();
   if (jobs_[i].error) std::rethrow_exception(jobs_[i].error);
   return batches_[i];
+}
+
+void Prefetcher::retain() {
+  std::lock_guard lock(mu_);
+  order_.retain();
+}
+
+void Prefetcher::release(const Batch& batch) {
+  std::lock_guard lock(mu_);
+  STOKER_CHECK(&batch >= batches_.data() && &batch < batches_.data() + batches_.size());
+  order_.release(static_cast<size_t>(&batch - batches_.data()));
 }
 
 void Prefetcher::sample_done(size_t i, std::exception_ptr error) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The narrow interface behind the iterator: a reader policy (serial, threads:N,
 // processes:N, uring:QD) fills batches of the current epoch, in any order, into buffers
-// it owns; the iterator hands them out in order. Three hooks:
+// it owns; the iterator hands them out in order. The hooks:
 #pragma once
 
 #include <cstddef>
@@ -24,6 +24,11 @@ class Producer {
   virtual Batch& wait(size_t b) = 0;
   // Abandon work in flight and return once no worker touches any buffer or the sampler.
   virtual void stop() = 0;
+  // The consumer keeps the batch wait() last returned past the next wait(), until
+  // release(); its buffer is not reused before. Consumer's thread.
+  virtual void retain() = 0;
+  // A retained batch may be reused. Any thread.
+  virtual void release(const Batch& batch) = 0;
   // Bytes of batch memory this producer holds.
   virtual size_t pool_bytes() const = 0;
 };

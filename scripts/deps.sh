@@ -6,14 +6,15 @@ set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
   libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev liburing-dev libdnnl-dev
-  libnfs-dev)
+  libnfs-dev python3-dev pybind11-dev libdlpack-dev)
 for arg in "$@"; do
   case "$arg" in
     # djpeg/cjpeg: pixel oracle; torchvision: ImageFolder order oracle; opencv-doc: real photos.
     # nfs-ganesha, rpcbind: the local NFS server of scripts/nfs_serve.sh.
     # chromium: loads the study report headless (tests/tools/report_chromium_test.sh).
+    # pytest, numpy, PIL: the Python module's tests (tests/python).
     --test) packages+=(libgtest-dev libjpeg-turbo-progs python3 python3-torchvision opencv-doc
-      nfs-ganesha nfs-ganesha-vfs rpcbind chromium) ;;
+      nfs-ganesha nfs-ganesha-vfs rpcbind chromium python3-pytest python3-numpy python3-pil) ;;
     # libjemalloc2: PyTorch's training baseline runs ~2x faster with it than with glibc malloc.
     --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision fio libjemalloc2
       nfs-ganesha nfs-ganesha-vfs rpcbind) ;;

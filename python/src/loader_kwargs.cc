@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "python/src/loader_kwargs.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "common/error.h"
+#include "common/system_info.h"
+#include "tools/loader_options.h"
+
+namespace stoker::py {
+
+namespace pyb = pybind11;
+
+namespace {
+
+// Batches Python may hold past the next one without slowing the reader: the loop variable
+// of `for images, labels in loader` still holds the previous batch while the next is asked for.
+constexpr size_t kDefaultKeep = 1;
+
+std::string default_reader() {
+  return fmt::format("threads:{}", online_cpus());
+}
+
+std::string type_name(const pyb::handle& v) {
+  return pyb::str(pyb::type::of(v).attr("__name__"));
+}
+
+[[noreturn]] void wrong_type(const std::string& name, const char* want, const pyb::handle& v) {
+  throw pyb::type_error(fmt::format("{} must be {}, not {}", name, want, type_name(v)));
+}
+
+// bool is an int in Python: refused where a count is meant, as a typo guard.
+template <class T>
+T as_int(const std::string& name, const pyb::handle& v, long long lo, long long hi) {
+  if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr())) wrong_type(name, "an int", v);
+  const long long x = v.cast<long long>();
+  if (x < lo || x > hi) {
+    throw pyb::value_error(fmt::format("{} must be in [{}, {}], got {}", name, lo, hi, x));
+  }
+  return static_cast<T>(x);
+}
+
+bool as_bool(const std::string& name, const pyb::handle& v) {
+  if (!PyBool_Check(v.ptr())) wrong_type(name, "a bool", v);
+  return v.cast<bool>();
+}
+
+std::string as_str(const std::string& name, const pyb::handle& v) {
+  if (!PyUnicode_Check(v.ptr())) wrong_type(name, "a str", v);
+  return v.cast<std::string>();
+}
+
+// Runs a CLI parser on the value so a bad one is a ValueError naming the argument.
+template <class Parse>
+void check(const std::string& name, const std::string& value, Parse parse) {
+  try {
+    parse(value);
+  } catch (const Error& e) {
+    throw pyb::value_error(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
+struct Setter {
+  std::function<void(LoaderOptions&, LoaderConfig&, const pyb::handle&)> set;
+};
+
+// Python name -> where it goes. CLI flags that turn something off (--no-shuffle) are
+// positive here (shuffle=True), as Python APIs are.
+const std::map<std::string, Setter>& setters() {
+  using O = LoaderOptions;
+  using C = LoaderConfig;
+  using H = const pyb::handle&;
+  static const std::map<std::string, Setter> m = {
+      {"batch_size",
+       {[](O& o, C&, H v) { o.batch = as_int<size_t>("batch_size", v, 1, 1 << 20); }}},
+      {"prefetch", {[](O& o, C&, H v) { o.prefetch = as_int<size_t>("prefetch", v, 1, 1024); }}},
+      {"keep", {[](O&, C& c, H v) { c.keep = as_int<size_t>("keep", v, 0, 1024); }}},
+      {"reader", {[](O&, C& c, H v) {
+         const std::string s = as_str("reader", v);
+         check("reader", s, [&](const std::string& t) { c.reader = parse_reader(t); });
+       }}},
+      {"transform", {[](O& o, C&, H v) {
+         o.transform = as_str("transform", v);
+         check("transform", o.transform, parse_transform);
+       }}},
+      {"size", {[](O& o, C&, H v) { o.size = as_int<int>("size", v, 8, 8192); }}},
+      {"flip", {[](O& o, C&, H v) {
+         if (PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())))
+           wrong_type("flip", "a float", v);
+         o.flip = v.cast<double>();
+         if (!(o.flip >= 0 && o.flip <= 1))
+           throw pyb::value_error(fmt::format("flip must be in [0, 1], got {}", o.flip));
+       }}},
+      {"dtype", {[](O& o, C&, H v) {
+         o.dtype = as_str("dtype", v);
+         check("dtype", o.dtype, parse_dtype);
+       }}},
+      {"layout", {[](O& o, C&, H v) {
+         o.layout = as_str("layout", v);
+         check("layout", o.layout, parse_layout);
+       }}},
+      {"seed", {[](O& o, C&, H v) {
+         if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr())) wrong_type("seed", "an int", v);
+         try {
+           o.seed = v.cast<uint64_t>();
+         } catch (const pyb::cast_error&) {
+           throw pyb::value_error("seed must be in [0, 2**64)");
+         }
+       }}},
+      {"shuffle", {[](O& o, C&, H v) { o.no_shuffle = !as_bool("shuffle", v); }}},
+      {"drop_last", {[](O& o, C&, H v) { o.drop_last = as_bool("drop_last", v); }}},
+      {"on_error", {[](O& o, C&, H v) {
+         o.on_error = as_str("on_error", v);
+         check("on_error", o.on_error, parse_error_policy);
+       }}},
+      {"max_pixels",
+       {[](O& o, C&, H v) { o.max_pixels = as_int<uint64_t>("max_pixels", v, 1, 1LL << 62); }}},
+      {"dct_scaling", {[](O& o, C&, H v) { o.no_dct_scaling = !as_bool("dct_scaling", v); }}},
+      {"partial_decode",
+       {[](O& o, C&, H v) { o.no_partial_decode = !as_bool("partial_decode", v); }}},
+      {"decode", {[](O& o, C&, H v) { o.no_decode = !as_bool("decode", v); }}},
+      {"direct", {[](O& o, C&, H v) { o.direct = as_bool("direct", v); }}},
+      {"shard_order", {[](O& o, C&, H v) {
+         o.shard_order = as_str("shard_order", v);
+         check("shard_order", o.shard_order, parse_shard_order);
+       }}},
+      {"shuffle_buffer", {[](O& o, C&, H v) {
+         o.shuffle_buffer = as_int<size_t>("shuffle_buffer", v, 0, 1LL << 40);
+       }}},
+      {"source_kind", {[](O& o, C&, H v) {
+         o.source = as_str("source_kind", v);
+         check("source_kind", o.source, parse_source_kind);
+       }}},
+      {"null_file", {[](O& o, C&, H v) { o.null_file = as_str("null_file", v); }}},
+      {"warn", {[](O&, C& c, H v) { c.warn = as_bool("warn", v); }}},
+  };
+  return m;
+}
+
+}  // namespace
+
+LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
+  LoaderOptions o;
+  LoaderConfig extra;  // what LoaderOptions does not carry: reader, keep, warn
+  extra.reader = parse_reader(default_reader());
+  extra.keep = kDefaultKeep;
+  for (const auto& [k, v] : kwargs) {
+    const std::string name = pyb::str(k);
+    const auto it = setters().find(name);
+    if (it == setters().end()) {
+      throw pyb::type_error(fmt::format("Loader() got an unexpected keyword argument '{}'", name));
+    }
+    it->second.set(o, extra, v);
+  }
+  LoaderConfig c;
+  try {
+    c = o.to_config();
+  } catch (const Error& e) {
+    throw pyb::value_error(e.what());
+  }
+  c.reader = extra.reader;
+  c.keep = extra.keep;
+  c.warn = extra.warn;
+  if (c.direct && c.reader.kind != ReaderPolicy::Kind::uring) {
+    throw pyb::value_error(fmt::format(
+        "direct=True needs a uring reader (O_DIRECT wants aligned buffers); reader {} reads "
+        "through the page cache",
+        c.reader.text()));
+  }
+  return c;
+}
+
+pyb::dict default_kwargs() {
+  const LoaderOptions o;
+  pyb::dict d;
+  d["batch_size"] = o.batch;
+  d["reader"] = default_reader();
+  d["prefetch"] = o.prefetch;
+  d["keep"] = kDefaultKeep;
+  d["transform"] = o.transform;
+  d["size"] = o.size;
+  d["flip"] = o.flip;
+  d["dtype"] = o.dtype;
+  d["layout"] = o.layout;
+  d["seed"] = o.seed;
+  d["shuffle"] = !o.no_shuffle;
+  d["drop_last"] = o.drop_last;
+  d["on_error"] = o.on_error;
+  d["max_pixels"] = o.max_pixels;
+  d["dct_scaling"] = !o.no_dct_scaling;
+  d["partial_decode"] = !o.no_partial_decode;
+  d["decode"] = !o.no_decode;
+  d["direct"] = o.direct;
+  d["shard_order"] = o.shard_order;
+  d["shuffle_buffer"] = o.shuffle_buffer;
+  d["source_kind"] = o.source;
+  d["null_file"] = o.null_file;
+  d["warn"] = true;
+  return d;
+}
+
+}  // namespace stoker::py

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+// stoker.Loader's keyword arguments -> a LoaderConfig, through the CLI's own LoaderOptions
+// (tools/loader_options.h), so names, defaults and meanings are the CLI's. A wrong type is
+// a TypeError, a wrong value a ValueError, each naming the Python argument.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "loader/loader_config.h"
+
+namespace stoker::py {
+
+// `kwargs`: the Python names (batch_size, reader, transform, ...; python/stoker/__init__.py
+// lists them with the CLI option each mirrors). Unknown names are a TypeError.
+LoaderConfig config_from_kwargs(const pybind11::dict& kwargs);
+
+// The CLI's defaults, under the Python names (for stoker.Loader's signature and docs).
+pybind11::dict default_kwargs();
+
+}  // namespace stoker::py
