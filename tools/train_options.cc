@@ -91,6 +91,8 @@ SgdConfig TrainOptions::sgd() const {
 }
 
 LrSchedule TrainOptions::schedule(int64_t batch, int64_t run_end_step) const {
+  STOKER_CHECK_MSG(lr > 0 && lr_warmup >= 0, "resolve_defaults() first (lr {}, warm-up {})", lr,
+                   lr_warmup);
   LrSchedule s;
   s.kind = parse_lr_kind(schedule_kind);
   s.base_lr = scale_lr ? linear_scaled_lr(lr, size_t(batch)) : lr;
