@@ -47,6 +47,8 @@ expect_early "\-\-json $missing/p.json" -- "$stoker" probe "$tmp/d" --warm --jso
 expect_early "\-\-out $missing/p.png" -- "$stoker" peek "$tmp/d" --size 32 --out "$missing/p.png"
 expect_early "\-\-out $missing/i.list" -- "$stoker" index "$tmp/d" --out "$missing/i.list"
 expect_early "\-\-out $tmp/file/shards" -- "$stoker" pack "$tmp/d" --out "$tmp/file/shards"
+expect_early "out $missing/i.safetensors" -- "$stoker" checkpoint init resnet18 "$missing/i.safetensors"
+expect_early "\-\-json $missing/m.json" -- "$stoker" model resnet18 --json "$missing/m.json"
 expect_early "out $tmp/file/g" -- "$stoker" gen "$tmp/file/g" --sizes 32 --classes 1 --per-class 1
 
 # An existing output is checked, not clobbered, when the run fails for another reason.

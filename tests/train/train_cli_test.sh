@@ -47,6 +47,9 @@ assert e["top1"] >= 0.90, f"training accuracy {e['top1']:.3f} < 0.90 after 8 epo
 # The loss goes down, not up and back: the last epoch's mean well below the first's.
 first, last = sum(t["loss"][:8]) / 8, sum(t["loss"][-8:]) / 8
 assert last < 0.5 * first, f"loss {first:.3f} -> {last:.3f}: not learning"
+# No divergence spike on the way (the old defaults, lr 0.1 from step 0, reached 18 here): the
+# loss stays below twice that of a uniform guess, 2 ln 4.
+assert max(t["loss"]) < 2 * math.log(4), f"the loss spiked to {max(t['loss']):.2f}"
 assert t["options"]["lr"] == 0.1 and t["options"]["scale_lr"] is True, t["options"]
 assert t["options"]["lr_warmup"] == 3 and abs(max(t["lr"]) - 0.1 * 16 / 256) < 1e-9, t["lr"]
 print(f"learned: top-1 {e['top1']:.3f}, loss {t['loss'][0]:.3f} -> {t['loss'][-1]:.3f}")
