@@ -7,7 +7,8 @@
 set -euo pipefail
 stoker=$1
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+pid=""
+trap '[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT  # no run outlives a failure
 fail() { echo "FAIL: $*"; exit 1; }
 set -m  # background jobs keep default SIGINT handling (a script's jobs otherwise ignore it)
 export OMP_NUM_THREADS=2
