@@ -33,7 +33,7 @@ pid=$!
 wait_for "$tmp/b.out" "^# page cache"
 sleep 1
 kill -TERM $pid
-set +e; wait $pid; rc=$?; set -e
+set +e; wait $pid; rc=$?; set -e; pid=""
 [ "$rc" = 143 ] || { cat "$tmp/b.out" "$tmp/b.err"; fail "bench after SIGTERM: exit $rc, expected 143"; }
 grep -q "^# stoker .* bench" "$tmp/b.out" || fail "bench: context lines lost"
 grep -q "^d  *serial " "$tmp/b.out" || { cat "$tmp/b.out"; fail "bench: no row for the interrupted run"; }
@@ -55,7 +55,7 @@ pid=$!
 wait_for "$tmp/t.out" "^# run:"
 sleep 0.3
 kill -INT $pid
-set +e; wait $pid; rc=$?; set -e
+set +e; wait $pid; rc=$?; set -e; pid=""
 [ "$rc" = 130 ] || { cat "$tmp/t.out" "$tmp/t.err"; fail "train after SIGINT: exit $rc, expected 130"; }
 grep -q "^# checkpoint: .*cut.safetensors" "$tmp/t.out" || { cat "$tmp/t.out"; fail "no checkpoint"; }
 grep -q "resume .*cut.safetensors" "$tmp/t.err" || { cat "$tmp/t.err"; fail "no resume hint"; }
@@ -85,6 +85,6 @@ cmp -s "$tmp/whole.safetensors" "$tmp/resumed.safetensors" ||
 pid=$!
 wait_for "$tmp/s.out" "^# run:"
 kill -INT $pid; sleep 0.05; kill -INT $pid
-set +e; wait $pid; rc=$?; set -e
+set +e; wait $pid; rc=$?; set -e; pid=""
 [ "$rc" = 130 ] || { cat "$tmp/s.err"; fail "train after two SIGINTs: exit $rc, expected 130"; }
 echo "PASS"
