@@ -12,8 +12,6 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "$stoker" gen "$tmp/d" --sizes 64 --classes 2 --per-class 8 --seed 1 >/dev/null 2>&1
 echo "not a directory" > "$tmp/file"
-"$stoker" train --synthetic --arch resnet18 --classes 2 --batch 2 --size 32 --steps 1 \
-  --save "$tmp/ck.safetensors" > /dev/null 2>&1 || fail "a checkpoint to evaluate"
 
 # expect_early PATTERN -- command...: exit 1 naming PATTERN, within 20 s (the commands below
 # would otherwise run for hours), with no result row on stdout.
@@ -41,6 +39,7 @@ expect_early "\-\-save $missing/x.safetensors: the directory" -- \
 expect_early "\-\-json $missing/x.json" -- "${long_train[@]}" --json "$missing/x.json"
 expect_early "\-\-trace $missing/t.json" -- "${long_train[@]}" --trace "$missing/t.json"
 expect_early "\-\-val $tmp/missing\|dataset '$tmp/missing'" -- "${long_train[@]}" --val "$tmp/missing"
+# (eval checks --json before it reads the checkpoint: none is needed here)
 expect_early "\-\-json $missing/e.json" -- "$stoker" eval "$tmp/d" --checkpoint "$tmp/ck.safetensors" \
   --size 32 --batch 2 --json "$missing/e.json"
 expect_early "\-\-json $missing/p.json" -- "$stoker" probe "$tmp/d" --warm --json "$missing/p.json"
