@@ -83,8 +83,9 @@ bool has_image_extension(std::string_view name) {
   });
 }
 
-Index open_index(const std::string& path) {
-  if (is_nfs_url(path)) return index_nfs(path);
+namespace {
+
+struct stat stat_dataset(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     fail(
@@ -92,6 +93,18 @@ Index open_index(const std::string& path) {
         "makes a synthetic one)",
         path, errno_text(errno));
   }
+  return st;
+}
+
+}  // namespace
+
+void check_dataset_path(const std::string& path) {
+  if (!is_nfs_url(path)) stat_dataset(path);
+}
+
+Index open_index(const std::string& path) {
+  if (is_nfs_url(path)) return index_nfs(path);
+  const struct stat st = stat_dataset(path);
   if (S_ISDIR(st.st_mode)) {
     std::string shard_index;
     join_location(shard_index, path, kShardIndexName);

@@ -74,6 +74,9 @@ Index index_shards(const std::string& index_file);
 // packed shards; any other directory is indexed as an ImageFolder, a regular file as a list
 // file; an nfs:// URL the same way over NFS (index_nfs.h).
 Index open_index(const std::string& path);
+// open_index's first check alone (the path exists; an nfs:// URL passes): a command that
+// reads several datasets checks them all before it measures the first.
+void check_dataset_path(const std::string& path);
 
 // torchvision's IMG_EXTENSIONS, case-insensitive.
 bool has_image_extension(std::string_view name);

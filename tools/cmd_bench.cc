@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/interrupt.h"
 #include "common/progress.h"
 #include "common/system_info.h"
 #include "common/trace_writer.h"
@@ -26,6 +27,7 @@
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
 #include "tools/loader_options.h"
+#include "tools/output_check.h"
 #include "train/activity.h"
 #include "train/emulated_accelerator.h"
 
@@ -93,10 +95,11 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   size_t done = 0;
   Utilisation use;
   int64_t first_arrival = 0;
-  for (int e = 0; e < o.epochs && done < total; ++e) {
+  // Ctrl-C ends the run at a batch boundary: what was measured until then is a valid row.
+  for (int e = 0; e < o.epochs && done < total && !interrupted(); ++e) {
     it.start_epoch(static_cast<uint64_t>(e));
     size_t in_epoch = 0;
-    while (done < total && in_epoch < per_epoch) {
+    while (done < total && in_epoch < per_epoch && !interrupted()) {
       const int64_t w0 = now_ns();
       const Batch* b = it.next();
       STOKER_CHECK(b != nullptr);
@@ -131,6 +134,7 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   stats.wall_ns = t_end - t0;
   progress.finish();
   result = stats.to_json(it);
+  if (done < total) result["interrupted"] = true;
   iterator.reset();  // reaps worker processes, so their CPU time is counted
   stats.cpu_seconds = process_cpu_seconds() - cpu0;
   result["cpu_seconds"] = stats.cpu_seconds;
@@ -172,6 +176,11 @@ void print_row(const std::string& dataset, const std::string& reader, const Load
 }
 
 void run_bench(BenchOptions& o) {
+  install_interrupt_handlers();
+  // Every output and input is checked before the first measurement.
+  check_writable("--json", o.json);
+  check_writable("--trace", o.trace);
+  for (const std::string& root : o.data) check_dataset_path(root);
   LoaderConfig base = o.loader.to_config();
   if (o.epochs < 1) fail("--epochs must be at least 1");
   if (!o.emulate.empty()) o.accelerator = parse_emulation(o.emulate);
@@ -271,6 +280,7 @@ void run_bench(BenchOptions& o) {
              o.cold ? "cold (files evicted with posix_fadvise(DONTNEED) before each run and "
                       "after each read)"
                     : "warm (every file read once before the runs)");
+  std::fflush(stdout);  // the context survives a redirect even if the run is cut short
 
   nlohmann::json results = nlohmann::json::array();
   bool header_printed = false;
@@ -297,6 +307,7 @@ void run_bench(BenchOptions& o) {
       warm_page_cache(index);
     }
     for (const ReaderPolicy& reader : readers) {
+      if (interrupted()) break;
       if (!header_printed) {
         fmt::print(
             "{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
@@ -323,12 +334,21 @@ void run_bench(BenchOptions& o) {
                       run_trace);
       ++runs;
       print_row(short_name(root), reader.text(), s, r);
+      if (r.contains("interrupted"))
+        fmt::print("# interrupted: the row above covers the first {} images of the run\n",
+                   s.images);
       r["dataset"] = root;
       r["dataset_images"] = index.size();
       r["dataset_bytes"] = total;
       r["index_seconds"] = index_s;
       results.push_back(std::move(r));
+      if (interrupted()) break;
     }
+    if (interrupted()) break;
+  }
+  if (interrupted()) {
+    context["interrupted"] = true;
+    fmt::print("# interrupted: {} run(s) kept\n", results.size());
   }
   if (!o.trace.empty()) {
     trace_writer.write(o.trace);
@@ -340,6 +360,10 @@ void run_bench(BenchOptions& o) {
     out << nlohmann::json{{"context", context}, {"results", results}}.dump(2) << "\n";
     if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
   }
+  std::fflush(stdout);
+  if (interrupted())
+    throw Interrupted(fmt::format("bench: interrupted; {} row(s) above{}", results.size(),
+                                  o.json.empty() ? "" : " and in " + o.json));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "models/resnet.h"
 #include "tools/commands.h"
+#include "tools/output_check.h"
 #include "train/checkpoint.h"
 
 namespace stoker {
@@ -36,6 +37,7 @@ Network build(const CheckpointOptions& o) {
 }
 
 void run_init(const CheckpointOptions& o) {
+  check_writable("out", o.path);
   const Network net = build(o);
   Checkpoint ckpt = init_checkpoint(net, o.seed);
   if (o.momentum) add_zero_momentum(ckpt, net);

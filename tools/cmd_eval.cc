@@ -11,13 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "common/progress.h"
+#include "common/interrupt.h"
 #include "common/system_info.h"
 #include "loader/index.h"
 #include "loader/iterator.h"
 #include "models/resnet.h"
 #include "tools/commands.h"
+#include "tools/evaluate.h"
 #include "tools/loader_options.h"
+#include "tools/output_check.h"
 #include "tools/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
@@ -33,15 +35,9 @@ struct EvalCommand {
   LoaderOptions loader;
 };
 
-// Whether `label` is among the k largest logits (ties count against: a label must beat them).
-bool in_top_k(const float* logits, int classes, int32_t label, int k) {
-  int above = 0;
-  for (int c = 0; c < classes; ++c)
-    if (logits[c] > logits[label] || (logits[c] == logits[label] && c < label)) ++above;
-  return above < k;
-}
-
 void run_eval(EvalCommand& o) {
+  install_interrupt_handlers();
+  check_writable("--json", o.json);
   const Checkpoint ckpt = load_checkpoint(o.checkpoint);
   std::string arch = o.arch;
   int classes = o.classes;
@@ -84,38 +80,17 @@ void run_eval(EvalCommand& o) {
   backend->load(ckpt, o.checkpoint);
 
   lc.memory = loader_memory(backend->host_memory());
-  Iterator it(index, lc);
-  it.start_epoch(0);
-  int64_t seen = 0, top1 = 0, top5 = 0;
-  double loss = 0;
-  Progress progress(fmt::format("eval {}", net.name), index.size(), "images");
-  while (const Batch* b = it.next()) {
-    // A short last batch still fills the planned batch: the pool's tensor has room for it,
-    // and only its first b->size rows are read back.
-    backend->stage({b->data, b->labels.data(), bc.batch});
-    backend->forward_eval();
-    const std::span<const float> logits = backend->logits();
-    for (size_t i = 0; i < b->size; ++i) {
-      const float* row = logits.data() + i * size_t(classes);
-      const int32_t y = b->labels[i];
-      top1 += in_top_k(row, classes, y, 1);
-      top5 += in_top_k(row, classes, y, std::min(5, classes));
-      double mx = row[0], sum = 0;
-      for (int c = 1; c < classes; ++c) mx = std::max(mx, double(row[c]));
-      for (int c = 0; c < classes; ++c) sum += std::exp(double(row[c]) - mx);
-      loss += std::log(sum) + mx - double(row[y]);
-    }
-    seen += int64_t(b->size);
-    progress.add(b->size);
-  }
-  progress.finish();
-  if (seen == 0) fail("eval: {} yielded no image", o.data);
-  const double n = double(seen);
+  const EvalResult r =
+      evaluate(*backend, index, lc, classes, bc.batch, fmt::format("eval {}", net.name));
+  if (r.images == 0 && !r.interrupted) fail("eval: {} yielded no image", o.data);
+  const int64_t seen = r.images;
   fmt::print("# stoker eval: {} on {} ({} images, {} classes), {}\n", o.checkpoint, o.data, seen,
              index.classes.size(), backend->describe());
   fmt::print("{:>8} {:>8} {:>8} {:>9} {:>8}\n", "images", "top-1 %", "top-5 %", "loss", "skipped");
-  fmt::print("{:>8} {:>8.2f} {:>8.2f} {:>9.4f} {:>8}\n", seen, 100 * top1 / n, 100 * top5 / n,
-             loss / n, it.bad_samples().count());
+  fmt::print("{:>8} {:>8.2f} {:>8.2f} {:>9.4f} {:>8}\n", seen, 100 * r.top1, 100 * r.top5, r.loss,
+             r.skipped);
+  if (r.interrupted)
+    fmt::print("# interrupted: the figures cover the first {} of {} images\n", seen, index.size());
   if (!o.json.empty()) {
     std::ofstream out(o.json);
     out << nlohmann::json{{"command", "eval"},
@@ -123,14 +98,17 @@ void run_eval(EvalCommand& o) {
                           {"data", o.data},
                           {"arch", net.name},
                           {"images", seen},
-                          {"top1", top1 / n},
-                          {"top5", top5 / n},
-                          {"loss", loss / n},
+                          {"top1", r.top1},
+                          {"top5", r.top5},
+                          {"loss", r.loss},
+                          {"interrupted", r.interrupted},
                           {"backend", backend->describe()}}
                .dump(2)
         << "\n";
     if (!out) fail("eval: cannot write {}", o.json);
   }
+  std::fflush(stdout);
+  if (r.interrupted) throw Interrupted(fmt::format("eval: interrupted after {} images", seen));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
+#include "tools/output_check.h"
 
 namespace stoker {
 
@@ -45,6 +46,7 @@ void add_gen_command(CLI::App& app) {
     if (!(c->aspect_lo > 0 && c->aspect_lo <= c->aspect_hi)) {
       fail("--aspect {},{}: expected 0 < lo <= hi", c->aspect_lo, c->aspect_hi);
     }
+    check_writable_dir("out", c->out);
     const GenResult r = generate_dataset(*c);
     for (const auto& root : r.roots) fmt::print("{}\n", root);
   });

@@ -12,6 +12,7 @@
 #include "loader/index.h"
 #include "loader/nfs_url.h"
 #include "tools/commands.h"
+#include "tools/output_check.h"
 
 namespace stoker {
 
@@ -24,6 +25,7 @@ void add_index_command(CLI::App& app) {
                   "Write the index as a list file ('path label' lines, paths relative to the "
                   "list file's directory)");
   cmd->callback([data, out] {
+    check_writable("--out", *out);
     const int64_t t0 = now_ns();
     const Index index = open_index(*data);
     const double secs = (now_ns() - t0) * 1e-9;

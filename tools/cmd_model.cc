@@ -17,6 +17,7 @@
 #include "models/resnet.h"
 #include "models/shapes.h"
 #include "tools/commands.h"
+#include "tools/output_check.h"
 
 namespace stoker {
 
@@ -171,6 +172,7 @@ void print_table(const Network& net, const std::vector<ActShape>& shapes,
 }
 
 void run_model(const ModelOptions& o) {
+  check_writable("--json", o.json);
   ResNetConfig config = parse_resnet_arch(o.arch);
   config.num_classes = o.classes;
   config.zero_init_residual = o.zero_init_residual;

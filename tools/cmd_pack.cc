@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "tools/commands.h"
+#include "tools/output_check.h"
 #include "tools/pack_shards.h"
 
 namespace stoker {
@@ -27,6 +28,7 @@ void add_pack_command(CLI::App& app) {
   cmd->add_flag("--force", c->force, "Replace a packed dataset already in --out");
   cmd->add_flag("!--no-progress", c->progress, "No progress line on stderr");
   cmd->callback([c] {
+    check_writable_dir("--out", c->out);
     const PackResult r = pack_shards(*c);
     fmt::print(
         "{}: {} samples into {} shards, {:.1f} MB read, {:.1f} MB written in {:.2f} s "

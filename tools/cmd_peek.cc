@@ -13,6 +13,7 @@
 #include "loader/iterator.h"
 #include "tools/commands.h"
 #include "tools/loader_options.h"
+#include "tools/output_check.h"
 
 namespace stoker {
 
@@ -27,6 +28,7 @@ struct PeekOptions {
 };
 
 void run_peek(const PeekOptions& o) {
+  check_writable("--out", o.out);
   const Index index = open_index(o.data);
   LoaderConfig config = o.loader.to_config();
   config.output.dtype = DType::u8;  // the sheet shows pixels as the decoder made them

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/interrupt.h"
 #include "common/system_info.h"
 #include "loader/index.h"
 #include "loader/iterator.h"
@@ -19,6 +20,7 @@
 #include "loader/nfs_url.h"
 #include "loader/source.h"
 #include "tools/commands.h"
+#include "tools/output_check.h"
 #include "tools/source_probe.h"
 
 namespace stoker {
@@ -51,6 +53,8 @@ void warn_not_evicted(size_t failed) {
 }
 
 void run_probe(ProbeOptions& o) {
+  install_interrupt_handlers();
+  check_writable("--json", o.json);
   const Index index = open_index(o.data);
   const int cpus = online_cpus();
   const bool nfs = is_nfs_url(index.root);
@@ -81,9 +85,12 @@ void run_probe(ProbeOptions& o) {
   fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "order", "reader", "files/s", "MB/s",
              "read50", "read99", "cores");
   fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "", "ms", "ms", "");
+  std::fflush(stdout);
   nlohmann::json results = nlohmann::json::array();
+  // Ctrl-C stops between runs, or inside a reader's run (that row is marked interrupted).
   for (const bool shuffled : {true, false}) {
     for (const uint32_t depth : depths) {
+      if (interrupted()) break;
       if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
       SourceOptions so;
       so.direct = o.direct;
@@ -97,8 +104,10 @@ void run_probe(ProbeOptions& o) {
       nlohmann::json r = p.to_json();
       r["order"] = order;
       results.push_back(std::move(r));
+      std::fflush(stdout);
     }
     for (const ReaderPolicy& reader : readers) {
+      if (interrupted()) break;
       if (o.direct && reader.kind != ReaderPolicy::Kind::uring) continue;
       if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
       LoaderConfig c;
@@ -118,6 +127,7 @@ void run_probe(ProbeOptions& o) {
       while (const Batch* b = it.next()) {
         stats.add_batch(*b, 0);
         if (o.max_files && stats.images >= o.max_files) break;
+        if (interrupted()) break;
       }
       stats.wall_ns = now_ns() - t0;
       stats.cpu_seconds = process_cpu_seconds() - cpu0;
@@ -128,7 +138,9 @@ void run_probe(ProbeOptions& o) {
                  stats.cpu_seconds / (stats.wall_ns * 1e-9));
       nlohmann::json r = stats.to_json(it);
       r["order"] = order;
+      if (interrupted()) r["interrupted"] = true;
       results.push_back(std::move(r));
+      std::fflush(stdout);
     }
   }
   if (!o.json.empty()) {
@@ -142,12 +154,15 @@ void run_probe(ProbeOptions& o) {
                             {"online_cpus", cpus},
                             {"warm", o.warm},
                             {"depths", o.depths},
-                            {"direct", o.direct}}},
+                            {"direct", o.direct},
+                            {"interrupted", interrupted()}}},
                           {"results", results}}
                .dump(2)
         << "\n";
     if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
   }
+  if (interrupted())
+    throw Interrupted(fmt::format("probe: interrupted; {} row(s) kept", results.size()));
 }
 
 }  // namespace

@@ -3,17 +3,21 @@
 // reader) or by random tensors (--synthetic, compute alone). Starts from a fresh
 // initialisation, --init (weights, and momentum if present) or --resume (the whole run
 // state: weights, momentum, step, sampler position, options); runs exactly --steps steps;
-// --save writes a checkpoint at the end. `#` context lines, a live progress line on stderr,
-// then a summary table; --json writes every step's timings and loss.
+// --save writes a checkpoint at the end (and on Ctrl-C, of the last finished step), --save-every
+// more on the way, --val measures top-1/top-5 on the way. `#` context lines, a live progress
+// line on stderr, then a summary table; --json writes every step's timings and loss.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 
 #include "common/error.h"
+#include "common/interrupt.h"
 #include "common/system_info.h"
 #include "loader/index.h"
 #include "loader/iterator.h"
@@ -21,7 +25,9 @@
 #include "models/resnet.h"
 #include "models/shapes.h"
 #include "tools/commands.h"
+#include "tools/evaluate.h"
 #include "tools/loader_options.h"
+#include "tools/output_check.h"
 #include "tools/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
@@ -42,6 +48,10 @@ struct TrainCommand {
   int64_t timing_warmup = 2;
   bool no_gaps = false;
   std::string trace, trace_steps;
+  int64_t save_every = 0;
+  int keep = 2;
+  std::string val;
+  int64_t val_every = 0;
   TrainOptions train;  // what the run computes: restored from a checkpoint on --resume
   LoaderOptions loader;
 };
@@ -59,6 +69,34 @@ double quantile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
 }
 
+// --save-every's files: `<save without .safetensors>-step<N>.safetensors`, N zero-padded so
+// that names sort as steps do.
+std::string periodic_name(const std::string& save, int64_t step) {
+  std::string stem = save;
+  if (stem.ends_with(".safetensors")) stem.resize(stem.size() - std::string(".safetensors").size());
+  return fmt::format("{}-step{:08d}.safetensors", stem, step);
+}
+
+// Removes all but the `keep` newest periodic checkpoints of `save` (any run's: a resumed run
+// continues the same series). Only names periodic_name makes are touched.
+void prune_periodic(const std::string& save, int keep) {
+  namespace fs = std::filesystem;
+  const std::string pattern = fs::path(periodic_name(save, 0)).filename().string();
+  const std::string head = pattern.substr(0, pattern.size() - 8 - 12);  // "...-step"
+  const fs::path dir = fs::path(save).parent_path().empty() ? "." : fs::path(save).parent_path();
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(head) || !name.ends_with(".safetensors")) continue;
+    const std::string digits = name.substr(head.size(), name.size() - head.size() - 12);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    found.emplace_back(std::stoll(digits), e.path());
+  }
+  std::sort(found.begin(), found.end());
+  for (size_t k = 0; k + size_t(keep) < found.size(); ++k) fs::remove(found[k].second, ec);
+}
+
 nlohmann::json ms_stats(const std::vector<double>& seconds) {
   double sum = 0;
   for (double s : seconds) sum += s;
@@ -69,6 +107,18 @@ nlohmann::json ms_stats(const std::vector<double>& seconds) {
 }
 
 void run_train(TrainCommand& o, const CLI::App& app) {
+  install_interrupt_handlers();
+  // Every output is checked before the first step: a typo costs a second, not the run.
+  check_writable("--save", o.save);
+  check_writable("--json", o.json);
+  check_writable("--trace", o.trace);
+  if (o.save_every > 0 && o.save.empty())
+    fail("train: --save-every needs --save (the periodic checkpoints are named after it)");
+  if (o.save_every < 0) fail("train: --save-every {}: expected a number of steps", o.save_every);
+  if (o.keep < 1) fail("train: --keep {}: expected at least 1", o.keep);
+  if (o.val_every > 0 && o.val.empty()) fail("train: --val-every needs --val DIR");
+  if (o.val_every < 0) fail("train: --val-every {}: expected a number of steps", o.val_every);
+  if (!o.val.empty()) check_dataset_path(o.val);
   if (o.synthetic == !o.data.empty())
     fail("train: give a dataset directory (or list file) or --synthetic, not {}",
          o.synthetic ? "both" : "neither");
@@ -77,10 +127,13 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   // The run's state and options: fresh, or restored from --resume.
   RunState state;
   std::optional<Checkpoint> start;
-  if (!o.resume.empty()) {
+  const bool resumed = !o.resume.empty();
+  int64_t stored_total = 0;  // the resumed run's schedule length
+  if (resumed) {
     start = load_checkpoint(o.resume);
     state = get_run_state(*start, o.resume);
     restore_train_options(o.train, o.loader, state.config, o.resume, app);
+    stored_total = nlohmann::json::parse(state.config).at("total_steps").get<int64_t>();
   } else if (!o.init.empty()) {
     start = load_checkpoint(o.init);
   }
@@ -147,38 +200,79 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   std::unique_ptr<Iterator> iterator;
   std::unique_ptr<BatchFeed> feed;
   LoaderFeed* loader_feed = nullptr;
-  int64_t steps = o.steps;
+  int64_t per_epoch = 0;  // synthetic data has no epochs
   if (o.synthetic) {
     feed = std::make_unique<SyntheticFeed>(batch, size, size, t.classes, lc.sampler.seed,
                                            bc.input.type);
-    if (steps == 0) steps = 20;
   } else {
     lc.memory = loader_memory(backend->host_memory());  // pinned for a device
     iterator = std::make_unique<Iterator>(*index, lc);
-    const int64_t per_epoch = int64_t(iterator->batches_per_epoch());
+    per_epoch = int64_t(iterator->batches_per_epoch());
     if (per_epoch == 0)
       fail("train: {} has {} images, fewer than one batch of {}", o.data, index->size(), batch);
-    if (steps == 0) steps = per_epoch * std::max(1, o.epochs);
     auto f = std::make_unique<LoaderFeed>(
         *iterator, Position{uint64_t(state.epoch), uint64_t(state.sampler_position)});
     loader_feed = f.get();
     feed = std::move(f);
   }
-  if (steps < 1) fail("train: --steps {} given, expected at least 1", steps);
+
+  // This run's steps and the schedule's length. A fresh run: --steps (default --epochs of the
+  // data), a schedule of --total-steps (default: this run). A resumed run: to the stored
+  // schedule's end, unless --total-steps or --epochs (the whole run's) changes that end.
+  int64_t steps = o.steps;
+  int64_t schedule_steps = t.total_steps;
+  std::string schedule_change;
+  if (app.count("--steps") > 0 && steps < 1)
+    fail("train: --steps {} given, expected at least 1", steps);
+  if (app.count("--epochs") > 0 && o.epochs < 1)
+    fail("train: --epochs {} given, expected at least 1", o.epochs);
+  if (app.count("--total-steps") > 0 && schedule_steps < 1)
+    fail("train: --total-steps {} given, expected at least 1", schedule_steps);
+  if (app.count("--total-steps") == 0 && app.count("--epochs") > 0 && resumed) {
+    if (o.synthetic) fail("train: --epochs with --synthetic data: give --total-steps");
+    schedule_steps = per_epoch * o.epochs;
+  }
+  if (steps == 0) {
+    if (!resumed) {
+      steps = o.synthetic ? 20 : per_epoch * std::max(1, o.epochs);
+    } else if (schedule_steps <= state.step) {
+      fail(
+          "train: the run in {} is complete ({} of {} steps); --total-steps or --epochs "
+          "extends its schedule",
+          o.resume, state.step, schedule_steps);
+    } else {
+      steps = schedule_steps - state.step;
+    }
+  }
+  if (schedule_steps == 0) schedule_steps = state.step + steps;
+  if (state.step + steps > schedule_steps)
+    fail(
+        "train: steps {}..{} go past the end of the learning-rate schedule ({} steps); "
+        "--total-steps or --epochs sets a longer one",
+        state.step, state.step + steps, schedule_steps);
+  if (resumed && schedule_steps != stored_total)
+    schedule_change = fmt::format(
+        "# resume: the schedule is now {} steps, not {} (--{}); the rates from step {} on "
+        "follow the new one\n",
+        schedule_steps, stored_total, app.count("--total-steps") > 0 ? "total-steps" : "epochs",
+        state.step);
+  t.total_steps = schedule_steps;
+  t.resolve_defaults(schedule_steps);
+  if (parse_lr_kind(t.schedule_kind) == LrSchedule::Kind::cosine && t.lr_warmup >= schedule_steps)
+    fail("train: --lr-warmup {} leaves nothing of a cosine schedule of {} steps", t.lr_warmup,
+         schedule_steps);
 
   LoopConfig loop;
   loop.steps = steps;
   loop.first_step = state.step;
   loop.sgd = t.sgd();
-  loop.schedule = t.schedule(batch, state.step + steps);
+  loop.schedule = t.schedule(batch, schedule_steps);
   loop.images_per_step = batch;
   loop.label = fmt::format("train {}", net.name);
   loop.timing_warmup = std::clamp<int64_t>(o.timing_warmup, 0, steps - 1);
   loop.activity = bc.record_activity;
   loop.trace_begin = trace_first;
   loop.trace_end = trace_last;
-  // The options as they will be stored, total_steps fixed for a later --resume.
-  t.total_steps = int64_t(loop.schedule.total_steps);
 
   fmt::print("# stoker train {} (built {})\n", STOKER_VERSION, __DATE__);
   fmt::print("# machine: {}, {} cores, Linux {}\n", cpu_model(), online_cpus(), kernel_release());
@@ -198,14 +292,85 @@ void run_train(TrainCommand& o, const CLI::App& app) {
       t.lr_warmup ? fmt::format(", {} warm-up steps", t.lr_warmup) : "", t.momentum,
       t.nesterov ? "Nesterov, " : "", t.weight_decay, t.bn_decay ? "" : " (not on BN and biases)",
       t.label_smoothing);
-  fmt::print("# run: steps {}..{}{}\n", state.step, state.step + steps,
+  fmt::print("# run: steps {}..{} of {}{}\n", state.step, state.step + steps, schedule_steps,
              start ? fmt::format(", from {}", o.resume.empty() ? o.init : o.resume) : "");
+  fmt::print("{}", schedule_change);
+
+  // Where the run is after `done` global steps (between steps: the feed has handed out
+  // exactly their batches), and a checkpoint of it.
+  const auto run_state_at = [&](int64_t done) {
+    RunState s = state;
+    s.step = done;
+    s.seed = lc.sampler.seed;
+    s.config = train_options_json(o.train, o.loader).dump();
+    if (loader_feed != nullptr) {
+      s.epoch = int64_t(loader_feed->position().epoch);
+      s.sampler_position = int64_t(loader_feed->position().index);
+    }
+    return s;
+  };
+  const auto save_at = [&](const std::string& path, int64_t done) {
+    Checkpoint ckpt = backend->save();
+    const RunState s = run_state_at(done);
+    set_run_state(ckpt, s);
+    save_checkpoint(path, ckpt);
+    fmt::print("# checkpoint: {} (step {}, epoch {}, sample {})\n", path, s.step, s.epoch,
+               s.sampler_position);
+  };
+
+  // --val: the evaluation transform on the validation set, with this run's backend.
+  std::optional<Index> val_index;
+  LoaderConfig val_lc;
+  nlohmann::json val_json = nlohmann::json::array();
+  if (!o.val.empty()) {
+    val_index = open_index(o.val);
+    if (int(val_index->classes.size()) > t.classes)
+      fail("train: --val {} has {} classes but the network has {}", o.val,
+           val_index->classes.size(), t.classes);
+    LoaderOptions vo = o.loader;
+    vo.transform = "center";
+    vo.no_shuffle = true;
+    val_lc = vo.to_config();
+    val_lc.reader = lc.reader;
+    val_lc.sampler.drop_last = false;
+    val_lc.memory = loader_memory(backend->host_memory());
+  }
+  const auto validate = [&](int64_t done) {
+    const EvalResult r =
+        evaluate(*backend, *val_index, val_lc, t.classes, batch, "val", /*progress=*/false);
+    fmt::print("# val: step {}: top-1 {:.2f}%, top-5 {:.2f}%, loss {:.4f} ({} images{})\n", done,
+               100 * r.top1, 100 * r.top5, r.loss, r.images, r.interrupted ? ", interrupted" : "");
+    std::fflush(stdout);
+    val_json.push_back({{"step", done},
+                        {"images", r.images},
+                        {"top1", r.top1},
+                        {"top5", r.top5},
+                        {"loss", r.loss},
+                        {"interrupted", r.interrupted}});
+  };
+  int64_t last_val = -1;
+  if (o.save_every > 0 || o.val_every > 0) {
+    loop.hook_every = std::gcd(o.save_every, o.val_every);
+    loop.hook = [&](int64_t done) {
+      if (o.save_every > 0 && done % o.save_every == 0) {
+        save_at(periodic_name(o.save, done), done);
+        prune_periodic(o.save, o.keep);
+      }
+      if (o.val_every > 0 && done % o.val_every == 0) {
+        validate(done);
+        last_val = done;
+      }
+    };
+  }
+  std::fflush(stdout);  // the context survives a redirect even if the run is cut short
 
   const LoopResult result = train_loop(*backend, *feed, loop);
   const std::vector<StepRecord>& records = result.records;
+  const int64_t done = state.step + int64_t(records.size());
+  if (!o.val.empty() && last_val != done && !result.interrupted) validate(done);
 
   // Steady state: the first steps pay for first touches of memory and caches.
-  const size_t skip = size_t(loop.timing_warmup);
+  const size_t skip = std::min(size_t(loop.timing_warmup), records.size() - 1);
   std::vector<double> wait, stage, fwd, bwd, upd, total;
   double timed = 0, timed_wait = 0, timed_stage = 0, timed_fwd = 0, timed_bwd = 0, timed_upd = 0;
   for (size_t k = skip; k < records.size(); ++k) {
@@ -242,21 +407,11 @@ void run_train(TrainCommand& o, const CLI::App& app) {
                tw.events());
   }
 
-  RunState end = state;
-  end.step = state.step + steps;
-  end.seed = lc.sampler.seed;
-  end.config = train_options_json(o.train, o.loader).dump();
-  if (loader_feed != nullptr) {
-    end.epoch = int64_t(loader_feed->position().epoch);
-    end.sampler_position = int64_t(loader_feed->position().index);
-  }
-  if (!o.save.empty()) {
-    Checkpoint ckpt = backend->save();
-    set_run_state(ckpt, end);
-    save_checkpoint(o.save, ckpt);
-    fmt::print("# checkpoint: {} (step {}, epoch {}, sample {})\n", o.save, end.step, end.epoch,
-               end.sampler_position);
-  }
+  const RunState end = run_state_at(done);
+  if (result.interrupted)
+    fmt::print("# interrupted: {} of {} steps done; the figures above cover them\n", records.size(),
+               steps);
+  if (!o.save.empty()) save_at(o.save, done);
   if (!o.json.empty()) {
     nlohmann::json steps_json = nlohmann::json::array();
     std::vector<float> losses;
@@ -317,7 +472,10 @@ void run_train(TrainCommand& o, const CLI::App& app) {
         {"data", o.data},
         {"reader", o.synthetic ? "" : lc.reader.text()},
         {"first_step", state.step},
-        {"steps", steps},
+        {"steps", int64_t(records.size())},
+        {"planned_steps", steps},
+        {"interrupted", result.interrupted},
+        {"validation", val_json},
         {"timing_warmup", skip},
         {"images_per_s", images_per_s},
         {"flop_per_image", flop_per_image},
@@ -350,6 +508,11 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     out << doc.dump(2) << "\n";
     if (!out) fail("train: cannot write {}", o.json);
   }
+  std::fflush(stdout);
+  if (result.interrupted)
+    throw Interrupted(fmt::format(
+        "train: interrupted after step {}{}", done,
+        o.save.empty() ? "" : fmt::format("; `--resume {}` continues it exactly", o.save)));
 }
 
 }  // namespace
@@ -363,14 +526,27 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--reader", o->reader,
                   "serial, threads:N, processes:N, uring:QD[:T] (default threads:<cores>)");
   cmd->add_option("--steps", o->steps,
-                  "Optimiser steps to run (default: --epochs of the data; synthetic: 20)");
-  cmd->add_option("--epochs", o->epochs, "Epochs to run when --steps is not given (default 1)");
+                  "Optimiser steps to run (default: --epochs of the data; synthetic: 20; "
+                  "--resume: to the end of the schedule)");
+  cmd->add_option("--epochs", o->epochs,
+                  "Epochs to run when --steps is not given (default 1); with --resume, the "
+                  "whole run's length in epochs (extends its schedule)");
   cmd->add_option("--init", o->init,
                   "Start from this checkpoint's weights (and momentum if it has them)");
   cmd->add_option("--resume", o->resume,
                   "Continue the run saved in this checkpoint: weights, momentum, step, sampler "
                   "position, options");
-  cmd->add_option("--save", o->save, "Write a checkpoint here at the end (atomically)");
+  cmd->add_option("--save", o->save,
+                  "Write a checkpoint here at the end, or on Ctrl-C of the last finished step "
+                  "(atomically)");
+  cmd->add_option("--save-every", o->save_every,
+                  "Also checkpoint every N global steps, to <save>-step<N>.safetensors");
+  cmd->add_option("--keep", o->keep, "--save-every: keep the newest K of those checkpoints")
+      ->capture_default_str();
+  cmd->add_option("--val", o->val,
+                  "Validation set (ImageFolder root or list file): top-1/top-5 at the end, and "
+                  "every --val-every steps");
+  cmd->add_option("--val-every", o->val_every, "Validate every N global steps (needs --val)");
   cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
   cmd->add_option("--timing-warmup", o->timing_warmup, "Steps left out of the steady-state figures")
       ->capture_default_str();

@@ -14,15 +14,16 @@ void TrainOptions::add_to(CLI::App& app) {
   app.add_flag("--zero-init-residual", zero_init_residual,
                "Start the last BN of each residual branch at 0 (each block starts as identity)");
   add_backend_options(app);
-  app.add_option("--lr", lr, "Base learning rate")->capture_default_str();
-  app.add_flag("--scale-lr", scale_lr, "Linear scaling rule: lr x batch / 256");
+  app.add_option("--lr", lr, "Base learning rate (default: 0.1 x batch / 256)");
+  app.add_flag("--scale-lr", scale_lr, "Linear scaling rule: --lr x batch / 256");
   app.add_option("--momentum", momentum, "SGD momentum")->capture_default_str();
   app.add_flag("--nesterov", nesterov, "Nesterov momentum");
   app.add_option("--weight-decay", weight_decay, "L2 weight decay")->capture_default_str();
   app.add_flag("--no-bn-decay{false}", bn_decay, "No weight decay on BN parameters and biases");
   app.add_option("--schedule", schedule_kind, "constant, step or cosine (after the warm-up)")
       ->capture_default_str();
-  app.add_option("--lr-warmup", lr_warmup, "Steps of linear warm-up")->capture_default_str();
+  app.add_option("--lr-warmup", lr_warmup,
+                 "Steps of linear warm-up (default: 5% of the schedule's steps)");
   app.add_option("--milestones", milestones, "step: steps (after warm-up) where lr x= gamma");
   app.add_option("--gamma", gamma, "step: the decay factor")->capture_default_str();
   app.add_option("--min-lr", min_lr, "cosine: the final rate")->capture_default_str();
@@ -71,6 +72,14 @@ std::string canonical_conv_algo(const std::string& word) {
   return word;
 }
 
+void TrainOptions::resolve_defaults(int64_t total) {
+  if (lr == 0) {
+    lr = 0.1;
+    scale_lr = true;
+  }
+  if (lr_warmup < 0) lr_warmup = total / 20;
+}
+
 SgdConfig TrainOptions::sgd() const {
   SgdConfig c;
   c.momentum = float(momentum);
@@ -82,6 +91,8 @@ SgdConfig TrainOptions::sgd() const {
 }
 
 LrSchedule TrainOptions::schedule(int64_t batch, int64_t run_end_step) const {
+  STOKER_CHECK_MSG(lr > 0 && lr_warmup >= 0, "resolve_defaults() first (lr {}, warm-up {})", lr,
+                   lr_warmup);
   LrSchedule s;
   s.kind = parse_lr_kind(schedule_kind);
   s.base_lr = scale_lr ? linear_scaled_lr(lr, size_t(batch)) : lr;
@@ -163,7 +174,8 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
     take(j, "milestones", "--milestones", t.milestones, path, app);
     take(j, "gamma", "--gamma", t.gamma, path, app);
     take(j, "min_lr", "--min-lr", t.min_lr, path, app);
-    take(j, "total_steps", "--total-steps", t.total_steps, path, app);
+    // The one option a resumed run may change: a longer (or shorter) schedule.
+    if (app.count("--total-steps") == 0) t.total_steps = j.at("total_steps").get<int64_t>();
     take(j, "label_smoothing", "--label-smoothing", t.label_smoothing, path, app);
     take(j, "batch", "--batch", l.batch, path, app);
     take(j, "size", "--size", l.size, path, app);

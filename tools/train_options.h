@@ -30,14 +30,17 @@ struct TrainOptions {
   size_t workspace_limit_mib = 1024;
   bool graph = false;
   int threads = 0;  // 0: every online CPU
-  double lr = 0.1;
+  // Defaults that learn on the shipped datasets and on ImageNet (Goyal et al. 2017): the
+  // linear scaling rule, 0.1 x batch / 256, and a linear warm-up over 5% of the schedule
+  // (their 5 epochs of 90), then cosine decay. resolve_defaults() fills them in.
+  double lr = 0;          // 0: 0.1 with scale_lr
   bool scale_lr = false;  // lr x batch / 256
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 1e-4;
   bool bn_decay = true;
   std::string schedule_kind = "cosine";
-  int64_t lr_warmup = 0;
+  int64_t lr_warmup = -1;  // -1: 5% of the schedule's steps
   double warmup_start_factor = 0.1;
   std::vector<size_t> milestones;
   double gamma = 0.1;
@@ -46,6 +49,9 @@ struct TrainOptions {
   float label_smoothing = 0.0f;
 
   void add_to(CLI::App& app);
+  // Replaces the "auto" values (lr 0, lr_warmup -1) by what they mean for a schedule of
+  // total_steps steps; the resolved values are the ones stored in a checkpoint.
+  void resolve_defaults(int64_t total_steps);
   // The backend options alone (train and eval share them).
   void add_backend_options(CLI::App& app);
   // The BackendConfig fields these options decide (not batch, size, input).
@@ -62,7 +68,9 @@ std::string canonical_conv_algo(const std::string& word);
 // The options that decide a run's numbers (these and the loader's data options).
 nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l);
 // Overwrites them from a checkpoint's stored config. stoker::Error naming `path` when the
-// config is unreadable, or when an option given on the command line contradicts it.
+// config is unreadable, or when an option given on the command line contradicts it; except
+// --total-steps, which may change the schedule's length (a resumed run extended: the caller
+// says so).
 void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string& config,
                            const std::string& path, const CLI::App& app);
 

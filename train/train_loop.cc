@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/interrupt.h"
 #include "common/rng.h"
 #include "models/normal.h"
 
@@ -45,6 +46,10 @@ class LiveLine {
     last_draw_ = Clock::now();
     std::fprintf(stderr, tty_ ? "\r\033[K%s%s" : "%s%s", text.c_str(), tty_ && !last ? "" : "\n");
     std::fflush(stderr);
+  }
+  // Erases a line drawn in place, before other output.
+  void clear() {
+    if (enabled_ && tty_) std::fputs("\r\033[K", stderr);
   }
 
  private:
@@ -180,7 +185,7 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
     }
   };
 
-  for (int64_t k = 0; k < c.steps; ++k) {
+  for (int64_t k = 0; k < c.steps && !out.interrupted; ++k) {
     const int64_t step = c.first_step + k;
     StepRecord r;
     r.begin_ns = now_ns();
@@ -205,12 +210,21 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
 
     window_wait += r.wait;
     window_total += r.total;
-    const bool last = k + 1 == c.steps;
+    // An interrupt ends the run here, after a whole step, as if it were the last one.
+    out.interrupted = k + 1 < c.steps && interrupted();
+    const bool last = k + 1 == c.steps || out.interrupted;
+    const bool hook = c.hook_every > 0 && c.hook && (step + 1) % c.hook_every == 0;
     const bool draw = line.due(last);
-    if (draw || last || int64_t(records.size() - collected) >= Backend::kMaxPendingSteps)
+    if (draw || last || hook || int64_t(records.size() - collected) >= Backend::kMaxPendingSteps)
       collect(last);
     // The feed may now reuse the buffer it handed out.
     backend.release_input();
+    if (hook && !out.interrupted) {
+      line.clear();  // the hook's lines start on a line of their own
+      c.hook(step + 1);
+      // What the hook ran on the backend (a validation pass) is no step's activity.
+      if (c.activity) backend.take_activity();
+    }
     if (!draw) continue;
     const double elapsed = since(start);
     const double per_step = elapsed / double(k + 1);

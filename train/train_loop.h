@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,6 +67,12 @@ struct LoopConfig {
   int64_t trace_begin = 0, trace_end = 0;
   // The backend was configured with record_activity: take its records and analyse the gaps.
   bool activity = false;
+  // Called between steps, after every global step count that is a multiple of hook_every
+  // (0: never), with that count; every step so far is collected first (its loss checked),
+  // so the backend holds exactly the state after that step (periodic checkpoints,
+  // validation). Its time is outside every step's window.
+  int64_t hook_every = 0;
+  std::function<void(int64_t steps_done)> hook;
 };
 
 // One step. Seconds per phase: `wait` in BatchFeed::next(), `stage` in Backend::stage() (as
@@ -101,10 +108,13 @@ struct LoopResult {
   GapStats gaps;  // merged over the steps from timing_warmup on (LoopConfig::activity):
                   // host windows on a CPU, the device's per-step windows on a device
   LoopTrace trace;
+  // Stopped early by an interrupt (common/interrupt.h): `records` holds the finished steps.
+  bool interrupted = false;
 };
 
-// Runs config.steps steps; a non-finite loss is a stoker::Error naming the step (a diverged
-// run should stop, not write NaN weights), raised when the step is collected.
+// Runs config.steps steps, or fewer when interrupted() turns true (the current step finishes
+// and is collected); a non-finite loss is a stoker::Error naming the step (a diverged run
+// should stop, not write NaN weights), raised when the step is collected.
 LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& config);
 
 }  // namespace stoker

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # stoker train / eval end to end on the CPU backend: a tiny ResNet learns a generated dataset
-# (>= 90% training accuracy by `stoker eval`), a run split by --save/--resume equals the
-# uninterrupted one byte for byte, --json holds the promised fields, and bad options, paths
-# and checkpoints are clear errors (exit 1 or 2), never a crash.
+# with the default optimiser settings (>= 90% training accuracy by `stoker eval`), a run split
+# by --save/--resume equals the uninterrupted one byte for byte, --resume extends a schedule
+# only when asked, --save-every/--keep and --val work between steps, a diverging run stops
+# naming the step, --json holds the promised fields, and bad options, paths and checkpoints
+# are clear errors (exit 1 or 2), never a crash.
 set -euo pipefail
 stoker=$1
 tmp=$(mktemp -d)
@@ -22,8 +24,9 @@ fi
 
 "$stoker" gen "$tmp/d" --sizes 64 --classes 4 --per-class 32 --seed 3 2>/dev/null
 
-# Learning: ResNet-18 at 48 px, 8 epochs of 128 images, then top-1 on the same images.
-"$stoker" train "$tmp/d" --arch resnet18 --size 48 --batch 16 --epochs 8 --lr 0.05 \
+# Learning with the defaults (lr 0.1 x batch / 256, 5% warm-up, cosine): ResNet-18 at 48 px,
+# 8 epochs of 128 images, then top-1 on the same images.
+"$stoker" train "$tmp/d" --arch resnet18 --size 48 --batch 16 --epochs 8 \
   --reader threads:2 --save "$tmp/learned.safetensors" --json "$tmp/learn.json" \
   > "$tmp/learn.txt" 2> "$tmp/learn.err" || { cat "$tmp/learn.err"; fail "train"; }
 "$stoker" eval "$tmp/d" --checkpoint "$tmp/learned.safetensors" --size 48 --batch 16 \
@@ -42,6 +45,14 @@ for k in ("step_ms", "data_wait_ms", "forward_ms", "backward_ms", "update_ms"):
 assert t["end_state"] == {"step": 64, "epoch": 7, "sampler_position": 128}, t["end_state"]
 assert e["images"] == 128, e
 assert e["top1"] >= 0.90, f"training accuracy {e['top1']:.3f} < 0.90 after 8 epochs"
+# The loss goes down, not up and back: the last epoch's mean well below the first's.
+first, last = sum(t["loss"][:8]) / 8, sum(t["loss"][-8:]) / 8
+assert last < 0.5 * first, f"loss {first:.3f} -> {last:.3f}: not learning"
+# No divergence spike on the way (the old defaults, lr 0.1 from step 0, reached 18 here): the
+# loss stays below twice that of a uniform guess, 2 ln 4.
+assert max(t["loss"]) < 2 * math.log(4), f"the loss spiked to {max(t['loss']):.2f}"
+assert t["options"]["lr"] == 0.1 and t["options"]["scale_lr"] is True, t["options"]
+assert t["options"]["lr_warmup"] == 3 and abs(max(t["lr"]) - 0.1 * 16 / 256) < 1e-9, t["lr"]
 print(f"learned: top-1 {e['top1']:.3f}, loss {t['loss'][0]:.3f} -> {t['loss'][-1]:.3f}")
 PY
 
@@ -62,6 +73,61 @@ assert r["first_step"] == 3 and w["loss"][3:] == r["loss"], (w["loss"], r["loss"
 assert w["lr"][3:] == r["lr"], (w["lr"], r["lr"])
 PY
 cmp -s "$tmp/whole.safetensors" "$tmp/resumed.safetensors" || fail "resumed checkpoint differs"
+
+# Extending a finished run: refused unless asked; --total-steps (or --epochs) sets the new
+# schedule, says so, and the added steps run at a rate above 0.
+"$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --reader threads:2 > "$tmp/x.txt" 2>&1 &&
+  fail "resuming a complete run without extending it"
+grep -q "complete (6 of 6 steps)" "$tmp/x.txt" || { cat "$tmp/x.txt"; fail "no 'complete'"; }
+"$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --steps 2 --reader threads:2 \
+  > "$tmp/x.txt" 2>&1 && fail "--steps past the schedule's end"
+grep -q "past the end" "$tmp/x.txt" || { cat "$tmp/x.txt"; fail "no 'past the end'"; }
+"$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --total-steps 10 --reader threads:2 \
+  --json "$tmp/ext.json" > "$tmp/ext.txt" 2>/dev/null || fail "--total-steps on --resume"
+grep -q "^# resume: the schedule is now 10 steps, not 6" "$tmp/ext.txt" ||
+  { cat "$tmp/ext.txt"; fail "the change is not stated"; }
+"$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --epochs 2 --reader threads:2 \
+  --json "$tmp/ext_epochs.json" > /dev/null 2>&1 || fail "--epochs on --resume"
+python3 - "$tmp/ext.json" "$tmp/ext_epochs.json" <<'PY'
+import json, sys
+x = json.load(open(sys.argv[1]))
+assert x["first_step"] == 6 and x["steps"] == 4 and x["options"]["total_steps"] == 10, x["options"]
+assert all(lr > 1e-4 for lr in x["lr"][:3]), x["lr"]
+e = json.load(open(sys.argv[2]))  # 2 epochs of 8 batches: 16 steps in all
+assert e["first_step"] == 6 and e["steps"] == 10 and e["options"]["total_steps"] == 16, e["steps"]
+PY
+
+# --save-every 2 --keep 2 on a 6-step run: the checkpoints of steps 4 and 6 stay (2 is pruned),
+# each resumable exactly; --val every 3 steps and at the end.
+"$stoker" train "$tmp/d" "${common[@]}" --steps 6 --save "$tmp/p.safetensors" --save-every 2 \
+  --keep 2 --val "$tmp/d" --val-every 3 --json "$tmp/p.json" > "$tmp/p.txt" 2>/dev/null ||
+  fail "--save-every / --val"
+ls "$tmp" | grep -- '-step' > "$tmp/periodic.txt" || true
+[ "$(cat "$tmp/periodic.txt" | tr '\n' ' ')" = "p-step00000004.safetensors p-step00000006.safetensors " ] ||
+  { cat "$tmp/periodic.txt"; fail "--keep 2 should leave the checkpoints of steps 4 and 6"; }
+cmp -s "$tmp/p.safetensors" "$tmp/p-step00000006.safetensors" || fail "step 6 differs from --save"
+cmp -s "$tmp/p.safetensors" "$tmp/whole.safetensors" || fail "hooks changed the run's numbers"
+"$stoker" train "$tmp/d" --resume "$tmp/p-step00000004.safetensors" --reader threads:2 \
+  --save "$tmp/p_resumed.safetensors" > /dev/null 2>&1 || fail "resume a periodic checkpoint"
+cmp -s "$tmp/p.safetensors" "$tmp/p_resumed.safetensors" || fail "periodic checkpoint resume differs"
+grep -q "^# val: step 3: top-1" "$tmp/p.txt" || { cat "$tmp/p.txt"; fail "no validation at step 3"; }
+python3 - "$tmp/p.json" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))["validation"]
+assert [x["step"] for x in v] == [3, 6], v
+assert all(x["images"] == 128 and 0 <= x["top1"] <= x["top5"] <= 1 for x in v), v
+PY
+
+# A diverging run stops at the first non-finite loss, naming the step, and saves nothing.
+set +e
+"$stoker" train "$tmp/d" --arch resnet18 --size 32 --batch 16 --steps 30 --lr 1e6 \
+  --lr-warmup 0 --reader threads:2 --save "$tmp/nan.safetensors" > "$tmp/nan.txt" 2>&1
+rc=$?
+set -e
+[ "$rc" = 1 ] || { cat "$tmp/nan.txt"; fail "a diverging run exited $rc, expected 1"; }
+grep -q "the loss is -\?\(nan\|inf\) at step [0-9]*: the run diverged" "$tmp/nan.txt" ||
+  { cat "$tmp/nan.txt"; fail "no diverged error naming the step"; }
+[ ! -e "$tmp/nan.safetensors" ] || fail "a diverged run wrote a checkpoint"
 
 # u8 input normalised by the backend = f32 input normalised by the loader: the same table,
 # so the same bits (NHWC here, NCHW above).
@@ -127,6 +193,8 @@ expect() {  # expect CODE PATTERN -- command...
 expect 1 "neither" -- "$stoker" train --arch resnet18
 expect 1 "both" -- "$stoker" train "$tmp/d" --synthetic
 expect 1 "contradicts" -- "$stoker" train "$tmp/d" --resume "$tmp/half.safetensors" --lr 0.5
+expect 1 "save-every needs --save" -- "$stoker" train --synthetic --save-every 2
+expect 1 "val-every needs --val" -- "$stoker" train --synthetic --val-every 2
 expect 1 "missing.safetensors" -- "$stoker" train --synthetic --init "$tmp/missing.safetensors"
 expect 1 "fc.weight" -- "$stoker" train --synthetic --arch resnet18 --classes 10 --batch 2 \
   --size 32 --steps 1 --init "$tmp/learned.safetensors"
