@@ -248,6 +248,7 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   const int64_t total = run.warmup + run.iterations;
   LoopConfig loop;
   loop.steps = total;
+  t.resolve_defaults(total);
   loop.sgd = t.sgd();
   loop.schedule = t.schedule(batch, total);
   loop.images_per_step = batch;
