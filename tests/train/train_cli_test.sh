@@ -111,10 +111,30 @@ assert loop[:4] == ["wait 1", "stage 1", "forward+backward 1", "update 1"], loop
 assert len(loop) == 8, loop
 PY
 
-# --init from a checkpoint: a fresh run (step 0) starting from those weights.
+# --init from a checkpoint: a fresh run (step 0) starting from those weights. At lr 0 one
+# step leaves every trainable tensor as it was loaded, so the saved weights must be the init
+# file's bit for bit (BN running statistics do move and are not compared); a run that
+# ignored --init would have started from the seed's random weights.
 "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 4 --size 32 --steps 1 \
-  --init "$tmp/learned.safetensors" > "$tmp/init.txt" 2>&1 || fail "--init"
+  --lr 0 --weight-decay 0 --init "$tmp/learned.safetensors" --save "$tmp/from_init.safetensors" \
+  > "$tmp/init.txt" 2>&1 || { cat "$tmp/init.txt"; fail "--init"; }
 grep -q 'from .*learned.safetensors' "$tmp/init.txt" || fail "--init not reported"
+python3 - "$tmp/learned.safetensors" "$tmp/from_init.safetensors" <<'PY'
+import json, struct, sys
+def tensors(path):  # safetensors: u64 header length, JSON header, then the data
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+            for k, v in header.items()}
+init, saved = tensors(sys.argv[1]), tensors(sys.argv[2])
+weights = [k for k in init if not k.startswith("optim.") and
+           not k.endswith(("running_mean", "running_var", "num_batches_tracked"))]
+assert len(weights) == 62, len(weights)  # resnet18's trainable tensors
+changed = [k for k in weights if saved.get(k) != init[k]]
+assert not changed, f"--init: {len(changed)} tensors are not the init file's: {changed[:4]}"
+PY
 
 # Errors: exit 1 with the reason (2 for usage), no crash.
 expect() {  # expect CODE PATTERN -- command...
