@@ -67,7 +67,7 @@ TEST(ImageFolder, UnreadableClassDirectory) {
   TempDir d;
   write_text(d / "a/x.jpg", "x");
   chmod((d / "a").c_str(), 0);
-  EXPECT_THROW(index_image_folder(d.path()), Error);
+  EXPECT_ERROR(d / "a", index_image_folder(d.path()));
   chmod((d / "a").c_str(), 0755);
 }
 
@@ -123,7 +123,7 @@ TEST(OpenIndex, DirectoryOrListFile) {
   write_text(d / "l.txt", "k/x.jpg 0\n");
   EXPECT_EQ(open_index(d.path()).size(), 1u);
   EXPECT_EQ(open_index(d / "l.txt").size(), 1u);
-  EXPECT_THROW(open_index(d / "nope"), Error);
+  EXPECT_ERROR(d / "nope", open_index(d / "nope"));
 }
 
 }  // namespace

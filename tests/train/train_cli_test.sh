@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # stoker train / eval end to end on the CPU backend: a tiny ResNet learns a generated dataset
-# (>= 90% training accuracy by `stoker eval`), a run split by --save/--resume equals the
-# uninterrupted one byte for byte, --json holds the promised fields, and bad options, paths
-# and checkpoints are clear errors (exit 1 or 2), never a crash.
+# (>= 75% training accuracy by `stoker eval`, chance 25%, and the loss down 4x), a run split
+# by --save/--resume equals the uninterrupted one byte for byte, --json holds the promised
+# fields, and bad options, paths and checkpoints are clear errors (exit 1 or 2), never a crash.
 set -euo pipefail
 stoker=$1
 tmp=$(mktemp -d)
@@ -40,7 +40,13 @@ for k in ("step_ms", "data_wait_ms", "forward_ms", "backward_ms", "update_ms"):
     assert set(t[k]) == {"median", "p10", "p90", "mean"}, k
 assert t["end_state"] == {"step": 64, "epoch": 7, "sampler_position": 128}, t["end_state"]
 assert e["images"] == 128, e
-assert e["top1"] >= 0.90, f"training accuracy {e['top1']:.3f} < 0.90 after 8 epochs"
+# Learning, with margins that hold on any CPU: oneDNN's kernels (AVX2, AVX-512, AMX) sum in
+# different orders, so the trajectory and the last few percent of accuracy differ between
+# machines (this one: top-1 0.953, epoch-mean loss 3.64 -> 0.30). Chance is 0.25; a broken
+# gradient, label or augmentation stays near it and near the first loss.
+first, last = sum(t["loss"][:8]) / 8, sum(t["loss"][-8:]) / 8
+assert e["top1"] >= 0.75, f"training accuracy {e['top1']:.3f} < 0.75 after 8 epochs"
+assert last <= 0.25 * first, f"epoch-mean loss {first:.3f} -> {last:.3f}: not learning"
 print(f"learned: top-1 {e['top1']:.3f}, loss {t['loss'][0]:.3f} -> {t['loss'][-1]:.3f}")
 PY
 
