@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shared test helpers: a temporary directory that cleans up after itself, file writing,
-// running an external tool (djpeg, cjpeg, the stoker binary) and reading PNM files.
+// running an external tool (djpeg, cjpeg, the stoker binary), reading PNM files, and
+// EXPECT_ERROR for what an error says.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +16,22 @@
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "common/error.h"
+
+// The statement (the arguments after `text`) must throw stoker::Error whose message contains
+// `text`: the file, option or value a user needs to see, not merely an error of some kind.
+#define EXPECT_ERROR(text, ...)                                                              \
+  do {                                                                                       \
+    try {                                                                                    \
+      __VA_ARGS__;                                                                           \
+      ADD_FAILURE() << "no stoker::Error from " #__VA_ARGS__;                                \
+    } catch (const ::stoker::Error& error_) {                                                \
+      EXPECT_NE(std::string(error_.what()).find(text), std::string::npos)                    \
+          << #__VA_ARGS__ << " threw \"" << error_.what() << "\", which does not mention \"" \
+          << (text) << "\"";                                                                 \
+    }                                                                                        \
+  } while (0)
 
 namespace stoker::test {
 

@@ -31,6 +31,7 @@ EmulatedAccelerator parse_emulation(const std::string& spec);
 // AU bookkeeping for one run.
 struct Utilisation {
   int64_t compute_ns = 0;  // emulated compute, all batches
+  int64_t held_ns = 0;     // measured time compute() held them: compute_ns plus oversleep
   int64_t wait_ns = 0;     // time blocked waiting for data, first batch excluded
   int64_t window_ns = 0;   // from the first batch's arrival to the end of the last compute
   double au() const { return window_ns > 0 ? static_cast<double>(compute_ns) / window_ns : 0.0; }

@@ -118,22 +118,45 @@ TEST(PlanCrop, RandomCropIsAFixedWindowOrUpscaledShortSide) {
   }
 }
 
+// The windows torchvision's Resize(256) + CenterCrop(224) takes, computed by torchvision
+// 0.14 itself (F._compute_resized_output_size, then F.center_crop on an image of its own
+// pixel coordinates), as source-pixel intervals [x0, x1) x [y0, y1). Stoker's window must
+// start within a pixel of them (it is floored to whole pixels) and end within 1.5 (floored
+// start plus rounded width). 341 and 343 px wide resized images put the centre crop's
+// left edge at 58.5 and 59.5: Python rounds both to even (58, 60), not up.
+// tests/augment/pipeline_vs_torchvision.py checks hundreds more shapes against torchvision.
 TEST(PlanCrop, CenterCropMatchesTorchvisionResize256CenterCrop224) {
+  struct Known {
+    int width, height;
+    double x0, y0, x1, y1;  // torchvision's window in source pixels
+  };
+  const Known known[] = {
+      {500, 375, 85.04398826979472, 23.4375, 413.48973607038124, 351.5625},
+      {343, 256, 60.0, 16.0, 284.0, 240.0},
+      {341, 256, 58.0, 16.0, 282.0, 240.0},
+      {512, 512, 32.0, 32.0, 480.0, 480.0},
+      {1024, 683, 213.89033942558746, 42.6875, 812.7832898172323, 640.3125},
+  };
   TransformConfig cfg;
   cfg.kind = TransformKind::center_crop;
   cfg.flip = 0;
+  for (const Known& k : known) {
+    Rng rng(0, 0, 0);
+    const CropPlan p = plan_crop(cfg, k.width, k.height, rng);
+    EXPECT_EQ(p.out_w, 224);
+    EXPECT_FALSE(p.flip);
+    EXPECT_LT(std::abs(p.region.x - k.x0), 1.0) << k.width << "x" << k.height;
+    EXPECT_LT(std::abs(p.region.y - k.y0), 1.0) << k.width << "x" << k.height;
+    EXPECT_LE(std::abs(p.region.x + p.region.w - k.x1), 1.5) << k.width << "x" << k.height;
+    EXPECT_LE(std::abs(p.region.y + p.region.h - k.y1), 1.5) << k.width << "x" << k.height;
+  }
+  // Where the resize is the identity the window is exact: whole pixels, nothing to round.
   Rng rng(0, 0, 0);
-  // 500x375: Resize(256) -> 341x256; CenterCrop(224) -> left round(58.5)=58, top 16.
-  const CropPlan p = plan_crop(cfg, 500, 375, rng);
-  const double f = 375.0 / 256;
-  EXPECT_EQ(p.region.x, static_cast<int>(std::floor(58 * (500.0 / 341))));
-  EXPECT_EQ(p.region.y, static_cast<int>(std::floor(16 * f)));
-  EXPECT_EQ(p.region.h, static_cast<int>(std::lround(224 * f)));
-  EXPECT_FALSE(p.flip);
-  // Square image: exactly the central 224/256 of each side.
-  const CropPlan q = plan_crop(cfg, 512, 512, rng);
-  EXPECT_EQ(q.region.w, 448);
-  EXPECT_EQ(q.region.x, 32);
+  const CropPlan exact = plan_crop(cfg, 343, 256, rng);
+  EXPECT_EQ(exact.region.x, 60);
+  EXPECT_EQ(exact.region.y, 16);
+  EXPECT_EQ(exact.region.w, 224);
+  EXPECT_EQ(exact.region.h, 224);
 }
 
 TEST(PlanCrop, FlipProbability) {

@@ -141,7 +141,7 @@ TEST(OpenIndex, DirectoryOrListFile) {
   write_text(d / "l.txt", "k/x.jpg 0\n");
   EXPECT_EQ(open_index(d.path()).size(), 1u);
   EXPECT_EQ(open_index(d / "l.txt").size(), 1u);
-  EXPECT_THROW(open_index(d / "nope"), Error);
+  EXPECT_ERROR(d / "nope", open_index(d / "nope"));
 }
 
 }  // namespace

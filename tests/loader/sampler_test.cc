@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "loader/sampler.h"
+#include "test_util.h"
 
 namespace stoker {
 namespace {
@@ -55,15 +56,15 @@ TEST(Sampler, ShardsCoverTheDatasetLikeDistributedSampler) {
 TEST(Sampler, ResumePositionsAreBatchBoundaries) {
   Sampler s(100, {.batch_size = 16});
   EXPECT_EQ(s.batch_of(32), 2u);
-  EXPECT_THROW(s.batch_of(33), Error);
+  EXPECT_ERROR("33", s.batch_of(33));
   EXPECT_EQ(s.batch_of(100), s.batches());  // the end, after the short last batch of 4
   EXPECT_THROW(s.batch_of(112), Error);     // past the end: the dataset shrank since
 }
 
 TEST(Sampler, BadConfigurationIsAnError) {
-  EXPECT_THROW(Sampler(0, {}), Error);
-  EXPECT_THROW(Sampler(10, {.batch_size = 0}), Error);
-  EXPECT_THROW(Sampler(10, {.rank = 2, .world = 2}), Error);
+  EXPECT_ERROR("empty", Sampler(0, {}));
+  EXPECT_ERROR("batch", Sampler(10, {.batch_size = 0}));
+  EXPECT_ERROR("rank 2", Sampler(10, {.rank = 2, .world = 2}));
 }
 
 }  // namespace

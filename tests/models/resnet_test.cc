@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "test_util.h"
 
 namespace stoker {
 namespace {
@@ -179,11 +180,11 @@ TEST(ResNet, EveryTensorWrittenOnceBeforeItIsRead) {
 
 TEST(ResNet, BadArchOrClassesAreErrors) {
   EXPECT_EQ(parse_resnet_arch("resnet101").depth, 101);
-  EXPECT_THROW(parse_resnet_arch("resnet51"), Error);
-  EXPECT_THROW(parse_resnet_arch("ResNet50"), Error);
+  EXPECT_ERROR("resnet51", parse_resnet_arch("resnet51"));
+  EXPECT_ERROR("ResNet50", parse_resnet_arch("ResNet50"));
   ResNetConfig c;
   c.depth = 26;
-  EXPECT_THROW(build_resnet(c), Error);
+  EXPECT_ERROR("26", build_resnet(c));
   c.depth = 50;
   c.num_classes = 0;
   try {

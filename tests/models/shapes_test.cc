@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "models/resnet.h"
+#include "test_util.h"
 
 namespace stoker {
 namespace {
@@ -85,8 +86,11 @@ TEST(ModelShapes, TooSmallOrTooLargeInputIsAnErrorNamingTheSize) {
       EXPECT_NE(msg.find("too small"), std::string::npos) << msg;
     }
   }
-  EXPECT_THROW(infer_shapes(net, kMaxInputSide + 1, 224), Error);
-  EXPECT_NO_THROW(infer_shapes(net, kMaxInputSide, 3));
+  EXPECT_ERROR(std::to_string(kMaxInputSide + 1), infer_shapes(net, kMaxInputSide + 1, 224));
+  // The largest allowed side works, and gives the logits' shape, not just no error.
+  const std::vector<ActShape> s = infer_shapes(net, kMaxInputSide, 3);
+  EXPECT_EQ(s.back().c, net.num_classes);
+  EXPECT_EQ(s.back().h, 1);
 }
 
 TEST(ModelShapes, WindowSmallerThanKernelIsAnErrorNamingTheLayer) {

@@ -2,7 +2,9 @@
 // Driver for backend_vs_torch.py: several SGD steps of a training backend on given batches,
 // recording what torch is compared on (see the script for the file contract).
 // Usage: backend_step_driver BACKEND ARCH CLASSES CHECKPOINT BATCHES OUT STEPS LR MOMENTUM
-//        WEIGHT_DECAY NESTEROV LABEL_SMOOTHING
+//        WEIGHT_DECAY NESTEROV LABEL_SMOOTHING [CONV_ALGORITHM]
+// CONV_ALGORITHM is BackendConfig::conv_algorithm (default heuristic); after the summary line
+// it prints one line "conv LAYER PASS ALGORITHM" per convolution pass, as the backend ran it.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -32,10 +34,10 @@ void append(stoker::Checkpoint& out, const stoker::Checkpoint& in, const std::st
 }
 
 int run(int argc, char** argv) {
-  if (argc != 13) {
+  if (argc != 13 && argc != 14) {
     fmt::print(stderr,
                "usage: {} BACKEND ARCH CLASSES CHECKPOINT BATCHES OUT STEPS LR MOMENTUM "
-               "WEIGHT_DECAY NESTEROV LABEL_SMOOTHING\n",
+               "WEIGHT_DECAY NESTEROV LABEL_SMOOTHING [CONV_ALGORITHM]\n",
                argv[0]);
     return 2;
   }
@@ -61,6 +63,7 @@ int run(int argc, char** argv) {
   bc.height = first.shape[2];
   bc.width = first.shape[3];
   bc.label_smoothing = std::stof(argv[12]);
+  if (argc == 14) bc.conv_algorithm = argv[13];
   auto backend = stoker::make_backend(backend_name, net, bc);
   backend->load(stoker::load_checkpoint(ckpt_path), ckpt_path);
 
@@ -104,6 +107,9 @@ int run(int argc, char** argv) {
   stoker::save_checkpoint(out_path, out);
   fmt::print("{} {} {}x3x{}x{}: {} steps in {:.2f} s ({})\n", backend_name, net.name, bc.batch,
              bc.height, bc.width, steps, s, backend->describe());
+  for (const stoker::ConvChoice& c : backend->algorithms()) {
+    fmt::print("conv {} {} {}\n", c.layer, c.pass, c.algorithm);
+  }
   return 0;
 }
 

@@ -35,6 +35,7 @@ from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
 stoker, driver = sys.argv[1], sys.argv[2]
 backend = sys.argv[3] if len(sys.argv) > 3 else "cpu"
+avx512 = False  # set from the driver's description of the backend
 TOL = 1e-4
 torch.set_num_threads(2)
 failures = []
@@ -177,9 +178,38 @@ def keep_relus_off_zero(state, last_bn, g, live_fraction=1 / 16, shift=4.0):
         state[key] = torch.where(live, state[key], gamma * sign * shift)
 
 
+def check_algorithms(case, arch, policy, lines):
+    """The convolution algorithms the driver reports (one "conv LAYER PASS ALGORITHM" line per
+    pass), against the policy asked for: every conv's forward and weight-gradient pass is
+    listed; fixed:direct runs no Winograd; fixed:winograd runs it on every pass of each 3x3
+    stride-1 conv (read from torchvision's module) and nowhere else, on CPUs where oneDNN
+    has Winograd kernels (AVX-512: the backend's description names the ISA)."""
+    model = getattr(torchvision.models, arch)()
+    convs = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)}
+    ran = {}
+    for line in lines:
+        _, layer, pass_, algorithm = line.split(" ", 3)
+        ran[(layer, pass_)] = algorithm
+    missing = [n for n in convs for pass_ in ("forward", "backward_weights") if (n, pass_) not in ran]
+    if missing or not ran:
+        failures.append(f"{case}: no algorithm reported for {missing[:4] or 'any conv'}")
+        return
+    wino = {k for k, a in ran.items() if "wino" in a}
+    eligible = {k for k in ran if convs[k[0]].kernel_size == (3, 3) and convs[k[0]].stride == (1, 1)}
+    if policy == "fixed:direct" and wino:
+        failures.append(f"{case}: fixed:direct ran Winograd on {sorted(wino)[:4]}")
+    if policy == "fixed:winograd" and (wino - eligible or (wino != eligible and avx512)):
+        failures.append(f"{case}: fixed:winograd ran Winograd on {len(wino)} passes, "
+                        f"{len(wino & eligible)} of the {len(eligible)} 3x3 stride-1 ones")
+    print(f"  {policy}: {len(wino)} of {len(ran)} conv passes ran Winograd")
+
+
 def check_case(tmp, arch, classes, batch, size, steps, lr, momentum, weight_decay, nesterov,
-               smoothing, relu_margins=False):
-    case = f"{arch} {batch}x3x{size}x{size} {steps} steps" + (" nesterov" if nesterov else "")
+               smoothing, relu_margins=False, algorithm="heuristic"):
+    if backend != "cpu":
+        algorithm = "heuristic"  # the fixed names are oneDNN's; cuDNN has its own
+    case = (f"{arch} {batch}x3x{size}x{size} {steps} steps" + (" nesterov" if nesterov else "") +
+            f" {algorithm}")
     print(f"{case}: {backend}, {classes} classes, lr {lr} momentum {momentum} weight decay "
           f"{weight_decay} nesterov {nesterov} label smoothing {smoothing}")
     hp = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay,
@@ -196,7 +226,8 @@ def check_case(tmp, arch, classes, batch, size, steps, lr, momentum, weight_deca
         os.remove(out_file)
 
     args = [driver, backend, arch, str(classes), ckpt, batch_file, out_file, str(steps),
-            repr(lr), repr(momentum), repr(weight_decay), str(int(nesterov)), repr(smoothing)]
+            repr(lr), repr(momentum), repr(weight_decay), str(int(nesterov)), repr(smoothing),
+            algorithm]
     start = time.monotonic()
     try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -210,7 +241,12 @@ def check_case(tmp, arch, classes, batch, size, steps, lr, momentum, weight_deca
                         f"{p.stderr.strip()[-2000:]} ({' '.join(args)})")
         print("  FAIL")
         return
-    print(f"  driver {elapsed:.1f} s: {p.stdout.strip()}")
+    out_lines = p.stdout.strip().splitlines()
+    print(f"  driver {elapsed:.1f} s: {out_lines[0] if out_lines else ''}")
+    global avx512
+    avx512 = bool(out_lines) and "avx512" in out_lines[0]
+    if backend == "cpu":
+        check_algorithms(case, arch, algorithm, [x for x in out_lines if x.startswith("conv ")])
     ours = split_losses(read_safetensors(out_file)[1])
     start = time.monotonic()
     refs = {"fp64": split_losses(torch_train(arch, classes, state, batches, hp, torch.float64)),
@@ -287,9 +323,10 @@ def check_case(tmp, arch, classes, batch, size, steps, lr, momentum, weight_deca
 with tempfile.TemporaryDirectory() as tmp:
     # check_case(tmp, arch, classes, batch, size, steps, lr, momentum, wd, nesterov, smoothing)
     check_case(tmp, "resnet18", 10, 4, 48, 3, 0.1, 0.9, 1e-4, 0, 0.1)
-    check_case(tmp, "resnet18", 10, 4, 48, 2, 0.1, 0.9, 1e-4, 1, 0.1)
+    check_case(tmp, "resnet18", 10, 4, 48, 2, 0.1, 0.9, 1e-4, 1, 0.1, algorithm="fixed:winograd")
     # 2 x 2 at the last stage; see keep_relus_off_zero for relu_margins.
-    check_case(tmp, "resnet50", 10, 4, 40, 2, 0.1, 0.9, 1e-4, 0, 0.1, relu_margins=True)
+    check_case(tmp, "resnet50", 10, 4, 40, 2, 0.1, 0.9, 1e-4, 0, 0.1, relu_margins=True,
+               algorithm="fixed:direct")
 
 for f in failures:
     print("FAIL:", f)

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "models/normal.h"
 #include "models/resnet.h"
+#include "test_util.h"
 
 namespace stoker::ref {
 namespace {
@@ -39,8 +40,8 @@ TEST(ReferenceNetwork, RejectsSingleValueBatchNorm) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("layer4.0.bn1"), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(make_reference_net(net, 2, 32, 32));
-  EXPECT_THROW(make_reference_net(net, 0, 32, 32), Error);
+  EXPECT_EQ(make_reference_net(net, 2, 32, 32).batch, 2);
+  EXPECT_ERROR("batch", make_reference_net(net, 0, 32, 32));
 }
 
 TEST(ReferenceNetwork, LoadRejectsAnotherNetworksCheckpoint) {
@@ -96,11 +97,11 @@ TEST_F(ReferenceNetworkStep, TrainingUpdatesRunningStatsEvalDoesNot) {
 
 TEST_F(ReferenceNetworkStep, BadLabelOrSmoothingIsAnError) {
   labels[1] = 4;
-  EXPECT_THROW(forward_backward(r, images.data(), labels.data(), 0.f), Error);
+  EXPECT_ERROR("label", forward_backward(r, images.data(), labels.data(), 0.f));
   labels[1] = -1;
-  EXPECT_THROW(forward_backward(r, images.data(), labels.data(), 0.f), Error);
+  EXPECT_ERROR("-1", forward_backward(r, images.data(), labels.data(), 0.f));
   labels[1] = 0;
-  EXPECT_THROW(forward_backward(r, images.data(), labels.data(), 1.5f), Error);
+  EXPECT_ERROR("1.5", forward_backward(r, images.data(), labels.data(), 1.5f));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "test_util.h"
 #include "train/lr_schedule.h"
 #include "train/sgd.h"
 
@@ -61,7 +62,7 @@ TEST(LrSchedule, WarmupThenStepOrCosine) {
   EXPECT_NEAR(lr_at(s, 54), 0.2, 1e-12);
   EXPECT_NEAR(lr_at(s, 104), 0.0, 1e-12);
   EXPECT_DOUBLE_EQ(linear_scaled_lr(0.1, 1024), 0.4);
-  EXPECT_THROW(parse_lr_kind("linear"), Error);
+  EXPECT_ERROR("linear", parse_lr_kind("linear"));
 }
 
 }  // namespace

@@ -58,6 +58,10 @@ def check_sgd(nesterov, decay_bn, steps=7):
                     f.write(g.numpy().astype("<f4").tobytes())
         subprocess.run([driver, "sgd", inp, out], check=True)
         data = open(out, "rb").read()
+    # Every parameter's value and momentum, nothing missing and nothing extra.
+    expected = 8 * sum(tp.numel() for tp in tparams)
+    if len(data) != expected:
+        sys.exit(f"FAIL: the driver wrote {len(data)} bytes of SGD state, expected {expected}")
     off = 0
     for tp in tparams:
         n = tp.numel()
@@ -93,6 +97,8 @@ def check_lr(kind, steps=60):
     args = [driver, "lr", kind, str(base), str(warm), str(start), str(gamma), str(total),
             str(eta_min), str(steps)] + ([str(m) for m in milestones] if kind == "step" else [])
     got = [float(x) for x in subprocess.run(args, check=True, capture_output=True, text=True).stdout.split()]
+    if len(got) != len(ref):
+        sys.exit(f"FAIL: lr schedule {kind}: the driver printed {len(got)} rates for {steps} steps")
     for i, (g, r) in enumerate(zip(got, ref)):
         err = abs(g - r) / abs(r)
         worst = max(worst, err)

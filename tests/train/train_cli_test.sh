@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # stoker train / eval end to end on the CPU backend: a tiny ResNet learns a generated dataset
-# with the default optimiser settings (>= 90% training accuracy by `stoker eval`), a run split
-# by --save/--resume equals the uninterrupted one byte for byte, --resume extends a schedule
-# only when asked, --save-every/--keep and --val work between steps, a diverging run stops
-# naming the step, --json holds the promised fields, and bad options, paths and checkpoints
-# are clear errors (exit 1 or 2), never a crash.
+# with the default optimiser settings (>= 75% training accuracy by `stoker eval`, chance 25%,
+# and the loss down 4x without a spike), a run split by --save/--resume equals the
+# uninterrupted one byte for byte, --resume extends a schedule only when asked,
+# --save-every/--keep and --val work between steps, a diverging run stops naming the step,
+# --json holds the promised fields, and bad options, paths and checkpoints are clear errors
+# (exit 1 or 2), never a crash.
 set -euo pipefail
 stoker=$1
 tmp=$(mktemp -d)
@@ -44,10 +45,13 @@ for k in ("step_ms", "data_wait_ms", "forward_ms", "backward_ms", "update_ms"):
     assert set(t[k]) == {"median", "p10", "p90", "mean"}, k
 assert t["end_state"] == {"step": 64, "epoch": 7, "sampler_position": 128}, t["end_state"]
 assert e["images"] == 128, e
-assert e["top1"] >= 0.90, f"training accuracy {e['top1']:.3f} < 0.90 after 8 epochs"
-# The loss goes down, not up and back: the last epoch's mean well below the first's.
+# Learning, with margins that hold on any CPU: oneDNN's kernels (AVX2, AVX-512, AMX) sum in
+# different orders, so the trajectory and the last few percent of accuracy differ between
+# machines. Chance is 0.25; a broken gradient, label or augmentation stays near it and near
+# the first loss.
 first, last = sum(t["loss"][:8]) / 8, sum(t["loss"][-8:]) / 8
-assert last < 0.5 * first, f"loss {first:.3f} -> {last:.3f}: not learning"
+assert e["top1"] >= 0.75, f"training accuracy {e['top1']:.3f} < 0.75 after 8 epochs"
+assert last <= 0.25 * first, f"epoch-mean loss {first:.3f} -> {last:.3f}: not learning"
 # No divergence spike on the way (the old defaults, lr 0.1 from step 0, reached 18 here): the
 # loss stays below twice that of a uniform guess, 2 ln 4.
 assert max(t["loss"]) < 2 * math.log(4), f"the loss spiked to {max(t['loss']):.2f}"
@@ -178,10 +182,30 @@ assert loop[:4] == ["wait 1", "stage 1", "forward+backward 1", "update 1"], loop
 assert len(loop) == 8, loop
 PY
 
-# --init from a checkpoint: a fresh run (step 0) starting from those weights.
+# --init from a checkpoint: a fresh run (step 0) starting from those weights. At lr 0 one
+# step leaves every trainable tensor as it was loaded, so the saved weights must be the init
+# file's bit for bit (BN running statistics do move and are not compared); a run that
+# ignored --init would have started from the seed's random weights.
 "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 4 --size 32 --steps 1 \
-  --init "$tmp/learned.safetensors" > "$tmp/init.txt" 2>&1 || fail "--init"
+  --lr 0 --weight-decay 0 --init "$tmp/learned.safetensors" --save "$tmp/from_init.safetensors" \
+  > "$tmp/init.txt" 2>&1 || { cat "$tmp/init.txt"; fail "--init"; }
 grep -q 'from .*learned.safetensors' "$tmp/init.txt" || fail "--init not reported"
+python3 - "$tmp/learned.safetensors" "$tmp/from_init.safetensors" <<'PY'
+import json, struct, sys
+def tensors(path):  # safetensors: u64 header length, JSON header, then the data
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+            for k, v in header.items()}
+init, saved = tensors(sys.argv[1]), tensors(sys.argv[2])
+weights = [k for k in init if not k.startswith("optim.") and
+           not k.endswith(("running_mean", "running_var", "num_batches_tracked"))]
+assert len(weights) == 62, len(weights)  # resnet18's trainable tensors
+changed = [k for k in weights if saved.get(k) != init[k]]
+assert not changed, f"--init: {len(changed)} tensors are not the init file's: {changed[:4]}"
+PY
 
 # Errors: exit 1 with the reason (2 for usage), no crash.
 expect() {  # expect CODE PATTERN -- command...

