@@ -17,6 +17,7 @@
 #include "models/resnet.h"
 #include "models/shapes.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 
 namespace stoker {
 
@@ -202,11 +203,14 @@ void add_model_command(CLI::App& app) {
       "model", "Describe a network: layers, output shapes, parameters, FLOPs per image");
   auto o = std::make_shared<ModelOptions>();
   cmd->add_option("arch", o->arch, "resnet18, resnet34, resnet50, resnet101 or resnet152")
-      ->required();
+      ->required()
+      ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));
   cmd->add_option("--classes", o->classes, "Number of classes (the fc layer's outputs)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 20));
   cmd->add_option("--input", o->input, "Input image size: S (S x S) or HEIGHTxWIDTH")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { parse_input(s); }, "SIZE"));
   cmd->add_flag("--zero-init-residual", o->zero_init_residual,
                 "Last BN of each residual branch starts with weight 0 (torchvision's option)");
   cmd->add_flag("--params", o->params,
