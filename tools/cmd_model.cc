@@ -17,6 +17,7 @@
 #include "models/resnet.h"
 #include "models/shapes.h"
 #include "tools/commands.h"
+#include "tools/json_document.h"
 #include "tools/option_checks.h"
 
 namespace stoker {
@@ -126,7 +127,9 @@ nlohmann::json to_json(const Network& net, const ModelOptions& o,
                       {"trainable", p.trainable},
                       {"init", {{"kind", init_name(p.init.kind)}, {"scale", p.init.scale}}}});
   }
-  return {{"arch", net.name},
+  return {{"tool", "stoker model"},
+          {"version", STOKER_VERSION},
+          {"arch", net.name},
           {"classes", net.num_classes},
           {"zero_init_residual", o.zero_init_residual},
           {"input", shape_json(shapes[0])},
@@ -191,7 +194,10 @@ void run_model(const ModelOptions& o) {
   }
   if (!o.json.empty()) {
     std::ofstream out(o.json);
-    out << to_json(net, o, shapes, layer_params, cost).dump(2) << "\n";
+    out << context_and_result(to_json(net, o, shapes, layer_params, cost),
+                              {"tool", "version", "arch", "classes", "zero_init_residual", "input"})
+               .dump(2)
+        << "\n";
     if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
   }
 }

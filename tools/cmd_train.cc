@@ -76,6 +76,14 @@ void run_train(TrainCommand& o, const CLI::App& app) {
                o.synthetic ? "both" : "neither");
   if (!o.init.empty() && !o.resume.empty())
     usage_fail("train: --init and --resume exclude each other");
+  // Random tensors have no loader: its options would be silently ignored.
+  if (o.synthetic)
+    for (const char* opt :
+         {"--reader", "--epochs", "--prefetch", "--transform", "--flip", "--no-shuffle",
+          "--on-error", "--max-pixels", "--no-dct-scaling", "--no-partial-decode", "--direct",
+          "--shard-order", "--shuffle-buffer", "--source", "--null-file"})
+      if (app.count(opt) > 0)
+        usage_fail("train: {} means nothing with --synthetic (random tensors, no loader)", opt);
 
   // The run's state and options: fresh, or restored from --resume.
   RunState state;

@@ -75,7 +75,7 @@ void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
     app.add_option("--shuffle-buffer", shuffle_buffer,
                    "Samples in the shuffle buffer of --shard-order sequential")
         ->capture_default_str()
-        ->check(integer_in(1));
+        ->check(integer_in(0));
   if (want(kSource))
     app.add_option("--source", source,
                    "Where bytes come from: auto (from the dataset and reader), pread, uring, null "

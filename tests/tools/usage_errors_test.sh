@@ -39,6 +39,10 @@ for cmd in train peek; do
   "$stoker" $cmd --help | grep -q -- "--no-decode" && fail "$cmd --help offers --no-decode"
 done
 expect 2 "--drop-last" train "$tmp/d" --drop-last
+for opt in "--reader serial" "--transform center" "--flip 0" "--epochs 2" "--no-shuffle"; do
+  # shellcheck disable=SC2086
+  expect 2 "train: ${opt%% *} means nothing with --synthetic" train --synthetic $opt
+done
 for opt in --dtype --layout --prefetch; do
   expect 2 -- "$opt" peek "$tmp/d" $opt 1
 done
