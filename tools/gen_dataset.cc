@@ -115,16 +115,23 @@ GenResult generate_dataset(const GenConfig& c) {
   }
   GenResult result;
   const uint64_t per_size = static_cast<uint64_t>(c.classes) * c.per_class;
+  const auto root_of = [&](int size) {
+    return c.sizes.size() == 1 ? c.out : fmt::format("{}/{}px", c.out, size);
+  };
+  // Every root is judged before anything is written (or a progress line drawn).
+  for (int size : c.sizes) {
+    const nlohmann::json meta = describe(c, size);
+    if (recorded(root_of(size), kMeta) != meta) check_root(root_of(size), meta, c.force);
+  }
   Progress progress("gen", per_size * c.sizes.size(), "images", c.progress);
   for (int size : c.sizes) {
-    const std::string root = c.sizes.size() == 1 ? c.out : fmt::format("{}/{}px", c.out, size);
+    const std::string root = root_of(size);
     result.roots.push_back(root);
     const nlohmann::json meta = describe(c, size);
     if (recorded(root, kMeta) == meta) {
       progress.add(per_size);
       continue;
     }
-    check_root(root, meta, c.force);
     std::error_code ec;
     fs::create_directories(root, ec);
     if (ec) fail("gen: cannot create '{}': {}", root, ec.message());

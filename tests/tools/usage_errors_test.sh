@@ -99,6 +99,7 @@ before=$(cat "$tmp/d/stoker-gen.json")
 expect 2 "'$tmp/d' holds a dataset made with other options \(.*seed 2 \(asked 7\).*--force" \
   gen "$tmp/d" --sizes 40 --classes 2 --per-class 3 --seed 7
 [ "$(cat "$tmp/d/stoker-gen.json")" = "$before" ] || fail "refused gen rewrote stoker-gen.json"
+grep -q 'gen \[' "$tmp/err.txt" && fail "refused gen drew a progress line first"
 mkdir -p "$tmp/mine/photos" && echo keep > "$tmp/mine/photos/note.txt"
 expect 2 "'$tmp/mine' is not empty and holds no stoker-gen.json" gen "$tmp/mine" --classes 1 \
   --per-class 1 --sizes 16
