@@ -90,6 +90,9 @@ def load_runs(out):
                 doc = json.load(f)
         except (OSError, ValueError) as e:
             sys.exit(f"summarize_train.py: cannot read {name}: {e}")
+        # stoker train writes {context, results: [one run]}; torch_train_bench.py one object.
+        if isinstance(doc, dict) and "context" in doc and "results" in doc:
+            doc = {**doc["context"], **doc["results"][0]}
         if not isinstance(doc.get("images_per_s"), (int, float)):
             print(f"summarize_train.py: {name} has no images_per_s; left out", file=sys.stderr)
             continue

@@ -14,6 +14,8 @@ namespace stoker {
 TraceWindow parse_trace_window(std::string_view spec, std::string_view option,
                                std::string_view unit) {
   const std::string text(spec);
+  // An option's validator passes no name: CLI11 puts it in front of the message.
+  const std::string who = option.empty() ? "" : std::string(option) + " ";
   const size_t colon = text.find(':');
   TraceWindow w;
   try {
@@ -25,10 +27,10 @@ TraceWindow parse_trace_window(std::string_view spec, std::string_view option,
     w.last = std::stoll(rest, &used);
     if (used != rest.size()) throw std::invalid_argument("trailing text");
   } catch (const std::logic_error&) {
-    fail("{} '{}': expected A:B ({}, B excluded)", option, spec, unit);
+    fail("{}'{}': expected A:B ({}, B excluded)", who, spec, unit);
   }
-  if (w.last <= w.first) fail("{} '{}': the window is empty", option, spec);
-  if (w.first < 0) fail("{} '{}': A must not be negative", option, spec);
+  if (w.last <= w.first) fail("{}'{}': the window is empty", who, spec);
+  if (w.first < 0) fail("{}'{}': A must not be negative", who, spec);
   return w;
 }
 

@@ -17,7 +17,13 @@ namespace stoker {
 
 void join_location(std::string& out, std::string_view root, std::string_view relative) {
   // An nfs:// URL's arguments (?nfsport=...&mountport=...) stay last, after the path.
-  const size_t args = is_nfs_url(root) ? root.find('?') : std::string_view::npos;
+  const bool nfs = is_nfs_url(root);
+  // A list file may name samples by absolute path: those are not under the root.
+  if (!nfs && !relative.empty() && relative.front() == '/') {
+    out.assign(relative);
+    return;
+  }
+  const size_t args = nfs ? root.find('?') : std::string_view::npos;
   out.assign(root.substr(0, args));
   if (!out.empty() && out.back() != '/') out += '/';
   out += relative;

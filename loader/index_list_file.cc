@@ -14,6 +14,44 @@
 
 namespace stoker {
 
+namespace {
+
+// A line as an error message may quote it: control and non-ASCII bytes as \xNN, cut at 80
+// characters, so that a binary file given as a list does not print raw bytes.
+std::string quotable(std::string_view line) {
+  std::string out;
+  for (const char ch : line.substr(0, 80)) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b >= 0x20 && b < 0x7f) {
+      out += ch;
+    } else {
+      out += fmt::format("\\x{:02x}", b);
+    }
+  }
+  if (line.size() > 80) out += "...";
+  return out;
+}
+
+// Whether `line` is UTF-8 without control characters (tabs allowed).
+bool is_text(std::string_view line) {
+  for (size_t i = 0; i < line.size();) {
+    const auto b = static_cast<unsigned char>(line[i]);
+    if (b < 0x80) {
+      if (b < 0x20 && b != '\t') return false;
+      ++i;
+      continue;
+    }
+    const size_t n = b >= 0xf0 && b < 0xf5 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 && b < 0xe0 ? 2 : 0;
+    if (n == 0 || i + n > line.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(line[i + k]) & 0xc0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
 Index parse_list_file(std::istream& in, const std::string& list_file, std::string root) {
   Index index;
   index.root = std::move(root);
@@ -23,18 +61,26 @@ Index parse_list_file(std::istream& in, const std::string& list_file, std::strin
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // Control bytes (NUL above all) or bytes that are not UTF-8 are never in a list: this
+    // is an image, an archive, a checkpoint...
+    if (!is_text(line))
+      fail(
+          "'{}' is not a list file (line {} holds binary data): expected an ImageFolder "
+          "directory, a packed dataset, or a text file of 'relative/path label' lines",
+          list_file, line_no);
     const size_t first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
     const size_t last = line.find_last_not_of(" \t");
     const size_t sep = line.find_last_of(" \t", last);
     if (sep == std::string::npos || sep < first) {
-      fail("{}:{}: expected 'relative/path label', found '{}'", list_file, line_no, line);
+      fail("{}:{}: expected 'relative/path label', found '{}'", list_file, line_no, quotable(line));
     }
     const std::string_view label_text(line.data() + sep + 1, last - sep);
     uint32_t label = 0;
     const auto [end, ec] = std::from_chars(label_text.begin(), label_text.end(), label);
     if (ec != std::errc() || end != label_text.end()) {
-      fail("{}:{}: label '{}' is not a non-negative integer", list_file, line_no, label_text);
+      fail("{}:{}: label '{}' is not a non-negative integer", list_file, line_no,
+           quotable(label_text));
     }
     const size_t path_end = line.find_last_not_of(" \t", sep);
     index.add(std::string_view(line.data() + first, path_end - first + 1), 0, label);

@@ -28,7 +28,17 @@ SourceOptions source_options(const LoaderConfig& c) {
 LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::unique_ptr<Source> src)
     : index(idx),
       config(cfg),
-      sampler(idx.size(), cfg.sampler, idx.shard, idx.shards.size()),
+      sampler(
+          [&] {
+            // Named here, where the dataset is known (the sampler sees only a count).
+            if (idx.size() == 0)
+              fail("dataset '{}' holds no images: nothing to sample{}", idx.root,
+                   idx.empty_classes.empty() ? ""
+                                             : fmt::format(" (its {} class directories are empty)",
+                                                           idx.empty_classes.size()));
+            return idx.size();
+          }(),
+          cfg.sampler, idx.shard, idx.shards.size()),
       normalizer([&] {
         OutputSpec s = cfg.output;
         s.width = s.height = cfg.transform.size;

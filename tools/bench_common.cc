@@ -63,11 +63,13 @@ void warm_page_cache(const Index& index) {
   });
 }
 
+// Versions are strings, xxhash's too: "0.8.1" (its number is 801).
 nlohmann::json library_versions() {
+  const unsigned xxh = XXH_versionNumber();
   return {{"libjpeg-turbo", STOKER_LIBJPEG_TURBO_VERSION},
           {"opencv", CV_VERSION},
           {"onetbb", fmt::format("{}.{}", TBB_VERSION_MAJOR, TBB_VERSION_MINOR)},
-          {"xxhash", XXH_versionNumber()}};
+          {"xxhash", fmt::format("{}.{}.{}", xxh / 10000, xxh / 100 % 100, xxh % 100)}};
 }
 
 }  // namespace stoker

@@ -27,6 +27,7 @@
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
 #include "tools/loader_options.h"
+#include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "train/activity.h"
 #include "train/emulated_accelerator.h"
@@ -188,7 +189,6 @@ void run_bench(BenchOptions& o) {
   check_writable("--trace", o.trace);
   for (const std::string& root : o.data) check_dataset_path(root);
   LoaderConfig base = o.loader.to_config();
-  if (o.epochs < 1) fail("--epochs must be at least 1");
   if (!o.emulate.empty()) o.accelerator = parse_emulation(o.emulate);
   o.trace_window = {0, 20};
   if (!o.trace_batches.empty())
@@ -201,7 +201,7 @@ void run_bench(BenchOptions& o) {
   if (readers.empty()) fail("--reader: no reader given");
   for (const ReaderPolicy& r : readers) {
     if (base.direct && r.kind != ReaderPolicy::Kind::uring) {
-      fail(
+      usage_fail(
           "--direct needs uring readers (O_DIRECT wants aligned buffers); {} reads through the "
           "page cache",
           r.text());
@@ -217,6 +217,7 @@ void run_bench(BenchOptions& o) {
     g.sizes = {256, 512, 1024};
     g.classes = 10;
     g.per_class = 40;
+    g.force = true;  // bench's own folder: remade over an older version's default
     fmt::print(
         "# no dataset given: using the built-in default in {} (stoker gen {} --sizes "
         "256,512,1024 --classes {} --per-class {} --seed {}; made once, then reused)\n",
@@ -381,9 +382,14 @@ void add_bench_command(CLI::App& app) {
                   "Dataset roots (ImageFolder directories or list files); none: the built-in "
                   "default at three resolutions");
   cmd->add_option("--reader", o->readers,
-                  "Comma-separated readers: serial, threads:N (default: serial,threads:<cpus>)");
-  cmd->add_option("--epochs", o->epochs, "Epochs per run")->capture_default_str();
-  cmd->add_option("--max-batches", o->max_batches, "Stop each run after this many batches");
+                  "Comma-separated readers: serial, threads:N, processes:N, uring:QD[:T] "
+                  "(default: serial,threads:<cpus>)")
+      ->check(each_parsed_by([](const std::string& s) { parse_reader(s); }, "READERS"));
+  cmd->add_option("--epochs", o->epochs, "Epochs per run")
+      ->capture_default_str()
+      ->check(integer_in(1, 1u << 20));
+  cmd->add_option("--max-batches", o->max_batches, "Stop each run after this many batches")
+      ->check(integer_in(1));
   cmd->add_flag("--cold", o->cold,
                 "Evict the dataset's files from the page cache before each run and after each "
                 "read (measure storage)");
@@ -393,18 +399,20 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--emulate", o->emulate,
                   "Consume each batch like an accelerator: resnet50-h100 (400 images in "
-                  "0.224 s), a rate (1786 or 1786img/s), or a time per N images (224ms/400)");
+                  "0.224 s), a rate (1786 or 1786img/s), or a time per N images (224ms/400)")
+      ->check(parsed_by([](const std::string& s) { parse_emulation(s); }, "EMULATION"));
   cmd->add_option("--au-target", o->au_target,
                   "Accelerator utilisation a run must reach with --emulate")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
   cmd->add_option("--trace", o->trace,
                   "Write a Chrome trace-event JSON (Perfetto) of the --trace-batches window of "
                   "each run: the consumer's wait and emulated compute per batch, and a track per "
                   "loader worker (read, decode, augment, collate per sample)");
   cmd->add_option("--trace-batches", o->trace_batches,
-                  "Batches [A, B) of each run kept for --trace, counted from 0 (default: 0:20)");
-  o->loader.add_to(*cmd);
+                  "Batches [A, B) of each run kept for --trace, counted from 0 (default: 0:20)")
+      ->check(parsed_by([](const std::string& s) { parse_trace_window(s, "", "batches"); }, "A:B"));
+  o->loader.add_to(*cmd, kAllLoaderOptions);
   cmd->callback([o] { run_bench(*o); });
 }
 

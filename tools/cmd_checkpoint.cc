@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "models/resnet.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "train/checkpoint.h"
 
@@ -101,10 +102,15 @@ void add_checkpoint_command(CLI::App& app) {
   auto* init = cmd->add_subcommand(
       "init", "Write ARCH's initial parameters and buffers (state_dict keys) to OUT, atomically");
   init->add_option("arch", o->arch, "resnet18, resnet34, resnet50, resnet101 or resnet152")
-      ->required();
+      ->required()
+      ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));
   init->add_option("out", o->path, "The checkpoint to write (safetensors)")->required();
-  init->add_option("--classes", o->classes, "Number of classes")->capture_default_str();
-  init->add_option("--seed", o->seed, "Initialisation seed")->capture_default_str();
+  init->add_option("--classes", o->classes, "Number of classes")
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 20));
+  init->add_option("--seed", o->seed, "Initialisation seed")
+      ->capture_default_str()
+      ->check(integer_in(0));
   init->add_flag("--zero-init-residual", o->zero_init_residual,
                  "Last BN of each residual branch starts with weight 0");
   init->add_flag("--momentum", o->momentum,
@@ -118,8 +124,11 @@ void add_checkpoint_command(CLI::App& app) {
   info->add_option("file", o->path, "A safetensors file")->required();
   info->add_option("--check", o->arch,
                    "Fail (exit 1) unless the file holds exactly this network's state_dict, "
-                   "naming each missing, extra or mis-shaped key (optim.momentum.* allowed)");
-  info->add_option("--classes", o->classes, "Number of classes for --check")->capture_default_str();
+                   "naming each missing, extra or mis-shaped key (optim.momentum.* allowed)")
+      ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));
+  info->add_option("--classes", o->classes, "Number of classes for --check")
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 20));
   info->add_flag("--sums", o->sums, "Append the sum of each F32/I64 tensor's values");
   info->callback([o] { run_info(*o); });
 }

@@ -18,7 +18,9 @@
 #include "models/resnet.h"
 #include "tools/commands.h"
 #include "tools/evaluate.h"
+#include "tools/json_document.h"
 #include "tools/loader_options.h"
+#include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "tools/train_options.h"
 #include "train/backend.h"
@@ -35,16 +37,23 @@ struct EvalCommand {
   LoaderOptions loader;
 };
 
-void run_eval(EvalCommand& o) {
+void run_eval(EvalCommand& o, const CLI::App& app) {
   install_interrupt_handlers();
   check_writable("--json", o.json);
   const Checkpoint ckpt = load_checkpoint(o.checkpoint);
   std::string arch = o.arch;
   int classes = o.classes;
-  // A Stoker checkpoint says what it is; a converted torchvision one needs --arch.
+  // A Stoker checkpoint says what it is, and the image size it was trained at (evaluated
+  // at unless --size says otherwise); a converted torchvision one needs --arch.
+  const char* size_from = app.count("--size") > 0 ? "--size" : "default";
   if (const auto it = ckpt.metadata.find("config"); it != ckpt.metadata.end()) {
     const nlohmann::json cfg = nlohmann::json::parse(it->second, nullptr, false);
     if (arch.empty() && cfg.is_object() && cfg.contains("arch")) arch = cfg["arch"];
+    if (app.count("--size") == 0 && cfg.is_object() && cfg.contains("size") &&
+        cfg["size"].is_number_integer()) {
+      o.loader.size = cfg["size"].get<int>();
+      size_from = "the checkpoint's";
+    }
   }
   if (arch.empty()) fail("eval: {} does not name its architecture; give --arch", o.checkpoint);
   if (classes == 0) {
@@ -86,6 +95,8 @@ void run_eval(EvalCommand& o) {
   const int64_t seen = r.images;
   fmt::print("# stoker eval: {} on {} ({} images, {} classes), {}\n", o.checkpoint, o.data, seen,
              index.classes.size(), backend->describe());
+  fmt::print("# input: {}x{} centre crop of a {} resize ({} size)\n", o.loader.size, o.loader.size,
+             lc.transform.resize, size_from);
   fmt::print("{:>8} {:>8} {:>8} {:>9} {:>8}\n", "images", "top-1 %", "top-5 %", "loss", "skipped");
   fmt::print("{:>8} {:>8.2f} {:>8.2f} {:>9.4f} {:>8}\n", seen, 100 * r.top1, 100 * r.top5, r.loss,
              r.skipped);
@@ -93,16 +104,21 @@ void run_eval(EvalCommand& o) {
     fmt::print("# interrupted: the figures cover the first {} of {} images\n", seen, index.size());
   if (!o.json.empty()) {
     std::ofstream out(o.json);
-    out << nlohmann::json{{"command", "eval"},
-                          {"checkpoint", o.checkpoint},
-                          {"data", o.data},
-                          {"arch", net.name},
-                          {"images", seen},
-                          {"top1", r.top1},
-                          {"top5", r.top5},
-                          {"loss", r.loss},
-                          {"interrupted", r.interrupted},
-                          {"backend", backend->describe()}}
+    const nlohmann::json doc = {{"tool", "stoker eval"},
+                                {"version", STOKER_VERSION},
+                                {"checkpoint", o.checkpoint},
+                                {"data", o.data},
+                                {"arch", net.name},
+                                {"image_size", o.loader.size},
+                                {"backend", backend->describe()},
+                                {"images", seen},
+                                {"top1", r.top1},
+                                {"top5", r.top5},
+                                {"loss", r.loss},
+                                {"skipped", r.skipped},
+                                {"interrupted", r.interrupted}};
+    out << context_and_result(
+               doc, {"tool", "version", "checkpoint", "data", "arch", "image_size", "backend"})
                .dump(2)
         << "\n";
     if (!out) fail("eval: cannot write {}", o.json);
@@ -119,13 +135,19 @@ void add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Top-1/top-5 of a checkpoint on a validation folder");
   cmd->add_option("data", o->data, "Validation set: ImageFolder root or list file")->required();
   cmd->add_option("--checkpoint", o->checkpoint, "Model to evaluate (safetensors)")->required();
-  cmd->add_option("--arch", o->arch, "Architecture (default: the checkpoint's)");
-  cmd->add_option("--classes", o->classes, "Output classes (default: from fc.bias)");
-  cmd->add_option("--reader", o->reader, "Reader policy (default threads:<cores>)");
+  cmd->add_option("--arch", o->arch, "Architecture (default: the checkpoint's)")
+      ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));
+  cmd->add_option("--classes", o->classes, "Output classes (default: from fc.bias)")
+      ->check(integer_in(1, 1 << 20));
+  cmd->add_option("--reader", o->reader, "Reader policy (default threads:<cores>)")
+      ->check(parsed_by([](const std::string& s) { parse_reader(s); }, "READER"));
   o->compute.add_backend_options(*cmd);
   cmd->add_option("--json", o->json, "Write the result here");
-  o->loader.add_to(*cmd);
-  cmd->callback([o] { run_eval(*o); });
+  // Evaluation is the centre crop in index order, every image once: no augmentation,
+  // shuffling, dropped batch or read-only mode to choose.
+  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kTransform | kFlip | kSeed | kNoShuffle | kDropLast |
+                                               kNoDecode | kShardOrder | kShuffleBuffer));
+  cmd->callback([o, cmd] { run_eval(*o, *cmd); });
 }
 
 }  // namespace stoker

@@ -17,6 +17,8 @@
 #include "models/resnet.h"
 #include "models/shapes.h"
 #include "tools/commands.h"
+#include "tools/json_document.h"
+#include "tools/option_checks.h"
 #include "tools/output_check.h"
 
 namespace stoker {
@@ -126,7 +128,9 @@ nlohmann::json to_json(const Network& net, const ModelOptions& o,
                       {"trainable", p.trainable},
                       {"init", {{"kind", init_name(p.init.kind)}, {"scale", p.init.scale}}}});
   }
-  return {{"arch", net.name},
+  return {{"tool", "stoker model"},
+          {"version", STOKER_VERSION},
+          {"arch", net.name},
           {"classes", net.num_classes},
           {"zero_init_residual", o.zero_init_residual},
           {"input", shape_json(shapes[0])},
@@ -192,7 +196,10 @@ void run_model(const ModelOptions& o) {
   }
   if (!o.json.empty()) {
     std::ofstream out(o.json);
-    out << to_json(net, o, shapes, layer_params, cost).dump(2) << "\n";
+    out << context_and_result(to_json(net, o, shapes, layer_params, cost),
+                              {"tool", "version", "arch", "classes", "zero_init_residual", "input"})
+               .dump(2)
+        << "\n";
     if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
   }
 }
@@ -204,11 +211,14 @@ void add_model_command(CLI::App& app) {
       "model", "Describe a network: layers, output shapes, parameters, FLOPs per image");
   auto o = std::make_shared<ModelOptions>();
   cmd->add_option("arch", o->arch, "resnet18, resnet34, resnet50, resnet101 or resnet152")
-      ->required();
+      ->required()
+      ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));
   cmd->add_option("--classes", o->classes, "Number of classes (the fc layer's outputs)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 20));
   cmd->add_option("--input", o->input, "Input image size: S (S x S) or HEIGHTxWIDTH")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { parse_input(s); }, "SIZE"));
   cmd->add_flag("--zero-init-residual", o->zero_init_residual,
                 "Last BN of each residual branch starts with weight 0 (torchvision's option)");
   cmd->add_flag("--params", o->params,

@@ -13,6 +13,7 @@
 #include "loader/iterator.h"
 #include "tools/commands.h"
 #include "tools/loader_options.h"
+#include "tools/option_checks.h"
 #include "tools/output_check.h"
 
 namespace stoker {
@@ -75,11 +76,16 @@ void add_peek_command(CLI::App& app) {
   auto o = std::make_shared<PeekOptions>();
   cmd->add_option("data", o->data, "Dataset root (ImageFolder directory or list file)")->required();
   cmd->add_option("--out", o->out, "PNG file to write")->capture_default_str();
-  cmd->add_option("--epoch", o->epoch, "Epoch to draw from")->capture_default_str();
+  cmd->add_option("--epoch", o->epoch, "Epoch to draw from")
+      ->capture_default_str()
+      ->check(integer_in(0));
   cmd->add_option("--batch-number", o->batch_number, "Which batch of the epoch")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(0));
   o->loader.batch = 16;
-  o->loader.add_to(*cmd);
+  // peek uses the serial reader and draws u8 pixels: no prefetch, output format or
+  // read-only mode (which would draw black tiles).
+  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kPrefetch | kDtype | kLayout | kNoDecode | kDirect));
   cmd->callback([o] { run_peek(*o); });
 }
 

@@ -7,6 +7,8 @@
 // (the default for nfs:// datasets, whose cache is the server's and is not evicted).
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include <fstream>
 #include <memory>
 
@@ -20,6 +22,7 @@
 #include "loader/nfs_url.h"
 #include "loader/source.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "tools/source_probe.h"
 
@@ -68,11 +71,7 @@ void run_probe(ProbeOptions& o) {
   for (const std::string& r : split_list(o.readers)) readers.push_back(parse_reader(r));
   std::vector<uint32_t> depths;
   for (const std::string& d : split_list(o.depths)) {
-    const int v = std::atoi(d.c_str());
-    if (v < 1 || v > 4096 || std::to_string(v) != d) {
-      fail("--depth '{}': expected requests in flight, 1..4096, comma-separated", d);
-    }
-    depths.push_back(static_cast<uint32_t>(v));
+    depths.push_back(static_cast<uint32_t>(std::stoul(d)));  // checked by the option
   }
   const uint64_t total = index.total_bytes();
   fmt::print("# stoker {} probe: {} ({} files, {:.1f} MB, mean {:.1f} KB)\n", STOKER_VERSION,
@@ -176,11 +175,21 @@ void add_probe_command(CLI::App& app) {
       ->required();
   cmd->add_option("--reader", o->readers,
                   "Comma-separated readers (default: serial,threads:<cpus>,threads:<4 x cpus>,"
-                  "uring:32:<cpus>)");
+                  "uring:32:<cpus>)")
+      ->check(each_parsed_by([](const std::string& s) { parse_reader(s); }, "READERS"));
   cmd->add_option("--depth", o->depths,
                   "Comma-separated requests in flight for the source alone, no reader (e.g. "
-                  "1,32; default for nfs:// datasets, which then run no reader unless --reader)");
-  cmd->add_option("--max-files", o->max_files, "Stop each run after about this many files");
+                  "1,32; default for nfs:// datasets, which then run no reader unless --reader)")
+      ->check(each_parsed_by(
+          [](const std::string& d) {
+            uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), v);
+            if (d.empty() || ec != std::errc() || end != d.data() + d.size() || v < 1 || v > 4096)
+              fail("'{}': expected requests in flight, 1..4096, comma-separated", d);
+          },
+          "DEPTHS"));
+  cmd->add_option("--max-files", o->max_files, "Stop each run after about this many files")
+      ->check(integer_in(1));
   cmd->add_flag("--warm", o->warm, "Do not evict the files from the page cache first");
   cmd->add_flag("--direct", o->direct, "O_DIRECT reads (uring readers only; others are skipped)");
   cmd->add_option("--json", o->json, "Write results as one JSON document");

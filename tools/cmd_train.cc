@@ -26,7 +26,9 @@
 #include "models/shapes.h"
 #include "tools/commands.h"
 #include "tools/evaluate.h"
+#include "tools/json_document.h"
 #include "tools/loader_options.h"
+#include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "tools/train_options.h"
 #include "train/backend.h"
@@ -120,9 +122,18 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   if (o.val_every < 0) fail("train: --val-every {}: expected a number of steps", o.val_every);
   if (!o.val.empty()) check_dataset_path(o.val);
   if (o.synthetic == !o.data.empty())
-    fail("train: give a dataset directory (or list file) or --synthetic, not {}",
-         o.synthetic ? "both" : "neither");
-  if (!o.init.empty() && !o.resume.empty()) fail("train: --init and --resume exclude each other");
+    usage_fail("train: give a dataset directory (or list file) or --synthetic, not {}",
+               o.synthetic ? "both" : "neither");
+  if (!o.init.empty() && !o.resume.empty())
+    usage_fail("train: --init and --resume exclude each other");
+  // Random tensors have no loader: its options would be silently ignored.
+  if (o.synthetic)
+    for (const char* opt :
+         {"--reader", "--epochs", "--prefetch", "--transform", "--flip", "--no-shuffle",
+          "--on-error", "--max-pixels", "--no-dct-scaling", "--no-partial-decode", "--direct",
+          "--shard-order", "--shuffle-buffer", "--source", "--null-file"})
+      if (app.count(opt) > 0)
+        usage_fail("train: {} means nothing with --synthetic (random tensors, no loader)", opt);
 
   // The run's state and options: fresh, or restored from --resume.
   RunState state;
@@ -457,7 +468,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
                      {"mean", 1e-3 * h.mean_ns()}}}};
     }
     const nlohmann::json doc = {
-        {"command", "train"},
+        {"tool", "stoker train"},
         {"version", STOKER_VERSION},
         {"machine", {{"cpu", cpu_model()}, {"cores", online_cpus()}, {"kernel", kernel_release()}}},
         {"backend", backend->describe()},
@@ -505,7 +516,12 @@ void run_train(TrainCommand& o, const CLI::App& app) {
          {{"step", end.step}, {"epoch", end.epoch}, {"sampler_position", end.sampler_position}}},
         {"options", nlohmann::json::parse(end.config)}};
     std::ofstream out(o.json);
-    out << doc.dump(2) << "\n";
+    out << context_and_result(
+               doc, {"tool", "version", "machine", "backend", "arch", "classes", "precision",
+                     "conv_algo", "threads", "batch", "image_size", "synthetic", "data", "reader",
+                     "input", "timing_warmup", "options"})
+               .dump(2)
+        << "\n";
     if (!out) fail("train: cannot write {}", o.json);
   }
   std::fflush(stdout);
@@ -524,13 +540,16 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("data", o->data, "Dataset: ImageFolder root or list file");
   cmd->add_flag("--synthetic", o->synthetic, "Random tensors instead of a dataset: compute alone");
   cmd->add_option("--reader", o->reader,
-                  "serial, threads:N, processes:N, uring:QD[:T] (default threads:<cores>)");
+                  "serial, threads:N, processes:N, uring:QD[:T] (default threads:<cores>)")
+      ->check(parsed_by([](const std::string& s) { parse_reader(s); }, "READER"));
   cmd->add_option("--steps", o->steps,
                   "Optimiser steps to run (default: --epochs of the data; synthetic: 20; "
-                  "--resume: to the end of the schedule)");
+                  "--resume: to the end of the schedule)")
+      ->check(integer_in(1, INT64_MAX));
   cmd->add_option("--epochs", o->epochs,
                   "Epochs to run when --steps is not given (default 1); with --resume, the "
-                  "whole run's length in epochs (extends its schedule)");
+                  "whole run's length in epochs (extends its schedule)")
+      ->check(integer_in(1, 1u << 20));
   cmd->add_option("--init", o->init,
                   "Start from this checkpoint's weights (and momentum if it has them)");
   cmd->add_option("--resume", o->resume,
@@ -549,15 +568,19 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--val-every", o->val_every, "Validate every N global steps (needs --val)");
   cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
   cmd->add_option("--timing-warmup", o->timing_warmup, "Steps left out of the steady-state figures")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(0, INT64_MAX));
   cmd->add_flag("--no-gaps", o->no_gaps,
                 "Do not time each primitive / kernel (no gap statistics in the summary)");
   cmd->add_option("--trace", o->trace,
                   "Write a Chrome trace-event JSON (Perfetto) of the --trace-steps window here");
   cmd->add_option("--trace-steps", o->trace_steps,
-                  "A:B, the global steps [A, B) to trace (default: the first 20 of this run)");
+                  "A:B, the global steps [A, B) to trace (default: the first 20 of this run)")
+      ->check(parsed_by([](const std::string& s) { parse_trace_window(s, "", "global steps"); },
+                        "A:B"));
   o->train.add_to(*cmd);
-  o->loader.add_to(*cmd);
+  // A step needs decoded images, and the backend is planned for whole batches.
+  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kNoDecode | kDropLast));
   cmd->callback([o, cmd] { run_train(*o, *cmd); });
 }
 

@@ -45,14 +45,46 @@ nlohmann::json describe(const GenConfig& c, int size) {
           {"generator", "stoker gen " STOKER_VERSION}};
 }
 
-bool already_done(const std::string& root, const nlohmann::json& want) {
-  std::ifstream in(root + "/stoker-gen.json");
-  if (!in) return false;
-  try {
-    return nlohmann::json::parse(in) == want;
-  } catch (const nlohmann::json::exception&) {
-    return false;
+constexpr const char* kMeta = "stoker-gen.json";             // a finished dataset
+constexpr const char* kPartial = "stoker-gen.partial.json";  // one being written
+
+// The configuration a root's `name` file records; null when it has none (or not JSON).
+nlohmann::json recorded(const std::string& root, const char* name) {
+  std::ifstream in(root + "/" + name);
+  if (!in) return nullptr;
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+// "classes 10 (asked 3), seed 1 (asked 5)": what a recorded configuration has that `want`
+// does not.
+std::string differences(const nlohmann::json& have, const nlohmann::json& want) {
+  std::string out;
+  for (const auto& [key, value] : want.items()) {
+    const nlohmann::json h = have.is_object() && have.contains(key) ? have[key] : nullptr;
+    if (h == value) continue;
+    out += fmt::format("{}{} {} (asked {})", out.empty() ? "" : ", ", key, h.dump(), value.dump());
   }
+  return out;
+}
+
+// Whether `root` may be (re)written for `want`: it is new, empty, or an unfinished run of
+// the same configuration; or --force. Otherwise a UsageError saying what is there.
+void check_root(const std::string& root, const nlohmann::json& want, bool force) {
+  std::error_code ec;
+  if (!fs::exists(root, ec)) return;
+  if (!fs::is_directory(root, ec)) usage_fail("gen: '{}' exists and is not a directory", root);
+  if (fs::is_empty(root, ec) || force) return;
+  if (recorded(root, kPartial) == want) return;  // an interrupted run: finish it
+  const nlohmann::json have = recorded(root, kMeta);
+  if (!have.is_null())
+    usage_fail(
+        "gen: '{}' holds a dataset made with other options ({}); choose another folder, or "
+        "pass --force to write over it",
+        root, differences(have, want));
+  usage_fail(
+      "gen: '{}' is not empty and holds no stoker-gen.json (not a dataset gen wrote); choose "
+      "an empty or new folder, or pass --force to write into it",
+      root);
 }
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
@@ -83,16 +115,30 @@ GenResult generate_dataset(const GenConfig& c) {
   }
   GenResult result;
   const uint64_t per_size = static_cast<uint64_t>(c.classes) * c.per_class;
+  const auto root_of = [&](int size) {
+    return c.sizes.size() == 1 ? c.out : fmt::format("{}/{}px", c.out, size);
+  };
+  // Every root is judged before anything is written (or a progress line drawn).
+  for (int size : c.sizes) {
+    const nlohmann::json meta = describe(c, size);
+    if (recorded(root_of(size), kMeta) != meta) check_root(root_of(size), meta, c.force);
+  }
   Progress progress("gen", per_size * c.sizes.size(), "images", c.progress);
   for (int size : c.sizes) {
-    const std::string root = c.sizes.size() == 1 ? c.out : fmt::format("{}/{}px", c.out, size);
+    const std::string root = root_of(size);
     result.roots.push_back(root);
     const nlohmann::json meta = describe(c, size);
-    if (already_done(root, meta)) {
+    if (recorded(root, kMeta) == meta) {
       progress.add(per_size);
       continue;
     }
     std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec) fail("gen: cannot create '{}': {}", root, ec.message());
+    // Until every image is written the root says so: a rerun finishes it, and nothing
+    // mistakes it for a finished dataset.
+    fs::remove(root + "/" + kMeta, ec);
+    std::ofstream(root + "/" + kPartial) << meta.dump(2) << "\n";
     for (int k = 0; k < c.classes; ++k) {
       fs::create_directories(fmt::format("{}/class_{:03d}", root, k), ec);
       if (ec) fail("gen: cannot create '{}/class_{:03d}': {}", root, k, ec.message());
@@ -121,7 +167,13 @@ GenResult generate_dataset(const GenConfig& c) {
       bytes += jpeg.size();
       progress.add(1, jpeg.size());
     });
-    std::ofstream(root + "/stoker-gen.json") << meta.dump(2) << "\n";
+    {
+      std::ofstream out(root + "/" + kPartial);
+      out << meta.dump(2) << "\n";
+      if (!out) fail("gen: cannot write '{}/{}': {}", root, kPartial, errno_text(errno));
+    }
+    fs::rename(root + "/" + kPartial, root + "/" + kMeta, ec);
+    if (ec) fail("gen: cannot rename '{}/{}': {}", root, kPartial, ec.message());
     result.images += per_size;
     result.bytes += bytes.load();
   }

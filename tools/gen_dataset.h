@@ -23,6 +23,9 @@ struct GenConfig {
   uint64_t seed = 1;
   GenPattern pattern = GenPattern::photo;
   bool progress = true;
+  // Write into a root that holds something else (another configuration's dataset, or files
+  // gen did not write) instead of refusing: files gen does not write stay.
+  bool force = false;
 };
 
 struct GenResult {
@@ -31,7 +34,10 @@ struct GenResult {
 };
 
 // Writes the dataset(s). A root that already holds a finished dataset made with the same
-// configuration (stoker-gen.json) is kept as it is. Throws stoker::Error on I/O failure.
+// configuration (stoker-gen.json) is kept as it is; one left unfinished by the same
+// configuration (stoker-gen.partial.json) is completed. A root holding anything else is
+// refused (stoker::UsageError naming it and the difference) unless config.force. Throws
+// stoker::Error on I/O failure.
 GenResult generate_dataset(const GenConfig& config);
 
 // The colour that encodes `index` in the index pattern (4 bits per channel, mid-bucket).

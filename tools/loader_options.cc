@@ -1,56 +1,90 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/loader_options.h"
 
+#include "tools/option_checks.h"
+
 namespace stoker {
 
-void LoaderOptions::add_to(CLI::App& app) {
-  app.add_option("--batch", batch, "Samples per batch")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--prefetch", prefetch,
-                 "Batches prepared ahead of the consumer (all readers but serial)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--transform", transform,
-                 "random-resized-crop (rrc), random-crop (crop: the study's fixed window), "
-                 "center-crop (center: evaluation)")
-      ->capture_default_str();
-  app.add_option("--size", size, "Output is size x size pixels")
-      ->capture_default_str()
-      ->check(CLI::Range(8, 8192));
-  app.add_option("--flip", flip, "Probability of a horizontal flip")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--dtype", dtype, "f32 (normalised with ImageNet mean/std) or u8")
-      ->capture_default_str();
-  app.add_option("--layout", layout, "nchw or nhwc")->capture_default_str();
-  app.add_option("--seed", seed, "Seed for shuffling and augmentation")->capture_default_str();
-  app.add_flag("--no-shuffle", no_shuffle, "Visit samples in index order");
-  app.add_flag("--drop-last", drop_last, "Drop the short last batch of an epoch");
-  app.add_option("--on-error", on_error,
-                 "Bad sample policy: skip (replace by the next sample, count and list) or fail")
-      ->capture_default_str();
-  app.add_option("--max-pixels", max_pixels, "Refuse images whose header claims more pixels")
-      ->capture_default_str();
-  app.add_flag("--no-dct-scaling", no_dct_scaling, "Always decode JPEGs at full resolution");
-  app.add_flag("--no-partial-decode", no_partial_decode,
-               "Decode whole JPEGs even where the crop needs only some rows and columns");
-  app.add_flag("--no-decode", no_decode,
-               "Read only (no decode or augment): the raw storage path through the reader");
-  app.add_flag("--direct", direct, "O_DIRECT reads, bypassing the page cache (uring readers)");
-  app.add_option("--shard-order", shard_order,
-                 "Packed shards: global (exact shuffle, each sample read by offset: the file "
-                 "tree's order) or sequential (shards shuffled, streamed through a shuffle buffer)")
-      ->capture_default_str();
-  app.add_option("--shuffle-buffer", shuffle_buffer,
-                 "Samples in the shuffle buffer of --shard-order sequential")
-      ->capture_default_str();
-  app.add_option("--source", source,
-                 "Where bytes come from: auto (from the dataset and reader), pread, uring, null "
-                 "(no I/O, one fixed JPEG: the loader's own overhead), nfs, shard")
-      ->capture_default_str();
-  app.add_option("--null-file", null_file,
-                 "With --source null: serve this file's bytes instead of the built-in JPEG");
+void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
+  const auto want = [which](LoaderOption o) { return (which & o) != 0; };
+  if (want(kBatch))
+    app.add_option("--batch", batch, "Samples per batch")
+        ->capture_default_str()
+        ->check(integer_in(1, 1u << 20));
+  if (want(kPrefetch))
+    app.add_option("--prefetch", prefetch,
+                   "Batches prepared ahead of the consumer (all readers but serial)")
+        ->capture_default_str()
+        ->check(integer_in(1, 1024));
+  if (want(kTransform))
+    app.add_option("--transform", transform,
+                   "random-resized-crop (rrc), random-crop (crop: the study's fixed window), "
+                   "center-crop (center: evaluation)")
+        ->capture_default_str()
+        ->check(parsed_by([](const std::string& s) { parse_transform(s); }, "TRANSFORM"));
+  if (want(kSize))
+    app.add_option("--size", size, "Output is size x size pixels")
+        ->capture_default_str()
+        ->check(integer_in(8, 8192));
+  if (want(kFlip))
+    app.add_option("--flip", flip, "Probability of a horizontal flip")
+        ->capture_default_str()
+        ->check(number_in(0.0, 1.0));
+  if (want(kDtype))
+    app.add_option("--dtype", dtype, "f32 (normalised with ImageNet mean/std) or u8")
+        ->capture_default_str()
+        ->check(parsed_by([](const std::string& s) { parse_dtype(s); }, "DTYPE"));
+  if (want(kLayout))
+    app.add_option("--layout", layout, "nchw or nhwc")
+        ->capture_default_str()
+        ->check(parsed_by([](const std::string& s) { parse_layout(s); }, "LAYOUT"));
+  if (want(kSeed))
+    app.add_option("--seed", seed, "Seed for shuffling and augmentation")
+        ->capture_default_str()
+        ->check(integer_in(0));
+  if (want(kNoShuffle)) app.add_flag("--no-shuffle", no_shuffle, "Visit samples in index order");
+  if (want(kDropLast))
+    app.add_flag("--drop-last", drop_last, "Drop the short last batch of an epoch");
+  if (want(kOnError))
+    app.add_option("--on-error", on_error,
+                   "Bad sample policy: skip (replace by the next sample, count and list) or fail")
+        ->capture_default_str()
+        ->check(parsed_by([](const std::string& s) { parse_error_policy(s); }, "POLICY"));
+  if (want(kMaxPixels))
+    app.add_option("--max-pixels", max_pixels, "Refuse images whose header claims more pixels")
+        ->capture_default_str()
+        ->check(integer_in(1));
+  if (want(kNoDctScaling))
+    app.add_flag("--no-dct-scaling", no_dct_scaling, "Always decode JPEGs at full resolution");
+  if (want(kNoPartialDecode))
+    app.add_flag("--no-partial-decode", no_partial_decode,
+                 "Decode whole JPEGs even where the crop needs only some rows and columns");
+  if (want(kNoDecode))
+    app.add_flag("--no-decode", no_decode,
+                 "Read only (no decode or augment): the raw storage path through the reader");
+  if (want(kDirect))
+    app.add_flag("--direct", direct, "O_DIRECT reads, bypassing the page cache (uring readers)");
+  if (want(kShardOrder))
+    app.add_option("--shard-order", shard_order,
+                   "Packed shards: global (exact shuffle, each sample read by offset: the file "
+                   "tree's order) or sequential (shards shuffled, streamed through a shuffle "
+                   "buffer)")
+        ->capture_default_str()
+        ->check(parsed_by([](const std::string& s) { parse_shard_order(s); }, "ORDER"));
+  if (want(kShuffleBuffer))
+    app.add_option("--shuffle-buffer", shuffle_buffer,
+                   "Samples in the shuffle buffer of --shard-order sequential")
+        ->capture_default_str()
+        ->check(integer_in(0));
+  if (want(kSource))
+    app.add_option("--source", source,
+                   "Where bytes come from: auto (from the dataset and reader), pread, uring, null "
+                   "(no I/O, one fixed JPEG: the loader's own overhead), nfs, shard")
+        ->capture_default_str()
+        ->check(parsed_by([](const std::string& s) { parse_source_kind(s); }, "SOURCE"));
+  if (want(kNullFile))
+    app.add_option("--null-file", null_file,
+                   "With --source null: serve this file's bytes instead of the built-in JPEG");
 }
 
 LoaderConfig LoaderOptions::to_config() const {

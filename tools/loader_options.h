@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The loader's command-line options, shared by every subcommand that reads a dataset
-// (bench, peek; later train and eval), and their translation into a LoaderConfig.
+// (bench, peek, train, eval), and their translation into a LoaderConfig. Each command
+// registers only the options that mean something to it (eval has no --flip): one it does
+// not register is an unknown option, a usage error, rather than a value silently ignored.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,6 +12,31 @@
 #include "loader/loader_config.h"
 
 namespace stoker {
+
+// One bit per option, for the selection a command registers.
+enum LoaderOption : uint32_t {
+  kBatch = 1u << 0,
+  kPrefetch = 1u << 1,
+  kTransform = 1u << 2,
+  kSize = 1u << 3,
+  kFlip = 1u << 4,
+  kDtype = 1u << 5,
+  kLayout = 1u << 6,
+  kSeed = 1u << 7,
+  kNoShuffle = 1u << 8,
+  kDropLast = 1u << 9,
+  kOnError = 1u << 10,
+  kMaxPixels = 1u << 11,
+  kNoDctScaling = 1u << 12,
+  kNoPartialDecode = 1u << 13,
+  kNoDecode = 1u << 14,
+  kDirect = 1u << 15,
+  kShardOrder = 1u << 16,
+  kShuffleBuffer = 1u << 17,
+  kSource = 1u << 18,
+  kNullFile = 1u << 19,
+};
+constexpr uint32_t kAllLoaderOptions = (1u << 20) - 1;
 
 struct LoaderOptions {
   size_t batch = 64;
@@ -33,7 +60,8 @@ struct LoaderOptions {
   std::string source = "auto";
   std::string null_file;
 
-  void add_to(CLI::App& app);
+  // Registers the options in `which` (LoaderOption bits); the others keep their values.
+  void add_to(CLI::App& app, uint32_t which);
   // Validates and converts; the reader policy is set separately (bench runs several).
   LoaderConfig to_config() const;
 };

@@ -35,6 +35,11 @@ int main(int argc, char** argv) {
     // What was finished has been written; the handler already said so on stderr.
     std::fprintf(stderr, "stoker: %s\n", e.what());
     return stoker::interrupt_exit_code();
+  } catch (const stoker::UsageError& e) {
+    // The same exit code and hint as CLI11's own parse errors.
+    std::fprintf(stderr, "stoker: usage error: %s\nRun with --help for more information.\n",
+                 e.what());
+    return 2;
   } catch (const stoker::Error& e) {
     std::fprintf(stderr, "stoker: error: %s\n", e.what());
     return 1;

@@ -3,48 +3,81 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "common/error.h"
+#include "models/resnet.h"
+#include "tools/option_checks.h"
 
 namespace stoker {
 
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
 void TrainOptions::add_to(CLI::App& app) {
   app.add_option("--arch", arch, "resnet18, resnet34, resnet50, resnet101 or resnet152")
-      ->capture_default_str();
-  app.add_option("--classes", classes, "Output classes (default: the dataset's; synthetic 1000)");
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));
+  app.add_option("--classes", classes, "Output classes (default: the dataset's; synthetic 1000)")
+      ->check(integer_in(1, 1 << 20));
   app.add_flag("--zero-init-residual", zero_init_residual,
                "Start the last BN of each residual branch at 0 (each block starts as identity)");
   add_backend_options(app);
-  app.add_option("--lr", lr, "Base learning rate (default: 0.1 x batch / 256)");
+  app.add_option("--lr", lr, "Base learning rate (default: 0.1 x batch / 256)")
+      ->check(number_in(0, kInf, true));
   app.add_flag("--scale-lr", scale_lr, "Linear scaling rule: --lr x batch / 256");
-  app.add_option("--momentum", momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--momentum", momentum, "SGD momentum")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
   app.add_flag("--nesterov", nesterov, "Nesterov momentum");
-  app.add_option("--weight-decay", weight_decay, "L2 weight decay")->capture_default_str();
+  app.add_option("--weight-decay", weight_decay, "L2 weight decay")
+      ->capture_default_str()
+      ->check(number_in(0, kInf));
   app.add_flag("--no-bn-decay{false}", bn_decay, "No weight decay on BN parameters and biases");
   app.add_option("--schedule", schedule_kind, "constant, step or cosine (after the warm-up)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { parse_lr_kind(s); }, "SCHEDULE"));
   app.add_option("--lr-warmup", lr_warmup,
-                 "Steps of linear warm-up (default: 5% of the schedule's steps)");
-  app.add_option("--milestones", milestones, "step: steps (after warm-up) where lr x= gamma");
-  app.add_option("--gamma", gamma, "step: the decay factor")->capture_default_str();
-  app.add_option("--min-lr", min_lr, "cosine: the final rate")->capture_default_str();
+                 "Steps of linear warm-up (default: 5% of the schedule's steps)")
+      ->check(integer_in(0, INT64_MAX));
+  app.add_option("--milestones", milestones, "step: steps (after warm-up) where lr x= gamma")
+      ->check(integer_in(1, INT64_MAX));
+  app.add_option("--gamma", gamma, "step: the decay factor")
+      ->capture_default_str()
+      ->check(number_in(0, kInf, true));
+  app.add_option("--min-lr", min_lr, "cosine: the final rate")
+      ->capture_default_str()
+      ->check(number_in(0, kInf));
   app.add_option("--total-steps", total_steps,
-                 "Length of the schedule (default: the last step of this run)");
+                 "Length of the schedule (default: the last step of this run)")
+      ->check(integer_in(1, INT64_MAX));
   app.add_option("--label-smoothing", label_smoothing, "Cross-entropy label smoothing")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
 }
 
 void TrainOptions::add_backend_options(CLI::App& app) {
   app.add_option("--backend", backend, "cpu (oneDNN) or cuda (cuDNN + cuBLAS, when built in)")
-      ->capture_default_str();
-  app.add_option("--device", device, "cuda: the CUDA device index")->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by(
+          [](const std::string& s) {
+            if (s != "cpu" && s != "cuda" && s != "gpu")
+              fail("unknown backend '{}': expected cpu or cuda", s);
+          },
+          "BACKEND"));
+  app.add_option("--device", device, "cuda: the CUDA device index")
+      ->capture_default_str()
+      ->check(integer_in(0, 1023));
   app.add_option("--precision", precision,
                  "f32, tf32 (cuda), f16 (cuda, loss scaling) or bf16 (cuda; cpu with native bf16)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { parse_precision(s); }, "PRECISION"));
   app.add_option("--compute-layout", compute_layout,
                  "Activations inside the backend: auto, nchw or nhwc (cuda; the cpu keeps "
                  "oneDNN's blocked layouts)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { parse_compute_layout(s); }, "LAYOUT"));
   app.add_option("--conv-algo", conv_algo,
                  "Convolutions: heuristic (the library's choice), exhaustive (cuda: measured), "
                  "fixed:<name> (cpu: fixed:direct, fixed:winograd); older words auto, direct, "
@@ -52,9 +85,11 @@ void TrainOptions::add_backend_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--workspace-limit", workspace_limit_mib,
                  "cuda: MiB a convolution may borrow as workspace")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(0, 1u << 30));
   app.add_flag("--graph", graph, "cuda: capture the step into a CUDA Graph");
-  app.add_option("--threads", threads, "Compute threads (default: every core)");
+  app.add_option("--threads", threads, "Compute threads (default: every core)")
+      ->check(integer_in(1, 4096));
 }
 
 void TrainOptions::apply(BackendConfig& bc) const {
@@ -86,7 +121,7 @@ SgdConfig TrainOptions::sgd() const {
   c.nesterov = nesterov;
   c.weight_decay = float(weight_decay);
   c.decay_bn_and_bias = bn_decay;
-  if (nesterov && momentum <= 0) fail("--nesterov needs a momentum above 0");
+  if (nesterov && momentum <= 0) usage_fail("--nesterov needs a momentum above 0");
   return c;
 }
 

@@ -2,6 +2,7 @@
 #include "train/emulated_accelerator.h"
 
 #include <charconv>
+#include <cmath>
 #include <thread>
 
 #include "common/clock.h"
@@ -22,7 +23,7 @@ namespace {
 
 bool parse_double(std::string_view s, double& v) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && end == s.data() + s.size() && v > 0;
+  return ec == std::errc() && end == s.data() + s.size() && v > 0 && std::isfinite(v);
 }
 
 bool parse_time(std::string_view s, double& seconds) {
@@ -49,19 +50,19 @@ EmulatedAccelerator parse_emulation(const std::string& spec) {
     return e;
   }
   std::string_view s(spec);
+  // "1786img/s" holds a slash too: the rate's unit is taken off before looking for T/N.
+  const bool rate_unit = s.size() > 5 && s.substr(s.size() - 5) == "img/s";
+  if (rate_unit) s.remove_suffix(5);
   double v = 0;
   if (const size_t slash = s.find('/'); slash != std::string_view::npos) {
     double t = 0, n = 0;
-    if (parse_time(s.substr(0, slash), t) && parse_double(s.substr(slash + 1), n)) {
+    if (!rate_unit && parse_time(s.substr(0, slash), t) && parse_double(s.substr(slash + 1), n)) {
       e.seconds_per_image = t / n;
       return e;
     }
-  } else {
-    if (s.size() > 5 && s.substr(s.size() - 5) == "img/s") s.remove_suffix(5);
-    if (parse_double(s, v)) {
-      e.seconds_per_image = 1.0 / v;
-      return e;
-    }
+  } else if (parse_double(s, v)) {
+    e.seconds_per_image = 1.0 / v;
+    return e;
   }
   fail(
       "--emulate '{}': expected the preset resnet50-h100, a rate in images/s "

@@ -135,6 +135,51 @@ TEST(ListFile, ErrorsNameFileAndLine) {
   }
 }
 
+// Issue 12: the list's folder was prefixed to absolute paths ('.//abs/path': No such file).
+TEST(ListFile, AbsolutePathsAreTakenAsTheyAre) {
+  TempDir data, lists;
+  write_text(data / "cat/a.jpg", "abcd");
+  write_text(lists / "rel/b.jpg", "xy");
+  write_text(lists / "list.txt", data / "cat/a.jpg" + " 1\nrel/b.jpg 0\n");
+  const Index idx = index_list_file(lists / "list.txt");
+  ASSERT_EQ(idx.size(), 2u);
+  EXPECT_EQ(idx.path(0), data / "cat/a.jpg");   // absolute: not under the list's folder
+  EXPECT_EQ(idx.path(1), lists / "rel/b.jpg");  // relative: under it
+  EXPECT_EQ(idx.bytes[0], 4u);
+  EXPECT_EQ(idx.bytes[1], 2u);
+  std::string scratch;
+  EXPECT_EQ(std::string(locate_sample(idx, 0, scratch).file), data / "cat/a.jpg");
+}
+
+// A binary file given where a list is expected: named, and no raw bytes in the message.
+TEST(ListFile, BinaryFileIsNotAList) {
+  TempDir d;
+  const std::vector<uint8_t> jpeg_head = {0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 'J', 'F', 'I', 'F'};
+  const std::vector<uint8_t> png_head = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  for (const auto& [name, bytes] : {std::pair{"x.jpg", jpeg_head}, {"y.png", png_head}}) {
+    test::write_bytes(d / name, bytes);
+    try {
+      index_list_file(d / name);
+      FAIL() << name;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("'" + d / name + "' is not a list file"), std::string::npos) << m;
+      for (const char ch : m) EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << name << ": " << m;
+    }
+  }
+  // Text with a stray byte in a malformed line is quoted as \xNN.
+  write_text(d / "odd.txt", "caf\xc3\xa9.jpg\n");
+  try {
+    index_list_file(d / "odd.txt");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("odd.txt:1: expected 'relative/path label', found "
+                                         "'caf\\xc3\\xa9.jpg'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(OpenIndex, DirectoryOrListFile) {
   TempDir d;
   write_text(d / "k/x.jpg", "x");

@@ -29,8 +29,10 @@ grep -qx 'bn1.num_batches_tracked' "$tmp/p.txt" || fail "--params scalar line"
 "$stoker" model resnet34 --classes 5 --input 97 --json "$tmp/m.json" > /dev/null
 python3 - "$tmp/m.json" <<'PY'
 import json, math, sys
-d = json.load(open(sys.argv[1]))
-assert d["arch"] == "resnet34" and d["classes"] == 5 and d["input"] == [3, 97, 97], d["input"]
+doc = json.load(open(sys.argv[1]))
+c, d = doc["context"], doc["results"][0]
+assert c["tool"] == "stoker model" and len(doc["results"]) == 1, c
+assert c["arch"] == "resnet34" and c["classes"] == 5 and c["input"] == [3, 97, 97], c["input"]
 t = d["totals"]
 assert t["parameters"] == 21_797_672 - 513 * 995, t
 assert t["parameters"] == sum(math.prod(p["shape"]) for p in d["params"] if p["trainable"])
@@ -51,11 +53,11 @@ expect() {  # expect CODE PATTERN ARGS...: exit code and a pattern on stderr
   [ "$got" = "$code" ] || fail "model $*: exit $got, expected $code ($(cat "$tmp/err.txt"))"
   grep -q -- "$pattern" "$tmp/err.txt" || fail "model $*: no '$pattern' in: $(cat "$tmp/err.txt")"
 }
-expect 1 'expected resnet18, resnet34' resnet51
+expect 2 'arch: model .resnet51.: expected resnet18, resnet34' resnet51
 expect 1 'input 0x0 is too small' resnet50 --input 0
 expect 1 'input 224x0 is too small' resnet50 --input 224x0
-expect 1 "--input '22a'" resnet50 --input 22a
-expect 1 '0 classes' resnet50 --classes 0
+expect 2 "--input: --input '22a'" resnet50 --input 22a
+expect 2 "--classes: '0' is not an integer from 1" resnet50 --classes 0
 expect 2 'classes' resnet50 --classes many
 expect 2 'arch'
 echo "ok: stoker model table, --params, --json and errors"

@@ -54,7 +54,9 @@ def stoker_json(arch, classes, size, zero_init=False):
         extra = ["--zero-init-residual"] if zero_init else []
         stoker_out(arch, "--classes", str(classes), "--input", size, "--json", path, *extra)
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            doc = json.load(f)
+        # {context: what was described, results: [the description]}
+        return {**doc["context"], **doc["results"][0]}
 
 
 def torch_trace(model, h, w):

@@ -118,7 +118,7 @@ for pid, name in procs.items():
 PY
 "$stoker" bench "$tmp/d/96px" --reader serial --trace "$tmp/x.json" --trace-batches 5 \
   > /dev/null 2> "$tmp/err_tb.txt" && fail "--trace-batches 5 accepted"
-grep -q -- "--trace-batches '5'" "$tmp/err_tb.txt" || fail "trace-batches message"
+grep -q -- "--trace-batches: '5'" "$tmp/err_tb.txt" || fail "trace-batches message"
 
 # probe: both orders through each reader, bytes equal to the dataset's
 "$stoker" probe "$tmp/d/96px" --reader serial,uring:4:1 --json "$tmp/probe.json" > /dev/null
@@ -136,7 +136,7 @@ python3 -c "import sys; d=open('$tmp/peek.png','rb').read(8); sys.exit(d!=b'\x89
 
 # usage errors exit 2, bad input exits 1
 set +e
-"$stoker" bench --reader bogus "$tmp/d/64px" > /dev/null 2>&1; [ $? = 1 ] || fail "bad reader exit code"
+"$stoker" bench --reader bogus "$tmp/d/64px" > /dev/null 2>&1; [ $? = 2 ] || fail "bad reader exit code"
 "$stoker" bench --no-such-flag > /dev/null 2>&1; [ $? = 2 ] || fail "unknown flag exit code"
 "$stoker" bench /nonexistent/data > /dev/null 2> "$tmp/err3.txt"; [ $? = 1 ] || fail "missing root"
 set -e

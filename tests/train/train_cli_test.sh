@@ -35,8 +35,13 @@ fi
 cat "$tmp/learn.txt" "$tmp/eval.txt"
 python3 - "$tmp/learn.json" "$tmp/eval.json" <<'PY'
 import json, math, sys
-t = json.load(open(sys.argv[1]))
-e = json.load(open(sys.argv[2]))
+# Every --json is {context, results}: train and eval measure one run each.
+td, ed = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert set(td) == set(ed) == {"context", "results"}, (list(td), list(ed))
+assert len(td["results"]) == len(ed["results"]) == 1
+assert td["context"]["tool"] == "stoker train" and td["context"]["image_size"] == 48, td["context"]
+assert ed["context"]["tool"] == "stoker eval" and ed["context"]["image_size"] == 48, ed["context"]
+t, e = td["results"][0], ed["results"][0]
 assert t["steps"] == 64 and len(t["loss"]) == 64 and len(t["per_step"]) == 64, t["steps"]
 assert all(math.isfinite(x) for x in t["loss"])
 for k in ("images_per_s", "data_wait_fraction", "flop_per_image", "achieved_gflop_per_s"):
@@ -71,8 +76,7 @@ common=(--arch resnet18 --size 32 --batch 16 --lr 0.1 --lr-warmup 2 --reader thr
   --save "$tmp/resumed.safetensors" --json "$tmp/resumed.json" > /dev/null 2>&1 || fail "resume"
 python3 - "$tmp/whole.json" "$tmp/resumed.json" <<'PY'
 import json, sys
-w = json.load(open(sys.argv[1]))
-r = json.load(open(sys.argv[2]))
+w, r = (json.load(open(p))["results"][0] for p in sys.argv[1:])
 assert r["first_step"] == 3 and w["loss"][3:] == r["loss"], (w["loss"], r["loss"])
 assert w["lr"][3:] == r["lr"], (w["lr"], r["lr"])
 PY
@@ -142,8 +146,9 @@ for dtype in u8 f32; do
 done
 python3 - "$tmp/in_u8.json" "$tmp/in_f32.json" <<'PY'
 import json, sys
-u, f = (json.load(open(p)) for p in sys.argv[1:])
-assert u["input"] == "u8" and f["input"] == "f32", (u["input"], f["input"])
+ud, fd = (json.load(open(p)) for p in sys.argv[1:])
+assert ud["context"]["input"] == "u8" and fd["context"]["input"] == "f32"
+u, f = ud["results"][0], fd["results"][0]
 assert all(abs(a - b) <= 1e-6 * max(1, abs(b)) for a, b in zip(u["loss"], f["loss"])), \
     (u["loss"], f["loss"])
 PY
@@ -155,7 +160,7 @@ PY
   > /dev/null 2>&1 || fail "--trace"
 python3 - "$tmp/gaps.json" "$tmp/trace.json" <<'PY'
 import json, sys
-g = json.load(open(sys.argv[1]))
+g = json.load(open(sys.argv[1]))["results"][0]
 for s in g["per_step"]:
     parts = s["busy_s"] + s["gap_s"]
     assert abs(parts - s["total_s"]) <= 0.02 * s["total_s"], s
@@ -214,8 +219,8 @@ expect() {  # expect CODE PATTERN -- command...
   [ "$got" = "$code" ] || { cat "$tmp/err.txt"; fail "exit $got, expected $code: $*"; }
   grep -q -- "$pattern" "$tmp/err.txt" || { cat "$tmp/err.txt"; fail "no '$pattern': $*"; }
 }
-expect 1 "neither" -- "$stoker" train --arch resnet18
-expect 1 "both" -- "$stoker" train "$tmp/d" --synthetic
+expect 2 "neither" -- "$stoker" train --arch resnet18
+expect 2 "both" -- "$stoker" train "$tmp/d" --synthetic
 expect 1 "contradicts" -- "$stoker" train "$tmp/d" --resume "$tmp/half.safetensors" --lr 0.5
 expect 1 "save-every needs --save" -- "$stoker" train --synthetic --save-every 2
 expect 1 "val-every needs --val" -- "$stoker" train --synthetic --val-every 2
@@ -224,13 +229,13 @@ expect 1 "fc.weight" -- "$stoker" train --synthetic --arch resnet18 --classes 10
   --size 32 --steps 1 --init "$tmp/learned.safetensors"
 expect 1 "no/such/dir" -- "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 2 \
   --size 32 --steps 1 --save "$tmp/no/such/dir/x.safetensors"
-expect 1 "unknown precision" -- "$stoker" train --synthetic --precision fp8
-expect 1 "expected cpu or cuda" -- "$stoker" train --synthetic --backend tpu
+expect 2 "unknown precision" -- "$stoker" train --synthetic --precision fp8
+expect 2 "expected cpu or cuda" -- "$stoker" train --synthetic --backend tpu
 expect 1 "exhaustive" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
   --conv-algo exhaustive
 expect 1 "not offered by the CPU" -- "$stoker" train --synthetic --arch resnet18 --size 32 \
   --batch 2 --precision f16
-expect 1 "trace-steps" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
+expect 2 "trace-steps" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
   --trace "$tmp/t.json" --trace-steps 5
 if ! grep -q avx512_bf16 /proc/cpuinfo; then
   expect 1 "native bf16" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \

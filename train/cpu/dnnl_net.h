@@ -39,8 +39,7 @@ struct Step {
 struct ParamMemory {
   dnnl::memory value, grad, momentum;  // grad and momentum only when trainable
   dnnl::memory::desc plain;            // torch's layout, for load and save
-  bool has_momentum = false;
-  int64_t count = 0;  // num_batches_tracked (i64 params); value is empty then
+  int64_t count = 0;                   // num_batches_tracked (i64 params); value is empty then
 };
 
 // What the backward of a layer needs from its training forward.
