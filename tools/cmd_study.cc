@@ -579,7 +579,9 @@ void add_study_command(CLI::App& app) {
                   "read <URL>/<dataset name>, nfs-shards cells <URL>/<dataset name>-shards");
   cmd->add_option("--data-root", o->data_root, "Where --quick makes its datasets")
       ->capture_default_str();
-  o->loader.add_to(*cmd);
+  // The storage axis chooses the source; every cell drops the short last batch and decodes.
+  o->loader.add_to(*cmd,
+                   kAllLoaderOptions & ~(kDropLast | kSource | kNullFile | kDirect | kNoDecode));
   cmd->callback([o, cmd] { StudyRun(*o).run(*cmd); });
 }
 
