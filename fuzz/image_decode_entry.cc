@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "augment/decoder.h"
+#include "augment/image_format.h"
 #include "augment/resize.h"
 #include "common/error.h"
 
@@ -42,6 +43,14 @@ void decode_once(Decoder& decoder, std::span<const uint8_t> image, const uint8_t
   STOKER_CHECK(info.width > 0 && info.height > 0);
   STOKER_CHECK(static_cast<uint64_t>(info.width) * static_cast<uint64_t>(info.height) <=
                decoder.options().max_pixels);
+  // The pixel limit is checked on the size sniffed from the header, before OpenCV decodes:
+  // OpenCV must have read the same size, or the check guarded a different image.
+  if (info.format != ImageFormat::jpeg) {
+    const ImageInfo sniffed = sniff_image(image);
+    STOKER_CHECK_MSG(sniffed.width == info.width && sniffed.height == info.height,
+                     "{} header says {}x{}, OpenCV decoded {}x{}", format_name(info.format),
+                     sniffed.width, sniffed.height, info.width, info.height);
+  }
   DecodeRequest req;
   req.region = {scaled(u16(p), info.width), scaled(u16(p + 2), info.height),
                 scaled(u16(p + 4), info.width), scaled(u16(p + 6), info.height)};

@@ -8,9 +8,10 @@ set -euo pipefail
 
 usage() {
   cat <<USAGE
-usage: scripts/fuzz.sh [--seconds N] [--build-only] [TARGET...]
+usage: scripts/fuzz.sh [--seconds N] [--build-only | --no-build] [TARGET...]
   --seconds N    run each target for N seconds (default 60)
   --build-only   configure and build build-fuzz/, run nothing
+  --no-build     run the targets as last built
   TARGET         image_decode, list_file, safetensors (default: all three)
 Needs clang and libFuzzer: scripts/deps.sh --fuzz. Runs at nice 19, one fuzzer at a time.
 USAGE
@@ -18,11 +19,13 @@ USAGE
 
 seconds=60
 build_only=0
+no_build=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) [ $# -ge 2 ] || { usage >&2; exit 2; }; seconds="$2"; shift 2 ;;
     --build-only) build_only=1; shift ;;
+    --no-build) no_build=1; shift ;;
     -h|--help) usage; exit 0 ;;
     image_decode|list_file|safetensors) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -37,14 +40,14 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/dep
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-if [ ! -f "$build/CMakeCache.txt" ]; then
+if [ "$no_build" -eq 0 ] && [ ! -f "$build/CMakeCache.txt" ]; then
   # Optimised with debug info, the way libFuzzer targets are usually built; only the
   # libraries the targets link are compiled (no tests, no GPU or CPU training backend).
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSTOKER_FUZZ=ON -DSTOKER_BUILD_TESTS=OFF -DSTOKER_WITH_CUDA=OFF -DSTOKER_WITH_DNNL=OFF \
     "${launcher[@]}" >/dev/null
 fi
-nice -n 19 ninja -C "$build" -j "${STOKER_FUZZ_BUILD_JOBS:-2}" "${targets[@]/%/_fuzz}"
+[ "$no_build" -eq 1 ] || nice -n 19 ninja -C "$build" -j "${STOKER_FUZZ_BUILD_JOBS:-2}" "${targets[@]/%/_fuzz}"
 [ "$build_only" -eq 1 ] && exit 0
 
 # Longest input per target: images need room for a real photo, the text formats do not.
@@ -68,20 +71,22 @@ for t in "${targets[@]}"; do
   # (decoding is bounded by kImageMaxPixels, fuzz/fuzz_entry.h); -timeout: one input that
   # takes this long (seconds) is a hang.
   rc=0
-  nice -n 19 "$build/fuzz/${t}_fuzz" -max_total_time="$seconds" -max_len="$(max_len "$t")" \
+  TIMEFORMAT='%U %S'  # the fuzzer's CPU seconds (user, system), for the hours-run figures
+  { time nice -n 19 "$build/fuzz/${t}_fuzz" -max_total_time="$seconds" -max_len="$(max_len "$t")" \
     -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
-    -artifact_prefix="$crashes/" "${dirs[@]}" >"$log" 2>&1 || rc=$?
+    -artifact_prefix="$crashes/" "${dirs[@]}" >"$log" 2>&1; } 2>"$build/$t.cpu" || rc=$?
   wall=$(( $(date +%s) - start ))
+  cpu=$(awk '{printf "%.0f", $1 + $2}' "$build/$t.cpu")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   new=$(( $(find "$crashes" -type f | wc -l) - before ))
-  summary+=("$(printf '%-13s %6ss %12s execs  cov %6s  rc %3s  new findings %s' "$t" "$wall" \
-    "${execs:-?}" "${cov:-?}" "$rc" "$new")")
+  summary+=("$(printf '%-13s %7s %7s %12s %9s %5s %9s' "$t" "$wall" "$cpu" "${execs:-?}" \
+    "${cov:-?}" "$rc" "$new")")
   if [ "$rc" -ne 0 ] || [ "$new" -gt 0 ]; then
     findings=1
     grep -m1 -E 'ERROR: (AddressSanitizer|libFuzzer|UndefinedBehaviorSanitizer)|runtime error|internal check failed' \
       "$log" >&2 || tail -5 "$log" >&2
   fi
 done
-printf '%s\n' "# target       seconds        execs  coverage  exit  findings" "${summary[@]}"
+printf '%s\n' "# target       wall_s   cpu_s        execs  coverage  exit  findings" "${summary[@]}"
 exit "$findings"

@@ -3,7 +3,9 @@
 // Stoker with (fuzz/regressions/<target>/) through the fuzzers' own entry points, in the
 // normal build: each must be accepted or refused with stoker::Error, never crash, throw
 // anything else or grow the process past a sane size. Seeds named ok-* must be accepted and
-// bad-* refused, so the entry points are known to reach the parsers' far ends.
+// bad-* refused, so the entry points are known to reach the parsers' far ends; a regression
+// with a NAME.expect beside it must be refused with a message containing that file's text
+// (its first line), where the old behaviour was a wrong answer rather than a crash.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -32,7 +34,7 @@ std::vector<fs::path> inputs(const std::string& dir) {
   const fs::path d = fs::path(STOKER_FUZZ_DIR) / dir;
   if (!fs::is_directory(d)) return files;
   for (const fs::directory_entry& e : fs::directory_iterator(d)) {
-    if (e.is_regular_file()) files.push_back(e.path());
+    if (e.is_regular_file() && e.path().extension() != ".expect") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -60,6 +62,8 @@ void replay(const std::string& target, const std::function<void(std::span<const 
     SCOPED_TRACE(p.string());
     const std::vector<uint8_t> bytes = slurp(p);
     const std::string name = p.filename().string();
+    std::string expect;
+    if (std::ifstream in(p.string() + ".expect"); in) std::getline(in, expect);
     bool ok = false;
     try {
       entry(bytes);
@@ -70,10 +74,13 @@ void replay(const std::string& target, const std::function<void(std::span<const 
       // The message is what a user reads: it must say something.
       EXPECT_GT(std::string(e.what()).size(), 10u);
       if (name.starts_with("ok-")) ADD_FAILURE() << "a valid seed was refused: " << e.what();
+      if (!expect.empty())
+        EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
     } catch (const std::exception& e) {
       ADD_FAILURE() << "threw something other than stoker::Error: " << e.what();
     }
     if (ok && name.starts_with("bad-")) ADD_FAILURE() << "an invalid seed was accepted";
+    if (ok && !expect.empty()) ADD_FAILURE() << "accepted; expected a refusal saying: " << expect;
   }
   EXPECT_LT(peak_rss_kib(), kMaxRssKiB);
   std::printf("%s: %zu inputs (%zu seeds, %zu regressions): %zu accepted, %zu refused\n",
