@@ -56,6 +56,10 @@ const DTypeInfo& info(TensorDType dtype) {
 // The reference implementation refuses larger headers; so do we, before allocating one.
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 constexpr std::string_view kMetadataKey = "__metadata__";
+// A valid header nests three deep (header, tensor, shape). nlohmann's dump() recurses once
+// per level, and error messages dump what they found: a shape of 100,000 nested arrays
+// would overflow the stack while describing itself.
+constexpr int kMaxJsonDepth = 16;
 
 std::string known_dtypes() {
   std::string s;
@@ -77,8 +81,12 @@ struct TensorSpan {
 nlohmann::json parse_json(std::string_view path, std::string_view text) {
   std::vector<std::set<std::string>> keys;  // one set per open object
   std::string duplicate;
-  auto watch = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  auto watch = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
+    if (depth > kMaxJsonDepth) {
+      fail("{}: the safetensors header nests JSON more than {} levels deep; expected 3", path,
+           kMaxJsonDepth);
+    }
     if (event == E::object_start) keys.emplace_back();
     if (event == E::object_end && !keys.empty()) keys.pop_back();
     if (event == E::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
