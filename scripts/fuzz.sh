@@ -69,11 +69,12 @@ for t in "${targets[@]}"; do
   start=$(date +%s)
   # -malloc_limit_mb: an input that makes Stoker ask for this much at once is a finding
   # (decoding is bounded by kImageMaxPixels, fuzz/fuzz_entry.h); -timeout: one input that
-  # takes this long (seconds) is a hang.
+  # takes this long (wall seconds) is a hang. 60, not libFuzzer's usual 10: at nice 19 on a
+  # shared machine a 0.2 CPU-second input has taken more than 10 s.
   rc=0
   TIMEFORMAT='%U %S'  # the fuzzer's CPU seconds (user, system), for the hours-run figures
   { time nice -n 19 "$build/fuzz/${t}_fuzz" -max_total_time="$seconds" -max_len="$(max_len "$t")" \
-    -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
+    -timeout=60 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 \
     -artifact_prefix="$crashes/" "${dirs[@]}" >"$log" 2>&1; } 2>"$build/$t.cpu" || rc=$?
   wall=$(( $(date +%s) - start ))
   cpu=$(awk '{printf "%.0f", $1 + $2}' "$build/$t.cpu")
