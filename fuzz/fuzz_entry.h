@@ -12,7 +12,7 @@
 namespace stoker::fuzz {
 
 // Image inputs start with this many bytes that choose the decode options, the crop region
-// and the output size (layout in fuzz_entry.cc); the image bytes follow.
+// and the output size (layout in image_decode_entry.cc); the image bytes follow.
 inline constexpr size_t kImagePrefixBytes = 11;
 // The pixel limit the image entry decodes under: small, so one input stays fast, and a
 // header that gets past it unchecked shows up as a large allocation.

@@ -28,7 +28,7 @@ def out_dir(target):
 
 
 def prefix(flags, x, y, w, h, out_w, out_h):
-    # fuzz/fuzz_entry.cc: flags, region x y w h as u16 fractions of 32768 (1.0 = the whole
+    # fuzz/image_decode_entry.cc: flags, region x y w h as u16 fractions of 32768 (1.0 = the whole
     # extent), out_w - 1, out_h - 1.
     return struct.pack("<B4HBB", flags, x, y, w, h, out_w - 1, out_h - 1)
 
