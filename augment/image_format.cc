@@ -99,6 +99,9 @@ void pnm_size(std::span<const uint8_t> b, ImageInfo& info) {
 }
 
 // TIFF: the first image's ImageWidth (tag 256) and ImageLength (257) from the first IFD.
+// libtiff takes any integer type for them, in any order: one stored in a type not read here,
+// not positive, or given twice with different values is left unknown (0), and the decoder
+// refuses the file rather than let libtiff pick another size than the one checked.
 void tiff_size(std::span<const uint8_t> b, ImageInfo& info) {
   const bool le = b[0] == 'I';
   auto u16 = [&](size_t at) { return le ? le16(&b[at]) : be16(&b[at]); };
@@ -107,15 +110,46 @@ void tiff_size(std::span<const uint8_t> b, ImageInfo& info) {
   const uint64_t ifd = u32(4);
   if (ifd > b.size() - 2) return;
   const uint32_t entries = u16(ifd);
+  constexpr int64_t kUnseen = -1, kUnreadable = -2;
+  int64_t size[2] = {kUnseen, kUnseen};  // width, height
+  bool conflict = false;
   for (uint32_t e = 0; e < entries; ++e) {
     const uint64_t at = ifd + 2 + uint64_t{12} * e;
     if (at + 12 > b.size()) return;
     const uint32_t tag = u16(at), type = u16(at + 2);
     if (tag != 256 && tag != 257) continue;
-    const uint32_t v = type == 3 ? u16(at + 8) : type == 4 ? u32(at + 8) : 0;
-    int& field = tag == 256 ? info.width : info.height;
-    if (field == 0) field = dimension(v);  // libtiff, too, keeps the first of duplicate tags
+    int64_t v = kUnreadable;
+    if (u32(at + 4) == 1) {
+      switch (type) {
+        case 1:
+          v = b[at + 8];
+          break;  // BYTE
+        case 6:
+          v = static_cast<int8_t>(b[at + 8]);
+          break;  // SBYTE
+        case 3:
+          v = u16(at + 8);
+          break;  // SHORT
+        case 8:
+          v = static_cast<int16_t>(u16(at + 8));
+          break;  // SSHORT
+        case 4:
+          v = u32(at + 8);
+          break;  // LONG
+        case 9:
+          v = static_cast<int32_t>(u32(at + 8));
+          break;  // SLONG
+        default:
+          break;
+      }
+    }
+    int64_t& slot = size[tag - 256];
+    if (slot != kUnseen && slot != v) conflict = true;
+    slot = v;
   }
+  if (conflict) return;
+  info.width = size[0] > 0 ? dimension(static_cast<uint64_t>(size[0])) : 0;
+  info.height = size[1] > 0 ? dimension(static_cast<uint64_t>(size[1])) : 0;
 }
 
 }  // namespace
