@@ -49,6 +49,12 @@ ImageInfo Decoder::open(std::span<const uint8_t> bytes, std::string_view name) {
     }
   };
   check_size();
+  if (info_.format != ImageFormat::jpeg && (info_.width <= 0 || info_.height <= 0)) {
+    // OpenCV allocates the whole image before reading a pixel, by its own reading of the
+    // header: the size must have been checked first, so a header that gives none is refused.
+    fail("{}: the {} header does not give the image size (corrupt or truncated file)", name,
+         format_name(info_.format));
+  }
   if (info_.format != ImageFormat::jpeg) {
     const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
     cv::Mat bgr;

@@ -18,8 +18,9 @@ struct ImageInfo {
   int width = 0, height = 0;  // 0 when the header was not parsed here
 };
 
-// Sniffs the format and, for PNG, BMP and WebP, the dimensions. JPEG dimensions come from
-// libjpeg (decode_jpeg.cc), which reads the header properly.
+// Sniffs the format and, for PNG, BMP, WebP, TIFF and PNM, the dimensions (a dimension
+// beyond INT_MAX reads as INT_MAX). JPEG dimensions come from libjpeg (decode_jpeg.cc),
+// which reads the header properly.
 ImageInfo sniff_image(std::span<const uint8_t> bytes);
 
 // A printable description of the first bytes, for "not an image" errors.

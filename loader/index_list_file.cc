@@ -51,6 +51,9 @@ bool is_text(std::string_view line) {
 }
 
 }  // namespace
+// Labels index the class list, which gets one entry per label up to the largest: a label of
+// 4e9 would ask for 4e9 class names. ImageNet-21k has 21,841 classes; 2^20 leaves room.
+constexpr uint32_t kMaxLabel = (1u << 20) - 1;
 
 Index parse_list_file(std::istream& in, const std::string& list_file, std::string root) {
   Index index;
@@ -82,7 +85,16 @@ Index parse_list_file(std::istream& in, const std::string& list_file, std::strin
       fail("{}:{}: label '{}' is not a non-negative integer", list_file, line_no,
            quotable(label_text));
     }
+    if (label > kMaxLabel) {
+      fail("{}:{}: label {} is larger than the largest supported, {}", list_file, line_no, label,
+           kMaxLabel);
+    }
     const size_t path_end = line.find_last_not_of(" \t", sep);
+    // The index keeps paths NUL-terminated: one with a NUL inside would name another file.
+    if (line.find('\0', first) <= path_end) {
+      fail("{}:{}: the path contains a NUL byte (a binary file, not a list file?)", list_file,
+           line_no);
+    }
     index.add(std::string_view(line.data() + first, path_end - first + 1), 0, label);
     max_label = std::max(max_label, label);
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs what Stoker needs from Debian 12's packages, only what is missing (idempotent,
-# non-interactive). `--test` adds the test oracles; `--bench` what the benchmarks compare with.
+# non-interactive). `--test` adds the test oracles; `--bench` what the benchmarks compare with;
+# `--fuzz` clang with its libFuzzer runtime (scripts/fuzz.sh).
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
@@ -18,7 +19,9 @@ for arg in "$@"; do
     # libjemalloc2: PyTorch's training baseline runs ~2x faster with it than with glibc malloc.
     --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision fio libjemalloc2
       nfs-ganesha nfs-ganesha-vfs rpcbind) ;;
-    *) echo "deps.sh: unknown option '$arg' (expected --test or --bench)" >&2; exit 2 ;;
+    # clang 14 and its runtimes (libclang_rt.fuzzer, ASan, UBSan live in libclang-rt-14-dev).
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "deps.sh: unknown option '$arg' (expected --test, --bench or --fuzz)" >&2; exit 2 ;;
   esac
 done
 

@@ -56,6 +56,10 @@ const DTypeInfo& info(TensorDType dtype) {
 // The reference implementation refuses larger headers; so do we, before allocating one.
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 constexpr std::string_view kMetadataKey = "__metadata__";
+// A valid header nests three deep (header, tensor, shape). nlohmann's dump() recurses once
+// per level, and error messages dump what they found: a shape of 100,000 nested arrays
+// would overflow the stack while describing itself.
+constexpr int kMaxJsonDepth = 16;
 
 std::string known_dtypes() {
   std::string s;
@@ -77,8 +81,12 @@ struct TensorSpan {
 nlohmann::json parse_json(std::string_view path, std::string_view text) {
   std::vector<std::set<std::string>> keys;  // one set per open object
   std::string duplicate;
-  auto watch = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  auto watch = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
+    if (depth > kMaxJsonDepth) {
+      fail("{}: the safetensors header nests JSON more than {} levels deep; expected 3", path,
+           kMaxJsonDepth);
+    }
     if (event == E::object_start) keys.emplace_back();
     if (event == E::object_end && !keys.empty()) keys.pop_back();
     if (event == E::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
@@ -294,19 +302,18 @@ std::string encode_safetensors_header(const TensorFile& file) {
   return block + json;
 }
 
-TensorFile read_safetensors(const std::string& path) {
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail("{}: cannot open the safetensors file: {}", path, errno_text(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) fail("{}: cannot stat: {}", path, errno_text(errno));
-  if (!S_ISREG(st.st_mode)) fail("{}: expected a regular file (a safetensors file)", path);
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+namespace {
+
+// The reader proper, over any byte source: `read_at(out, size, offset, what)` fills `out`
+// with `size` bytes from `offset` of the file (which is `file_size` bytes long) or throws.
+template <class ReadAt>
+TensorFile decode_safetensors(const std::string& path, uint64_t file_size, ReadAt read_at) {
   if (file_size < 8) {
     fail("{}: the file is {} bytes; a safetensors file starts with an 8-byte header length", path,
          file_size);
   }
   std::array<uint8_t, 8> length_bytes{};
-  pread_all(path, fd.get(), length_bytes.data(), 8, 0, "the header length");
+  read_at(length_bytes.data(), 8, 0, "the header length");
   uint64_t header_size = 0;
   for (int i = 0; i < 8; ++i) header_size |= static_cast<uint64_t>(length_bytes[i]) << (8 * i);
   if (header_size > file_size - 8) {
@@ -320,7 +327,7 @@ TensorFile read_safetensors(const std::string& path) {
          header_size, kMaxHeaderBytes);
   }
   std::string text(header_size, '\0');
-  pread_all(path, fd.get(), reinterpret_cast<uint8_t*>(text.data()), header_size, 8, "the header");
+  read_at(reinterpret_cast<uint8_t*>(text.data()), header_size, 8, "the header");
   const nlohmann::json header = parse_json(path, text);
   if (!header.is_object()) {
     fail("{}: the safetensors header is a JSON {}; expected an object of tensors", path,
@@ -347,11 +354,34 @@ TensorFile read_safetensors(const std::string& path) {
     t.dtype = s.dtype;
     t.shape = std::move(s.shape);
     t.bytes.resize(s.end - s.begin);
-    pread_all(path, fd.get(), t.bytes.data(), t.bytes.size(), data_start + s.begin,
-              "tensor '" + t.name + "'");
+    read_at(t.bytes.data(), t.bytes.size(), data_start + s.begin, "tensor '" + t.name + "'");
     file.tensors.push_back(std::move(t));
   }
   return file;
+}
+
+}  // namespace
+
+TensorFile read_safetensors(const std::string& path) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail("{}: cannot open the safetensors file: {}", path, errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail("{}: cannot stat: {}", path, errno_text(errno));
+  if (!S_ISREG(st.st_mode)) fail("{}: expected a regular file (a safetensors file)", path);
+  return decode_safetensors(
+      path, static_cast<uint64_t>(st.st_size),
+      [&](uint8_t* out, uint64_t size, uint64_t offset, std::string_view what) {
+        pread_all(path, fd.get(), out, size, offset, what);
+      });
+}
+
+TensorFile parse_safetensors(std::span<const uint8_t> bytes, const std::string& name) {
+  return decode_safetensors(
+      name, bytes.size(), [&](uint8_t* out, uint64_t size, uint64_t offset, std::string_view) {
+        // decode_safetensors reads only inside file_size: offsets are checked before use.
+        STOKER_CHECK(offset <= bytes.size() && size <= bytes.size() - offset);
+        std::copy_n(bytes.begin() + static_cast<ptrdiff_t>(offset), size, out);
+      });
 }
 
 }  // namespace stoker

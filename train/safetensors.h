@@ -51,4 +51,7 @@ std::string encode_safetensors_header(const TensorFile& file);
 // duplicate name, non-string metadata.
 TensorFile read_safetensors(const std::string& path);
 
+// The same reader over a whole file already in memory; `name` stands for the path in errors.
+TensorFile parse_safetensors(std::span<const uint8_t> bytes, const std::string& name);
+
 }  // namespace stoker
