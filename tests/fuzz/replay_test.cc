@@ -74,8 +74,9 @@ void replay(const std::string& target, const std::function<void(std::span<const 
       // The message is what a user reads: it must say something.
       EXPECT_GT(std::string(e.what()).size(), 10u);
       if (name.starts_with("ok-")) ADD_FAILURE() << "a valid seed was refused: " << e.what();
-      if (!expect.empty())
+      if (!expect.empty()) {
         EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      }
     } catch (const std::exception& e) {
       ADD_FAILURE() << "threw something other than stoker::Error: " << e.what();
     }
