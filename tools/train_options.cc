@@ -25,7 +25,7 @@ void TrainOptions::add_to(CLI::App& app) {
                "Start the last BN of each residual branch at 0 (each block starts as identity)");
   add_backend_options(app);
   app.add_option("--lr", lr, "Base learning rate (default: 0.1 x batch / 256)")
-      ->check(number_in(0, kInf, true));
+      ->check(number_in(0, kInf));
   app.add_flag("--scale-lr", scale_lr, "Linear scaling rule: --lr x batch / 256");
   app.add_option("--momentum", momentum, "SGD momentum")
       ->capture_default_str()
@@ -108,7 +108,7 @@ std::string canonical_conv_algo(const std::string& word) {
 }
 
 void TrainOptions::resolve_defaults(int64_t total) {
-  if (lr == 0) {
+  if (lr < 0) {
     lr = 0.1;
     scale_lr = true;
   }
@@ -126,7 +126,7 @@ SgdConfig TrainOptions::sgd() const {
 }
 
 LrSchedule TrainOptions::schedule(int64_t batch, int64_t run_end_step) const {
-  STOKER_CHECK_MSG(lr > 0 && lr_warmup >= 0, "resolve_defaults() first (lr {}, warm-up {})", lr,
+  STOKER_CHECK_MSG(lr >= 0 && lr_warmup >= 0, "resolve_defaults() first (lr {}, warm-up {})", lr,
                    lr_warmup);
   LrSchedule s;
   s.kind = parse_lr_kind(schedule_kind);

@@ -33,7 +33,7 @@ struct TrainOptions {
   // Defaults that learn on the shipped datasets and on ImageNet (Goyal et al. 2017): the
   // linear scaling rule, 0.1 x batch / 256, and a linear warm-up over 5% of the schedule
   // (their 5 epochs of 90), then cosine decay. resolve_defaults() fills them in.
-  double lr = 0;          // 0: 0.1 with scale_lr
+  double lr = -1;         // -1 (not given): 0.1 with scale_lr
   bool scale_lr = false;  // lr x batch / 256
   double momentum = 0.9;
   bool nesterov = false;
@@ -49,7 +49,7 @@ struct TrainOptions {
   float label_smoothing = 0.0f;
 
   void add_to(CLI::App& app);
-  // Replaces the "auto" values (lr 0, lr_warmup -1) by what they mean for a schedule of
+  // Replaces the "auto" values (lr -1, lr_warmup -1) by what they mean for a schedule of
   // total_steps steps; the resolved values are the ones stored in a checkpoint.
   void resolve_defaults(int64_t total_steps);
   // The backend options alone (train and eval share them).

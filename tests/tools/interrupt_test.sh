@@ -62,7 +62,8 @@ grep -q "^# checkpoint: .*cut.safetensors" "$tmp/t.out" || { cat "$tmp/t.out"; f
 grep -q "resume .*cut.safetensors" "$tmp/t.err" || { cat "$tmp/t.err"; fail "no resume hint"; }
 cut=$(python3 - "$tmp/cut.json" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1]))
+doc = json.load(open(sys.argv[1]))
+d = {**doc["context"], **doc["results"][0]}
 assert d["interrupted"] is True and d["planned_steps"] == 400, (d["interrupted"], d["planned_steps"])
 n = d["steps"]
 assert 1 <= n < 400 and len(d["loss"]) == n and d["end_state"]["step"] == n, d["end_state"]
@@ -81,7 +82,7 @@ cmp -s "$tmp/whole.safetensors" "$tmp/resumed.safetensors" ||
 [ -z "$(ls "$tmp" | grep '\.tmp\.')" ] || fail "a temporary checkpoint file was left"
 
 # A second SIGINT does not wait for the step: the exit is immediate, still 130.
-"$stoker" train --synthetic "${common[@]}" --classes 4 --steps 100000 \
+"$stoker" train --synthetic --arch resnet18 --size 32 --batch 4 --seed 7 --classes 4 --steps 100000 \
   > "$tmp/s.out" 2> "$tmp/s.err" &
 pid=$!
 wait_for "$tmp/s.out" "^# run:" || fail "train ended early"

@@ -60,8 +60,9 @@ assert last <= 0.25 * first, f"epoch-mean loss {first:.3f} -> {last:.3f}: not le
 # No divergence spike on the way (the old defaults, lr 0.1 from step 0, reached 18 here): the
 # loss stays below twice that of a uniform guess, 2 ln 4.
 assert max(t["loss"]) < 2 * math.log(4), f"the loss spiked to {max(t['loss']):.2f}"
-assert t["options"]["lr"] == 0.1 and t["options"]["scale_lr"] is True, t["options"]
-assert t["options"]["lr_warmup"] == 3 and abs(max(t["lr"]) - 0.1 * 16 / 256) < 1e-9, t["lr"]
+opts = td["context"]["options"]
+assert opts["lr"] == 0.1 and opts["scale_lr"] is True, opts
+assert opts["lr_warmup"] == 3 and abs(max(t["lr"]) - 0.1 * 16 / 256) < 1e-9, t["lr"]
 print(f"learned: top-1 {e['top1']:.3f}, loss {t['loss'][0]:.3f} -> {t['loss'][-1]:.3f}")
 PY
 
@@ -98,10 +99,13 @@ grep -q "^# resume: the schedule is now 10 steps, not 6" "$tmp/ext.txt" ||
   --json "$tmp/ext_epochs.json" > /dev/null 2>&1 || fail "--epochs on --resume"
 python3 - "$tmp/ext.json" "$tmp/ext_epochs.json" <<'PY'
 import json, sys
-x = json.load(open(sys.argv[1]))
+def run(path):  # the one run of a {context, results} document, with its context
+    d = json.load(open(path))
+    return {**d["context"], **d["results"][0]}
+x = run(sys.argv[1])
 assert x["first_step"] == 6 and x["steps"] == 4 and x["options"]["total_steps"] == 10, x["options"]
 assert all(lr > 1e-4 for lr in x["lr"][:3]), x["lr"]
-e = json.load(open(sys.argv[2]))  # 2 epochs of 8 batches: 16 steps in all
+e = run(sys.argv[2])  # 2 epochs of 8 batches: 16 steps in all
 assert e["first_step"] == 6 and e["steps"] == 10 and e["options"]["total_steps"] == 16, e["steps"]
 PY
 
@@ -121,7 +125,7 @@ cmp -s "$tmp/p.safetensors" "$tmp/p_resumed.safetensors" || fail "periodic check
 grep -q "^# val: step 3: top-1" "$tmp/p.txt" || { cat "$tmp/p.txt"; fail "no validation at step 3"; }
 python3 - "$tmp/p.json" <<'PY'
 import json, sys
-v = json.load(open(sys.argv[1]))["validation"]
+v = json.load(open(sys.argv[1]))["results"][0]["validation"]
 assert [x["step"] for x in v] == [3, 6], v
 assert all(x["images"] == 128 and 0 <= x["top1"] <= x["top5"] <= 1 for x in v), v
 PY
