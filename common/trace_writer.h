@@ -19,8 +19,8 @@ struct TraceWindow {
   int64_t first = 0, last = 0;
   bool contains(int64_t i) const { return i >= first && i < last; }
 };
-// "A:B" as a window; stoker::Error "<option> '<spec>': ..." (option may be empty) when it is not two integers
-// with A < B (`unit` says what they count, e.g. "global steps").
+// "A:B" as a window; stoker::Error "<option> '<spec>': ..." (option may be empty) when it is not
+// two integers with A < B (`unit` says what they count, e.g. "global steps").
 TraceWindow parse_trace_window(std::string_view spec, std::string_view option,
                                std::string_view unit);
 

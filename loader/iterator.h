@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one object a trainer pulls batches from. The reader policy (serial, threads:N,
-// processes:N, uring:QD[:T]; loader/reader_policy.h) is chosen at run time; whatever it is, batches come out in sampler order, with the same
-// contents for the same seed, and the iterator keeps a checksum of each epoch's data.
+// processes:N, uring:QD[:T]; loader/reader_policy.h) is chosen at run time; whatever it is, batches
+// come out in sampler order, with the same contents for the same seed, and the iterator keeps a
+// checksum of each epoch's data.
 #pragma once
 
 #include <cstdint>
