@@ -45,9 +45,9 @@ TEST(NfsUrl, ParseTextJoin) {
 }
 
 TEST(NfsUrl, Errors) {
-  EXPECT_THROW(parse_nfs_url("nfs:///path"), Error);               // no server
-  EXPECT_THROW(parse_nfs_url("nfs://h/p?nfsport=1/rest"), Error);  // path after args
-  EXPECT_THROW(parse_nfs_url("/local/path"), Error);
+  EXPECT_ERROR("nfs:///path", parse_nfs_url("nfs:///path"));                  // no server
+  EXPECT_ERROR("nfsport=1/rest", parse_nfs_url("nfs://h/p?nfsport=1/rest"));  // path after args
+  EXPECT_ERROR("/local/path", parse_nfs_url("/local/path"));
 }
 
 TEST(NfsUrl, JoinLocationKeepsArgsLast) {

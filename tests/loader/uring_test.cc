@@ -168,8 +168,8 @@ TEST(ReaderPolicyUring, Parses) {
   EXPECT_EQ(p.queue_depth, 32);
   EXPECT_EQ(p.workers, 2);
   EXPECT_EQ(parse_reader("uring:8").queue_depth, 8);
-  EXPECT_THROW(parse_reader("uring:0"), Error);
-  EXPECT_THROW(parse_reader("uring"), Error);
+  EXPECT_ERROR("uring:0", parse_reader("uring:0"));
+  EXPECT_ERROR("'uring'", parse_reader("uring"));
 }
 
 }  // namespace

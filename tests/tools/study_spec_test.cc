@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "test_util.h"
 
 namespace stoker {
 namespace {
@@ -44,15 +45,15 @@ TEST(StudySpec, StoragesAndConsumers) {
   ASSERT_EQ(s.size(), 3u);
   EXPECT_STREQ(storage_name(s[0]), "nfs-shards");
   EXPECT_STREQ(storage_name(s[2]), "local-cold");
-  EXPECT_THROW(parse_study_storages("local,ssd"), Error);
+  EXPECT_ERROR("ssd", parse_study_storages("local,ssd"));
   const auto c = parse_study_consumers("emulated:resnet50-h100,cpu:resnet18,cuda:resnet50");
   ASSERT_EQ(c.size(), 3u);
   EXPECT_NEAR(c[0].accelerator.images_per_s(), 400 / 0.224, 1e-6);
   EXPECT_EQ(c[1].arch, "resnet18");
   EXPECT_STREQ(c[2].kind_name(), "cuda");
-  EXPECT_THROW(parse_study_consumers("cpu:resnet19"), Error);
-  EXPECT_THROW(parse_study_consumers("emulated:"), Error);
-  EXPECT_THROW(parse_study_consumers("tpu:resnet50"), Error);
+  EXPECT_ERROR("resnet19", parse_study_consumers("cpu:resnet19"));
+  EXPECT_ERROR("emulated:", parse_study_consumers("emulated:"));
+  EXPECT_ERROR("tpu", parse_study_consumers("tpu:resnet50"));
 }
 
 TEST(StudySpec, BoundRule) {
