@@ -156,6 +156,10 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     if (t.classes == 0) t.classes = int(index->classes.size());
   }
   if (t.classes == 0) t.classes = 1000;
+  // Indexed before the backend exists: indexing scans with more threads than the backend
+  // later allows TBB (a scan after it would only draw TBB's "limited workers" warning).
+  std::optional<Index> val_index;
+  if (!o.val.empty()) val_index = open_index(o.val);
   ResNetConfig rc = parse_resnet_arch(t.arch);
   rc.num_classes = t.classes;
   rc.zero_init_residual = t.zero_init_residual;
@@ -330,11 +334,9 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   };
 
   // --val: the evaluation transform on the validation set, with this run's backend.
-  std::optional<Index> val_index;
   LoaderConfig val_lc;
   nlohmann::json val_json = nlohmann::json::array();
   if (!o.val.empty()) {
-    val_index = open_index(o.val);
     if (int(val_index->classes.size()) > t.classes)
       fail("train: --val {} has {} classes but the network has {}", o.val,
            val_index->classes.size(), t.classes);
