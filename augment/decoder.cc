@@ -49,6 +49,13 @@ ImageInfo Decoder::open(std::span<const uint8_t> bytes, std::string_view name) {
     }
   };
   check_size();
+  if (info_.block_pixels > options_.max_pixels) {
+    // OpenCV allocates one strip or tile as the header sizes it, whatever the image's size.
+    fail(
+        "{}: {} header claims strips or tiles of {} pixels, more than the limit of {} (a "
+        "decompression bomb?); raise --max-pixels if the image is genuine",
+        name, format_name(info_.format), info_.block_pixels, options_.max_pixels);
+  }
   if (info_.format != ImageFormat::jpeg && (info_.width <= 0 || info_.height <= 0)) {
     // OpenCV allocates the whole image before reading a pixel, by its own reading of the
     // header: the size must have been checked first, so a header that gives none is refused.

@@ -113,10 +113,21 @@ void tiff_size(std::span<const uint8_t> b, ImageInfo& info) {
   constexpr int64_t kUnseen = -1, kUnreadable = -2;
   int64_t size[2] = {kUnseen, kUnseen};  // width, height
   bool conflict = false;
+  uint64_t rows_per_strip = 0, tile[2] = {0, 0};
   for (uint32_t e = 0; e < entries; ++e) {
     const uint64_t at = ifd + 2 + uint64_t{12} * e;
     if (at + 12 > b.size()) return;
     const uint32_t tag = u16(at), type = u16(at + 2);
+    if (tag == 278 || tag == 322 || tag == 323) {  // RowsPerStrip, TileWidth, TileLength
+      // SHORT or LONG; of several, the largest counts (the buffer is what is bounded).
+      const uint64_t v = u32(at + 4) != 1 ? 0
+                         : type == 3      ? u16(at + 8)
+                         : type == 4      ? u32(at + 8)
+                                          : 0;
+      uint64_t& slot = tag == 278 ? rows_per_strip : tag == 322 ? tile[0] : tile[1];
+      slot = std::max(slot, v);
+      continue;
+    }
     if (tag != 256 && tag != 257) continue;
     int64_t v = kUnreadable;
     if (u32(at + 4) == 1) {
@@ -150,6 +161,11 @@ void tiff_size(std::span<const uint8_t> b, ImageInfo& info) {
   if (conflict) return;
   info.width = size[0] > 0 ? dimension(static_cast<uint64_t>(size[0])) : 0;
   info.height = size[1] > 0 ? dimension(static_cast<uint64_t>(size[1])) : 0;
+  if (tile[0] > 0 && tile[1] > 0) {
+    info.block_pixels = tile[0] * tile[1];
+  } else if (rows_per_strip > 0 && rows_per_strip != 0xffffffffu) {  // 2^32-1: one strip
+    info.block_pixels = rows_per_strip * static_cast<uint64_t>(info.width);
+  }
 }
 
 }  // namespace

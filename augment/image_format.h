@@ -16,6 +16,10 @@ const char* format_name(ImageFormat f);
 struct ImageInfo {
   ImageFormat format = ImageFormat::unknown;
   int width = 0, height = 0;  // 0 when the header was not parsed here
+  // TIFF: pixels in one strip or tile, as the decoder will allocate its buffer (RowsPerStrip
+  // x width, or TileWidth x TileLength); 0 when it is the image itself or unknown. A strip
+  // may claim far more rows than the image has, so the image's size alone does not bound it.
+  uint64_t block_pixels = 0;
 };
 
 // Sniffs the format and, for PNG, BMP, WebP, TIFF and PNM, the dimensions (a dimension
