@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "fault_run.h"
 #include "io_faults.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
@@ -23,14 +24,9 @@ namespace {
 
 using test::FaultPlan;
 using test::Faults;
+using test::Outcome;
+using test::run;
 using test::TempDir;
-
-struct Outcome {
-  std::vector<uint64_t> checksums;
-  std::vector<std::tuple<uint32_t, std::string>> bad;  // (index, reason)
-  uint64_t bytes_read = 0;
-  std::string reader;
-};
 
 LoaderConfig config(const std::string& reader) {
   LoaderConfig c;
@@ -41,21 +37,6 @@ LoaderConfig config(const std::string& reader) {
   c.prefetch = 2;
   c.warn = false;
   return c;
-}
-
-Outcome run(const Index& index, const LoaderConfig& c) {
-  Iterator it(index, c);
-  Outcome o;
-  o.reader = it.reader().text();
-  for (uint64_t e = 0; e < 2; ++e) {
-    it.start_epoch(e);
-    while (const Batch* b = it.next()) {
-      for (size_t i = 0; i < b->size; ++i) o.bytes_read += b->timing[i].bytes;
-    }
-    o.checksums.push_back(it.epoch_checksum());
-  }
-  for (const BadSample& s : it.bad_samples().list()) o.bad.emplace_back(s.index, s.reason);
-  return o;
 }
 
 bool have_uring() {
