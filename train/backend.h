@@ -27,6 +27,7 @@
 #include "models/network.h"
 #include "train/activity.h"
 #include "train/checkpoint.h"
+#include "train/collective.h"
 #include "train/sgd.h"
 
 namespace stoker {
@@ -80,6 +81,15 @@ struct BackendConfig {
   size_t workspace_limit = size_t(1) << 30;  // bytes a convolution may borrow (GPU)
   bool record_activity = false;  // record every kernel / primitive interval (activity.h)
   bool graph = false;            // GPU: capture the step into a CUDA Graph once shapes fix
+  // Data parallelism (train/collective.h). With a collective of world > 1, forward_backward
+  // averages the gradients over the ranks: buckets of about `bucket_bytes` are all-reduced
+  // as soon as the backward has finished them, overlapping the rest of the backward, and
+  // update() waits for them. Null: one process. Not owned; outlives the backend.
+  Collective* collective = nullptr;
+  size_t bucket_bytes = size_t(25) << 20;
+  // Batch-norm statistics over the global batch (every rank's), not this rank's: forward
+  // all-reduces the per-channel sums, backward the two per-channel gradient sums.
+  bool sync_bn = false;
 };
 
 // Seconds each phase of one step took on the compute engine. A GPU measures with events on

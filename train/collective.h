@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// The group of processes a data-parallel run trains in, as the backends and the loop see it:
+// a rank, a world size, and the few collectives data parallelism needs. Implementations sit
+// on existing engines: MPI between CPU processes (train/dist/collective_mpi.cc), NCCL between
+// GPUs (train/dist/collective_nccl.cc). A single process is a world of one (no engine).
+// Not a transport of our own, and not thread-safe beyond what each method says.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace stoker {
+
+// Where a tensor handed to a collective lives. MPI takes host memory; NCCL takes device
+// memory and enqueues on the given CUDA stream (cudaStream_t passed as void*).
+struct CollectiveMemory {
+  bool device = false;
+  void* stream = nullptr;  // device only
+};
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  // "mpi (OpenMPI 4.1.4), 2 ranks", "nccl 2.x, 8 ranks", "single process".
+  virtual std::string describe() const = 0;
+
+  // Sums `n` floats across ranks, in place, and returns when the result is there (host) or
+  // enqueued on the stream (device). Every rank gets bit-identical results.
+  virtual void allreduce_sum(float* data, size_t n, CollectiveMemory where = {}) = 0;
+
+  // The same, started now and finished by wait(ticket): gradient buckets go out while the
+  // backward goes on. Tickets finish in the order they were started. Host memory must stay
+  // untouched until wait() returns; device work is ordered on the stream.
+  virtual uint64_t start_allreduce_sum(float* data, size_t n, CollectiveMemory where = {}) = 0;
+  virtual void wait(uint64_t ticket) = 0;
+
+  // Rank `root`'s bytes to every rank (weights at start-up, BN buffers before a checkpoint).
+  virtual void broadcast(void* data, size_t bytes, int root, CollectiveMemory where = {}) = 0;
+  virtual void barrier() = 0;
+
+  // Ends the whole job now, from any rank, with `code` as the exit status: what a rank does
+  // when it cannot go on, so that no other rank waits forever in a collective.
+  [[noreturn]] virtual void abort(int code) = 0;
+};
+
+// The world this process was started in: MPI's when launched by mpirun (OMPI_COMM_WORLD_SIZE
+// set) and built with MPI, else a single process. stoker::Error when launched by mpirun in
+// a build without MPI.
+std::unique_ptr<Collective> make_host_collective();
+
+}  // namespace stoker
