@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
   libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev liburing-dev libdnnl-dev
-  libnfs-dev python3-dev pybind11-dev libdlpack-dev)
+  libnfs-dev python3-dev pybind11-dev libdlpack-dev libopenmpi-dev openmpi-bin)
 for arg in "$@"; do
   case "$arg" in
     # djpeg/cjpeg: pixel oracle; torchvision: ImageFolder order oracle; opencv-doc: real photos.
