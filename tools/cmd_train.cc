@@ -437,6 +437,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
                             {"forward_s", r.forward},
                             {"backward_s", r.backward},
                             {"update_s", r.update},
+                            {"allreduce_wait_s", r.allreduce_wait},
                             {"total_s", r.total}});
       if (loop.activity)
         steps_json.back().update({{"busy_s", r.busy},

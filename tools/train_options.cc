@@ -35,6 +35,19 @@ void TrainOptions::add_to(CLI::App& app) {
       ->capture_default_str()
       ->check(number_in(0, kInf));
   app.add_flag("--no-bn-decay{false}", bn_decay, "No weight decay on BN parameters and biases");
+  app.add_option("--optimizer", optimizer,
+                 "sgd, or lars (layer-wise trust ratio, You et al. 2017; BN and biases excluded)")
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { parse_optimizer(s); }, "OPTIMIZER"));
+  app.add_option("--lars-eta", lars_eta, "lars: the trust coefficient")
+      ->capture_default_str()
+      ->check(number_in(0, kInf, true));
+  app.add_flag("--sync-bn", sync_bn,
+               "mpirun: batch-norm statistics over every rank's batch (default: per rank)");
+  app.add_option("--bucket-mb", bucket_mb,
+                 "mpirun: MiB of gradients per all-reduce bucket, started during the backward")
+      ->capture_default_str()
+      ->check(number_in(0, 1 << 20, true));
   app.add_option("--schedule", schedule_kind, "constant, step or cosine (after the warm-up)")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& s) { parse_lr_kind(s); }, "SCHEDULE"));
@@ -99,6 +112,8 @@ void TrainOptions::apply(BackendConfig& bc) const {
   bc.conv_algorithm = canonical_conv_algo(conv_algo);
   bc.workspace_limit = workspace_limit_mib << 20;
   bc.graph = graph;
+  bc.sync_bn = sync_bn;
+  bc.bucket_bytes = size_t(bucket_mb * double(1 << 20));
 }
 
 std::string canonical_conv_algo(const std::string& word) {
@@ -121,6 +136,8 @@ SgdConfig TrainOptions::sgd() const {
   c.nesterov = nesterov;
   c.weight_decay = float(weight_decay);
   c.decay_bn_and_bias = bn_decay;
+  c.optimizer = parse_optimizer(optimizer);
+  c.lars_eta = float(lars_eta);
   if (nesterov && momentum <= 0) usage_fail("--nesterov needs a momentum above 0");
   return c;
 }
@@ -152,6 +169,9 @@ nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l)
           {"nesterov", t.nesterov},
           {"weight_decay", t.weight_decay},
           {"bn_decay", t.bn_decay},
+          {"optimizer", t.optimizer},
+          {"lars_eta", t.lars_eta},
+          {"sync_bn", t.sync_bn},
           {"schedule", t.schedule_kind},
           {"lr_warmup", t.lr_warmup},
           {"warmup_start_factor", t.warmup_start_factor},
@@ -203,6 +223,14 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
     take(j, "nesterov", "--nesterov", t.nesterov, path, app);
     take(j, "weight_decay", "--weight-decay", t.weight_decay, path, app);
     take(j, "bn_decay", "--no-bn-decay", t.bn_decay, path, app);
+    // Checkpoints from before LARS and sync BN: SGD, per-rank statistics.
+    for (const auto& [key, value] : {std::pair<const char*, nlohmann::json>{"optimizer", "sgd"},
+                                     {"lars_eta", 0.001},
+                                     {"sync_bn", false}})
+      if (!j.contains(key)) j[key] = value;
+    take(j, "optimizer", "--optimizer", t.optimizer, path, app);
+    take(j, "lars_eta", "--lars-eta", t.lars_eta, path, app);
+    take(j, "sync_bn", "--sync-bn", t.sync_bn, path, app);
     take(j, "schedule", "--schedule", t.schedule_kind, path, app);
     take(j, "lr_warmup", "--lr-warmup", t.lr_warmup, path, app);
     take(j, "warmup_start_factor", "--lr-warmup", t.warmup_start_factor, path, app);

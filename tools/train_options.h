@@ -39,6 +39,11 @@ struct TrainOptions {
   bool nesterov = false;
   double weight_decay = 1e-4;
   bool bn_decay = true;
+  std::string optimizer = "sgd";  // sgd or lars (train/sgd.h)
+  double lars_eta = 0.001;
+  // Data parallelism (mpirun): BN statistics over every rank's batch; gradient bucket size.
+  bool sync_bn = false;
+  double bucket_mb = 25;
   std::string schedule_kind = "cosine";
   int64_t lr_warmup = -1;  // -1: 5% of the schedule's steps
   double warmup_start_factor = 0.1;

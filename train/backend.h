@@ -99,6 +99,9 @@ struct StepTimes {
   double forward = 0;
   double backward = 0;
   double update = 0;
+  // Data parallelism: seconds the host waited after the backward for the gradient
+  // all-reduces to finish (the communication not hidden behind the backward).
+  double allreduce_wait = 0;
 };
 
 // The algorithm one convolution pass runs, as planned (heuristic, measured or fixed).

@@ -159,6 +159,7 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
       r.forward = res.times.forward;
       r.backward = res.times.backward;
       r.update = res.times.update;
+      r.allreduce_wait = res.times.allreduce_wait;
       if (c.activity && !timeline.asynchronous) {
         // The engine works inside the loop's calls: the host's window bounds it.
         const Interval wait{r.begin_ns, r.wait_end_ns};

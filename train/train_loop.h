@@ -82,6 +82,7 @@ struct LoopConfig {
 struct StepRecord {
   double wait = 0, stage = 0, forward = 0, backward = 0, update = 0, total = 0;
   double backend_stage = 0;  // the backend's own figure for the input conversion / copy
+  double allreduce_wait = 0;  // data parallelism: the exposed gradient all-reduce (StepTimes)
   float loss = 0;
   double lr = 0;
   bool skipped = false;

@@ -5,6 +5,7 @@
 //                           f32 weight_decay, i32 tensors, per tensor (i32 n, i32 is_1d,
 //                           f32 value[n]), per step (f32 lr, per tensor f32 grad[n]).
 //                           OUT: per tensor f32 value[n] then f32 momentum[n].
+//   sgd_driver lars ETA IN OUT   the same with LARS (trust coefficient ETA).
 //   sgd_driver lr KIND BASE WARMUP START_FACTOR GAMMA TOTAL MIN STEPS [MILESTONE...]
 //                           prints one lr per line for steps 0..STEPS-1.
 #include <cstdio>
@@ -25,10 +26,9 @@ T get(std::ifstream& in) {
   return v;
 }
 
-int run_sgd(const char* in_path, const char* out_path) {
+int run_sgd(const char* in_path, const char* out_path, stoker::SgdConfig c) {
   std::ifstream in(in_path, std::ios::binary);
   const int steps = get<int32_t>(in);
-  stoker::SgdConfig c;
   c.nesterov = get<int32_t>(in) != 0;
   c.decay_bn_and_bias = get<int32_t>(in) != 0;
   c.momentum = get<float>(in);
@@ -66,7 +66,13 @@ int run_sgd(const char* in_path, const char* out_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::strcmp(argv[1], "sgd") == 0) return run_sgd(argv[2], argv[3]);
+  if (argc == 4 && std::strcmp(argv[1], "sgd") == 0) return run_sgd(argv[2], argv[3], {});
+  if (argc == 5 && std::strcmp(argv[1], "lars") == 0) {
+    stoker::SgdConfig c;
+    c.optimizer = stoker::Optimizer::lars;
+    c.lars_eta = std::strtof(argv[2], nullptr);
+    return run_sgd(argv[3], argv[4], c);
+  }
   if (argc >= 10 && std::strcmp(argv[1], "lr") == 0) {
     stoker::LrSchedule s;
     s.kind = stoker::parse_lr_kind(argv[2]);

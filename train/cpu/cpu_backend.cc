@@ -65,6 +65,15 @@ class CpuBackend final : public Backend {
       sgd_.push_back(s);
     }
     if (d_.config.record_activity) activity_.reserve(4096);
+    Collective* coll = d_.config.collective;
+    if (!d_.buckets.empty()) {
+      auto* arena = static_cast<uint8_t*>(d_.grad_arena.get_data_handle());
+      d_.bucket_ready = [this, coll, arena](size_t k) {
+        const GradBucket& b = d_.buckets[k];
+        tickets_.push_back(
+            coll->start_allreduce_sum(reinterpret_cast<float*>(arena + b.offset), b.floats));
+      };
+    }
   }
 
   std::string describe() const override {
@@ -126,6 +135,7 @@ class CpuBackend final : public Backend {
   }
 
   Checkpoint gradients() const override {
+    finish_allreduce();
     Checkpoint out;
     for (size_t i = 0; i < d_.params.size(); ++i) {
       const Param& p = d_.net.params[i];
@@ -165,6 +175,7 @@ class CpuBackend final : public Backend {
   void release_input() override {}
 
   void forward_backward() override {
+    finish_allreduce();  // the last step's, when update() was not called
     std::vector<ActivityRecord>* rec = d_.config.record_activity ? &activity_ : nullptr;
     StepResult r;
     r.times.stage = stage_s_;
@@ -180,6 +191,7 @@ class CpuBackend final : public Backend {
   }
 
   void update(const SgdConfig& sgd, float lr) override {
+    finish_allreduce();
     const auto t0 = Clock::now();
     const int64_t begin = d_.config.record_activity ? now_ns() : 0;
     // One tensor per task: a tensor's momentum flag flips only after its whole update.
@@ -198,6 +210,7 @@ class CpuBackend final : public Backend {
   }
 
   void forward_eval() override {
+    finish_allreduce();
     run(d_, d_.forward_eval, d_.config.record_activity ? &activity_ : nullptr, -1);
   }
 
@@ -238,7 +251,26 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  void record(const char* name, int64_t begin, int64_t step) {
+  // Waits for the gradient buckets the backward started, then turns the sums into the mean
+  // over the ranks (the whole arena: its padding is zero). The wait is the step's exposed
+  // communication (StepTimes::allreduce_wait).
+  void finish_allreduce() const {
+    if (tickets_.empty()) return;
+    const auto t0 = Clock::now();
+    const int64_t begin = d_.config.record_activity ? now_ns() : 0;
+    for (const uint64_t t : tickets_) d_.config.collective->wait(t);
+    tickets_.clear();
+    const double waited = seconds_since(t0);
+    if (d_.config.record_activity) record("gradient all-reduce wait", begin, steps_ - 1);
+    float* g = static_cast<float*>(d_.grad_arena.get_data_handle());
+    const int64_t count = int64_t(d_.grad_arena_bytes / sizeof(float));
+    const float scale = 1.0f / float(d_.config.collective->world());
+#pragma omp parallel for
+    for (int64_t i = 0; i < count; ++i) g[i] *= scale;
+    if (!pending_.empty()) pending_.back().times.allreduce_wait = waited;
+  }
+
+  void record(const char* name, int64_t begin, int64_t step) const {
     ActivityRecord r;
     r.kind = ActivityRecord::Kind::primitive;
     r.begin_ns = begin;
@@ -293,8 +325,10 @@ class CpuBackend final : public Backend {
   std::vector<SgdParam> sgd_;
   double stage_s_ = 0;
   int64_t steps_ = 0;  // forward_backward calls so far: the step of activity records
-  std::vector<StepResult> pending_;
-  std::vector<ActivityRecord> activity_;
+  // Mutable: gradients() const finishes the all-reduce it reports.
+  mutable std::vector<StepResult> pending_;
+  mutable std::vector<ActivityRecord> activity_;
+  mutable std::vector<uint64_t> tickets_;  // gradient buckets in flight, in start order
 };
 
 }  // namespace

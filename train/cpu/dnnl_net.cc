@@ -95,6 +95,9 @@ struct Planner {
 
   ParamMemory& param(int index) { return d.params[size_t(index)]; }
 
+  // The ranks whose batches make one: 1 without a collective.
+  int world() const { return d.config.collective != nullptr ? d.config.collective->world() : 1; }
+
   // Batch norm's flags, the same forward and backward: with the ReLU when it is fused.
   dnnl::normalization_flags bn_flags(int out) const {
     return d.fused_relu[size_t(out)] ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu
@@ -121,7 +124,8 @@ struct Planner {
   void make_trainable(int index, const memory::desc& master, const memory::desc& plain) {
     ParamMemory& p = param(index);
     p.value = alloc(master);
-    p.grad = alloc(master);
+    // Bound to its place in grad_arena once the backward's order is known (arrange_gradients).
+    p.grad = STOKER_DNNL(memory(master, d.engine, DNNL_MEMORY_NONE));
     p.momentum = alloc(master);
     p.plain = plain;
   }
@@ -228,11 +232,18 @@ struct Planner {
     make_buffer(l.running_var, c_md);
 
     const bool fuse = d.fused_relu[size_t(out)];
+    const bool sync = d.config.sync_bn;
     const auto flags = bn_flags(out);
-    const auto train_pd = STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
-        dnnl::batch_normalization_forward::desc(prop_kind::forward_training, d.md[in], float(l.eps),
-                                                flags),
-        attr, d.engine));
+    const auto forward_pd = [&](dnnl::normalization_flags f) {
+      return STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
+          dnnl::batch_normalization_forward::desc(prop_kind::forward_training, d.md[in],
+                                                  float(l.eps), f),
+          attr, d.engine));
+    };
+    // Sync BN: this rank's statistics first (no ReLU: the output is rewritten below), then
+    // the global ones, then the normalisation with them as given statistics.
+    const auto train_pd =
+        sync ? forward_pd(flags | dnnl::normalization_flags::use_global_stats) : forward_pd(flags);
     set_output(out, train_pd.dst_desc());
     LayerMemory& lm = d.layers[i];
     lm.bn_fwd = train_pd;
@@ -242,12 +253,20 @@ struct Planner {
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, d.act[in]}, {DNNL_ARG_DST, d.act[out]}, {DNNL_ARG_SCALE, w.value},
         {DNNL_ARG_SHIFT, b.value}, {DNNL_ARG_MEAN, lm.mean},   {DNNL_ARG_VARIANCE, lm.variance}};
+    if (sync) {
+      const auto local_pd = forward_pd(kScaleShift);
+      add(d.forward_train, l.name + " local statistics", local_pd,
+          STOKER_DNNL(dnnl::batch_normalization_forward(local_pd)), args);
+      add_host(d.forward_train, l.name + " sync statistics",
+               sync_statistics(lm.mean, lm.variance, s.c, per_channel));
+    }
     if (fuse) {  // the ReLU's mask, for the fused backward
       lm.workspace = alloc(train_pd.workspace_desc());
       args[DNNL_ARG_WORKSPACE] = lm.workspace;
     }
-    add(d.forward_train, l.name + (fuse ? " forward (+relu)" : " forward"), train_pd,
-        STOKER_DNNL(dnnl::batch_normalization_forward(train_pd)), args);
+    add(d.forward_train,
+        l.name + (fuse ? " forward (+relu)" : " forward") + (sync ? " global statistics" : ""),
+        train_pd, STOKER_DNNL(dnnl::batch_normalization_forward(train_pd)), args);
     // torch's running statistics: the unbiased batch variance, momentum as the new weight.
     float* running_mean = static_cast<float*>(handle(param(l.running_mean).value));
     float* running_var = static_cast<float*>(handle(param(l.running_var).value));
@@ -255,7 +274,9 @@ struct Planner {
     const float* var = static_cast<const float*>(handle(lm.variance));
     int64_t* count = l.num_batches_tracked >= 0 ? &param(l.num_batches_tracked).count : nullptr;
     const float m = float(l.momentum);
-    const float unbias = float(per_channel) / float(per_channel - 1);
+    // Sync BN: over the global batch, as torch's SyncBatchNorm.
+    const int64_t global = per_channel * (sync ? world() : 1);
+    const float unbias = float(global) / float(global - 1);
     const int64_t channels = s.c;
     add_host(d.forward_train, l.name + " running statistics", [=] {
       for (int64_t c = 0; c < channels; ++c) {
@@ -278,6 +299,36 @@ struct Planner {
          {DNNL_ARG_SHIFT, b.value},
          {DNNL_ARG_MEAN, param(l.running_mean).value},
          {DNNL_ARG_VARIANCE, param(l.running_var).value}});
+  }
+
+  // Sync BN's forward host step: every rank's per-channel mean and (biased) variance into the
+  // global ones, in place. Two all-reduces (the means, then each rank's spread around the
+  // global mean) keep the two-pass accuracy that E[x^2] - E[x]^2 would lose. Every rank has
+  // `per_channel` values per channel (one batch size for all).
+  std::function<void()> sync_statistics(memory mean_m, memory var_m, int64_t channels,
+                                        int64_t per_channel) {
+    Collective* coll = world() > 1 ? d.config.collective : nullptr;
+    if (coll == nullptr) return [] {};  // one rank: its statistics are the global ones
+    const double global = double(per_channel) * coll->world();
+    auto buffer = std::make_shared<std::vector<float>>(size_t(channels));
+    auto gmean = std::make_shared<std::vector<double>>(size_t(channels));
+    return [=] {
+      float* mean = static_cast<float*>(handle(mean_m));
+      float* var = static_cast<float*>(handle(var_m));
+      float* b = buffer->data();
+      for (int64_t c = 0; c < channels; ++c) b[c] = float(double(mean[c]) * double(per_channel));
+      coll->allreduce_sum(b, size_t(channels));
+      for (int64_t c = 0; c < channels; ++c) {
+        (*gmean)[size_t(c)] = double(b[c]) / global;
+        const double dm = double(mean[c]) - (*gmean)[size_t(c)];
+        b[c] = float(double(per_channel) * (double(var[c]) + dm * dm));
+      }
+      coll->allreduce_sum(b, size_t(channels));
+      for (int64_t c = 0; c < channels; ++c) {
+        mean[c] = float((*gmean)[size_t(c)]);
+        var[c] = float(double(b[c]) / global);
+      }
+    };
   }
 
   void forward_relu(size_t i, const Layer& l) {
@@ -456,7 +507,10 @@ struct Planner {
     const int in = l.inputs[0], out = l.output;
     const LayerMemory& lm = d.layers[i];
     const bool fuse = d.fused_relu[size_t(out)];
-    const auto flags = bn_flags(out);
+    const bool sync = d.config.sync_bn;
+    // Sync BN: dx with the global statistics as constants, then the correction below.
+    const auto flags =
+        sync ? bn_flags(out) | dnnl::normalization_flags::use_global_stats : bn_flags(out);
     const auto pd = STOKER_DNNL(dnnl::batch_normalization_backward::primitive_desc(
         dnnl::batch_normalization_backward::desc(prop_kind::backward, d.md[out], d.md[in],
                                                  float(l.eps), flags),
@@ -474,7 +528,68 @@ struct Planner {
     if (fuse) args[DNNL_ARG_WORKSPACE] = lm.workspace;  // the ReLU's mask
     add(d.backward, l.name + (fuse ? " backward (+relu)" : " backward"), pd,
         STOKER_DNNL(dnnl::batch_normalization_backward(pd)), args);
+    if (sync) sync_backward(i, l, target);
     gradient_written(in, target, l.name);
+  }
+
+  // Sync BN's backward. With k = gamma / sigma, xhat = (x - mean) / sigma, and the sums over
+  // the global batch of M values per channel, S1 = sum dy and S2 = sum dy * xhat (dy masked
+  // by the fused ReLU), the true gradient is
+  //   dx = k (dy - S1 / M - xhat S2 / M) = [k dy] + a x + b,
+  //   a = -k S2 / (M sigma),  b = -k S1 / M - a mean,
+  // where [k dy] is what the backward wrote with the statistics as constants. This rank's S1
+  // and S2 are the parameter gradients it just wrote (kept local: the buckets average them
+  // over the ranks, as torch's DDP does); a host step all-reduces copies of them and makes
+  // a and b, and one binary primitive adds a x + b onto dx.
+  void sync_backward(size_t i, const Layer& l, const memory& target) {
+    const int in = l.inputs[0];
+    LayerMemory& lm = d.layers[i];
+    const ActShape& s = d.shapes[size_t(in)];
+    const int64_t channels = s.c;
+    const memory::desc per_channel({1, channels, 1, 1}, dt::f32, tag::abcd);
+    lm.sync_a = alloc(per_channel);
+    lm.sync_b = alloc(per_channel);
+    Collective* coll = world() > 1 ? d.config.collective : nullptr;
+    const double count = double(n * s.h * s.w) * world();
+    const float eps = float(l.eps);
+    const memory dgamma = param(l.weight).grad, dbeta = param(l.bias_param).grad;
+    const memory gamma = param(l.weight).value, mean = lm.mean, var = lm.variance;
+    const memory a_m = lm.sync_a, b_m = lm.sync_b;
+    auto sums = std::make_shared<std::vector<float>>(size_t(2 * channels));
+    // The gradients are declared as arguments: this step is their last reader, so their
+    // bucket starts after it (arrange_gradients).
+    add_host(d.backward, l.name + " sync gradient sums", [=] {
+      float* sum = sums->data();
+      std::memcpy(sum, handle(dgamma), size_t(channels) * sizeof(float));
+      std::memcpy(sum + channels, handle(dbeta), size_t(channels) * sizeof(float));
+      if (coll != nullptr) coll->allreduce_sum(sum, size_t(2 * channels));
+      const float* g = static_cast<const float*>(handle(gamma));
+      const float* mu = static_cast<const float*>(handle(mean));
+      const float* v = static_cast<const float*>(handle(var));
+      float* a = static_cast<float*>(handle(a_m));
+      float* b = static_cast<float*>(handle(b_m));
+      for (int64_t c = 0; c < channels; ++c) {
+        const double sigma = std::sqrt(double(v[c]) + double(eps));
+        const double k = double(g[c]) / sigma;
+        const double ac = -k * double(sum[c]) / (count * sigma);
+        a[c] = float(ac);
+        b[c] = float(-k * double(sum[channels + c]) / count - ac * double(mu[c]));
+      }
+    });
+    d.backward.back().args = {{DNNL_ARG_DIFF_SCALE, dgamma}, {DNNL_ARG_DIFF_SHIFT, dbeta}};
+    dnnl::post_ops ops;
+    STOKER_DNNL(ops.append_binary(algorithm::binary_add, per_channel));
+    STOKER_DNNL(ops.append_sum(1.0f));
+    dnnl::primitive_attr with_ops = attr;
+    STOKER_DNNL(with_ops.set_post_ops(ops));
+    const auto pd = STOKER_DNNL(dnnl::binary::primitive_desc(
+        dnnl::binary::desc(algorithm::binary_mul, d.md[size_t(in)], per_channel, target.get_desc()),
+        with_ops, d.engine));
+    add(d.backward, l.name + " sync correction", pd, STOKER_DNNL(dnnl::binary(pd)),
+        {{DNNL_ARG_SRC_0, d.act[size_t(in)]},
+         {DNNL_ARG_SRC_1, a_m},
+         {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, b_m},
+         {DNNL_ARG_DST, target}});
   }
 
   void backward_relu(size_t i, const Layer& l) {
@@ -595,6 +710,71 @@ struct Planner {
     }
   }
 
+  // Every trainable gradient into grad_arena, in the order the backward finishes them; with a
+  // collective of world > 1, buckets of about config.bucket_bytes over that order, each with
+  // a host step right after the last step that writes or reads one of its gradients.
+  void arrange_gradients() {
+    std::unordered_map<dnnl_memory_t, int> owner;
+    for (size_t p = 0; p < d.params.size(); ++p)
+      if (d.net.params[p].trainable) owner[d.params[p].grad.get()] = int(p);
+    std::vector<int> order;
+    std::vector<size_t> last_step(d.params.size(), 0);
+    std::vector<bool> seen(d.params.size(), false);
+    for (size_t i = 0; i < d.backward.size(); ++i) {
+      std::vector<int> here;  // sorted: the args map has no order of its own
+      for (const auto& [arg, m] : d.backward[i].args) {
+        const auto it = owner.find(m.get());
+        if (it != owner.end()) here.push_back(it->second);
+      }
+      std::sort(here.begin(), here.end());
+      for (const int p : here) {
+        if (!seen[size_t(p)]) order.push_back(p);
+        seen[size_t(p)] = true;
+        last_step[size_t(p)] = i;
+      }
+    }
+    STOKER_CHECK_MSG(order.size() == owner.size(), "{}: {} of {} gradients written by the backward",
+                     d.net.name, order.size(), owner.size());
+    const auto align = [](size_t x) { return (x + 63) / 64 * 64; };
+    std::vector<size_t> offset(d.params.size(), 0);
+    size_t end = 0;
+    for (const int p : order) {
+      offset[size_t(p)] = end;
+      end = align(end + d.params[size_t(p)].grad.get_desc().get_size());
+    }
+    d.grad_arena_bytes = std::max<size_t>(end, 64);
+    d.grad_arena = alloc(memory::desc({memory::dim(d.grad_arena_bytes)}, dt::u8, tag::x));
+    auto* base = static_cast<uint8_t*>(handle(d.grad_arena));
+    for (const int p : order)
+      STOKER_DNNL(d.params[size_t(p)].grad.set_data_handle(base + offset[size_t(p)]));
+    if (world() <= 1) return;
+
+    std::vector<size_t> ready;  // per bucket: the backward step after which it may go
+    for (size_t k = 0; k < order.size(); ++k) {
+      const int p = order[k];
+      if (d.buckets.empty() || d.buckets.back().floats > 0) {
+        d.buckets.push_back({offset[size_t(p)], 0, {}});
+        ready.push_back(0);
+      }
+      GradBucket& b = d.buckets.back();
+      b.params.push_back(p);
+      ready.back() = std::max(ready.back(), last_step[size_t(p)]);
+      const size_t b_end = k + 1 < order.size() ? offset[size_t(order[k + 1])] : end;
+      if (b_end - b.offset >= d.config.bucket_bytes || k + 1 == order.size())
+        b.floats = (b_end - b.offset) / sizeof(float);
+    }
+    // Started in bucket order on every rank (collectives match by order).
+    for (size_t k = 1; k < ready.size(); ++k) ready[k] = std::max(ready[k], ready[k - 1]);
+    DnnlNet* net = &d;
+    for (size_t k = d.buckets.size(); k-- > 0;) {
+      std::vector<Step> one;
+      add_host(one, fmt::format("gradient bucket {} all-reduce", k), [net, k] {
+        if (net->bucket_ready) net->bucket_ready(k);
+      });
+      d.backward.insert(d.backward.begin() + std::ptrdiff_t(ready[k] + 1), std::move(one.front()));
+    }
+  }
+
   void plan() {
     const size_t tensors = d.shapes.size();
     d.md.resize(tensors);
@@ -703,6 +883,8 @@ struct Planner {
       }
     }
 
+    arrange_gradients();
+
     // One scratchpad for every primitive: they run one at a time.
     for (auto* program : {&d.forward_train, &d.forward_eval, &d.backward})
       for (const Step& s : *program)
@@ -735,6 +917,9 @@ std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& 
   }
   if (config.batch < 1)
     fail("{} (oneDNN): batch {} given, expected at least 1", net.name, config.batch);
+  if (config.sync_bn && config.precision != Precision::f32)
+    fail("{} (oneDNN): synchronised batch norm (--sync-bn) is planned for f32 only, not {}",
+         net.name, precision_name(config.precision));
   auto owned = std::make_unique<DnnlNet>();
   DnnlNet& d = *owned;
   d.net = net;

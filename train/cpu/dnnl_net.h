@@ -56,6 +56,17 @@ struct LayerMemory {
   dnnl::memory mean, variance;  // batchnorm: batch statistics (f32, C)
   dnnl::memory workspace;       // maxpool: where each maximum came from
   dnnl::memory fwd_weights;     // conv/fc: the weights in forward layout when not the master's
+  // Sync BN: the per-channel terms that turn the backward's dx (global statistics taken as
+  // constants) into the true one, dx += a * x + b (dnnl_net.cc, backward_batchnorm).
+  dnnl::memory sync_a, sync_b;
+};
+
+// Data parallelism: trainable gradients that the backward finishes together, all-reduced as
+// one contiguous range of DnnlNet::grad_arena as soon as the last of them is written.
+struct GradBucket {
+  size_t offset = 0;        // bytes into grad_arena
+  size_t floats = 0;        // the range's length, alignment padding (zeros) included
+  std::vector<int> params;  // Network::params indices, in backward order
 };
 
 // Not copyable or movable: host steps and the SGD table hold pointers into it, so it lives
@@ -83,6 +94,14 @@ struct DnnlNet {
   std::vector<bool> grad_final;
   std::vector<ParamMemory> params;
   std::vector<LayerMemory> layers;
+  // Every trainable gradient lives in this one buffer (u8), in the order the backward
+  // finishes them, each at a 64-byte boundary; zeroed, so padding stays zero.
+  dnnl::memory grad_arena;
+  size_t grad_arena_bytes = 0;
+  // With config.collective of world > 1: the buckets, and a host step after the backward
+  // step that finishes each one calls bucket_ready(index) (the backend sets it).
+  std::vector<GradBucket> buckets;
+  std::function<void(size_t bucket)> bucket_ready;
 
   dnnl::memory images_user;       // plain NCHW or NHWC f32: the caller's images, or images_f32
   std::vector<float> images_f32;  // u8 input normalised here (empty for f32 input)

@@ -230,6 +230,11 @@ class CudaBackend final : public Backend {
     if (begun_ == 0 || updated_[slot_])
       fail("cuda backend: update() without a forward_backward() before it");
     STOKER_CHECK(!sgd.nesterov || (sgd.momentum > 0 && sgd.dampening == 0));  // torch's rule
+    if (sgd.optimizer != Optimizer::sgd)
+      fail(
+          "cuda backend: optimizer {} is not offered on cuda yet (its update runs on the "
+          "device, SGD only); use --optimizer sgd or --backend cpu",
+          optimizer_name(sgd.optimizer));
     SgdHyper& h = hyper_ring_.as<SgdHyper>()[slot_];
     h = SgdHyper{lr,
                  sgd.momentum,
@@ -418,6 +423,13 @@ std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConf
     fail("backend 'cuda': {} takes {} input channels; the input conversion handles 3 (RGB)",
          net.name, net.in_channels);
   parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
+  // Data parallelism is the CPU backend's for now (train/README.md): no NCCL bucket hook yet.
+  if (config.collective != nullptr && config.collective->world() > 1)
+    fail(
+        "backend 'cuda': data-parallel training ({}) is not offered on cuda yet (no NCCL "
+        "gradient all-reduce); use --backend cpu under mpirun",
+        config.collective->describe());
+  if (config.sync_bn) fail("backend 'cuda': --sync-bn is not offered on cuda yet");
   if (config.precision == Precision::bf16 || config.precision == Precision::tf32) {
     int major = 0;
     STOKER_GPU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config.device));
