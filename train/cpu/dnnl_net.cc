@@ -580,7 +580,8 @@ struct Planner {
     dnnl::post_ops ops;
     STOKER_DNNL(ops.append_binary(algorithm::binary_add, per_channel));
     STOKER_DNNL(ops.append_sum(1.0f));
-    dnnl::primitive_attr with_ops = attr;
+    dnnl::primitive_attr with_ops;  // not `attr`: a copy would share (and change) it
+    STOKER_DNNL(with_ops.set_scratchpad_mode(dnnl::scratchpad_mode::user));
     STOKER_DNNL(with_ops.set_post_ops(ops));
     const auto pd = STOKER_DNNL(dnnl::binary::primitive_desc(
         dnnl::binary::desc(algorithm::binary_mul, d.md[size_t(in)], per_channel, target.get_desc()),
