@@ -45,7 +45,7 @@ Figures measure(const Network& net, Collective* coll, int64_t size, int64_t batc
   std::normal_distribution<float> normal;
   std::vector<float> images(size_t(batch * 3 * size * size));
   for (float& x : images) x = normal(rng);
-  std::vector<int32_t> labels(size_t(batch));
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (int32_t& l : labels) l = int32_t(rng() % uint32_t(net.num_classes));
   std::vector<double> bwd, wait, step;
   const SgdConfig sgd;
