@@ -19,6 +19,13 @@ std::string_view optimizer_name(Optimizer o);
 Optimizer parse_optimizer(std::string_view name);
 
 struct SgdConfig {
+  float momentum = 0.9f;
+  float dampening = 0.0f;
+  bool nesterov = false;
+  float weight_decay = 1e-4f;
+  // ResNet recipes often exempt BN parameters and biases (1-D tensors) from weight decay.
+  bool decay_bn_and_bias = true;
+  // Last, so that positional initialisers of the SGD fields above stay valid.
   Optimizer optimizer = Optimizer::sgd;
   // LARS trust coefficient. Per tensor that is not 1-D (BN parameters and biases keep plain
   // SGD, as the usual large-batch recipes exclude them):
@@ -29,12 +36,6 @@ struct SgdConfig {
   // buf = momentum * buf + (1 - dampening) * d; w -= lr * buf). Norms are L2 over the
   // tensor, accumulated in double.
   float lars_eta = 0.001f;
-  float momentum = 0.9f;
-  float dampening = 0.0f;
-  bool nesterov = false;
-  float weight_decay = 1e-4f;
-  // ResNet recipes often exempt BN parameters and biases (1-D tensors) from weight decay.
-  bool decay_bn_and_bias = true;
 };
 
 // One tensor's view for a step. `momentum` has n floats; `has_momentum` says whether it
