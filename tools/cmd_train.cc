@@ -166,7 +166,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   if (resumed) {
     start = load_checkpoint(o.resume);
     state = get_run_state(*start, o.resume);
-    restore_train_options(o.train, o.loader, state.config, o.resume, app);
+    restore_train_options(o.train, o.loader, state.config, o.resume, app, world.world());
     stored_total = nlohmann::json::parse(state.config).at("total_steps").get<int64_t>();
   } else if (!o.init.empty()) {
     start = load_checkpoint(o.init);
@@ -356,7 +356,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     RunState s = state;
     s.step = done;
     s.seed = lc.sampler.seed;
-    s.config = train_options_json(o.train, o.loader).dump();
+    s.config = train_options_json(o.train, o.loader, world.world()).dump();
     if (loader_feed != nullptr) {
       s.epoch = int64_t(loader_feed->position().epoch);
       s.sampler_position = int64_t(loader_feed->position().index);
