@@ -53,7 +53,7 @@ const Batch* Iterator::next() {
   STOKER_CHECK(batch.number == next_batch_ && batch.epoch == ctx_->sampler.epoch());
   checksum_ = XXH3_64bits_withSeed(&batch.checksum, sizeof batch.checksum, checksum_);
   ++next_batch_;
-  consumed_ += batch.size;
+  consumed_ = ctx_->sampler.position_after(next_batch_);  // global: every rank's samples
   return &batch;
 }
 

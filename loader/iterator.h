@@ -26,7 +26,8 @@ class Iterator {
            std::unique_ptr<Source> source = nullptr);
   ~Iterator();
 
-  // Begins `epoch` at sample `start` of it (a batch boundary; non-zero to resume a run).
+  // Begins `epoch` at global position `start` of it (a boundary of the global batch,
+  // loader/sampler.h; non-zero to resume a run).
   void start_epoch(uint64_t epoch, uint64_t start = 0);
   // The next batch in sampler order, or nullptr when the epoch is done. The batch stays
   // valid until the next call. Throws stoker::Error under --on-error fail.
@@ -40,7 +41,8 @@ class Iterator {
   void retain() { producer_->retain(); }
   void release(const Batch* batch) { producer_->release(*batch); }
 
-  // Samples consumed so far: resuming from here continues with exactly the next batch.
+  // Samples consumed so far by every rank together (the global position; this rank's own
+  // when it is the only one): resuming from here continues with exactly the next batch.
   Position position() const { return {ctx_->sampler.epoch(), consumed_}; }
   // Checksum of the batches returned so far in this epoch (the whole epoch once next()
   // has returned nullptr).
@@ -60,7 +62,7 @@ class Iterator {
   std::unique_ptr<LoaderContext> ctx_;
   std::unique_ptr<Producer> producer_;
   size_t next_batch_ = 0;
-  uint64_t consumed_ = 0;
+  uint64_t consumed_ = 0;  // global position
   bool started_ = false;
   uint64_t checksum_ = 0;  // chained over the epoch's batch checksums
 };

@@ -52,11 +52,19 @@ void Sampler::set_epoch(uint64_t epoch) {
     order_.swap(all);
     return;
   }
-  const size_t per_rank = (dataset_size_ + config_.world - 1) / config_.world;
-  order_.resize(per_rank);
-  for (size_t i = 0; i < per_rank; ++i) {
-    order_[i] = all[(i * config_.world + config_.rank) % dataset_size_];
+  // Rank r's slice of every full global batch, then its piece of the short last one.
+  const size_t b = config_.batch_size, big = global_batch(), full = dataset_size_ / big;
+  const size_t tail = dataset_size_ - full * big, w = config_.world, r = config_.rank;
+  const size_t tail_begin = full * big + tail * r / w;
+  const size_t tail_end = config_.drop_last ? tail_begin : full * big + tail * (r + 1) / w;
+  order_.clear();
+  order_.reserve(full * b + (tail_end - tail_begin));
+  for (size_t k = 0; k < full; ++k) {
+    const size_t begin = k * big + r * b;
+    order_.insert(order_.end(), all.begin() + ptrdiff_t(begin), all.begin() + ptrdiff_t(begin + b));
   }
+  order_.insert(order_.end(), all.begin() + ptrdiff_t(tail_begin),
+                all.begin() + ptrdiff_t(tail_end));
 }
 
 size_t Sampler::batches() const {
@@ -70,17 +78,28 @@ size_t Sampler::batch_length(size_t b) const {
   return std::min(config_.batch_size, order_.size() - begin);
 }
 
+uint64_t Sampler::position_after(size_t batches_done) const {
+  STOKER_CHECK(batches_done <= batches());
+  return std::min<uint64_t>(uint64_t(batches_done) * global_batch(), dataset_size_);
+}
+
 size_t Sampler::batch_of(uint64_t index) const {
   // The end of the epoch is where a run that consumed its short last batch stands.
-  if (index == order_.size()) return batches();
-  if (index > order_.size()) {
+  const uint64_t end = position_after(batches());
+  if (index == end || index == dataset_size_) return batches();
+  if (index > dataset_size_) {
     fail("resume position {} is past the end of epoch {} ({} samples; did the dataset change?)",
-         index, epoch_, order_.size());
+         index, epoch_, dataset_size_);
   }
-  if (index % config_.batch_size != 0) {
-    fail("resume position {} is not a batch boundary (batch size {})", index, config_.batch_size);
+  if (index % global_batch() != 0) {
+    if (config_.world == 1)
+      fail("resume position {} is not a batch boundary (batch size {})", index, config_.batch_size);
+    fail(
+        "resume position {} is not a boundary of the global batch {} ({} ranks x batch {}): "
+        "resume with a world size and batch whose product divides it",
+        index, global_batch(), config_.world, config_.batch_size);
   }
-  return index / config_.batch_size;
+  return std::min<size_t>(index / global_batch(), batches());
 }
 
 }  // namespace stoker

@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The order of an epoch: sequential or a seeded shuffle (a pure function of seed and epoch),
-// optionally sharded by rank like torch's DistributedSampler (padded by wrapping around so
-// every rank gets the same count), cut into batches (short last batch or drop_last). For
-// packed shards the shuffle may instead be sequential (loader/shard_order.h).
+// cut into batches (short last batch or drop_last). For packed shards the shuffle may
+// instead be sequential (loader/shard_order.h).
+//
+// Sharded by rank for data parallelism, without changing the order: the global order of an
+// epoch does not depend on the world size. With `world` ranks of `batch_size` each, global
+// step k takes global positions [kB, (k+1)B), B = world x batch_size, and rank r the slice
+// [kB + r b, kB + (r+1) b). Every sample is visited exactly once per epoch, by one rank; no
+// padding. A short last global batch (fewer than B left) is dropped under drop_last (what the
+// trainer asks for, so every rank takes the same number of steps), else split into `world`
+// contiguous pieces that differ by at most one sample (some may be empty). Positions
+// (Position, batch_of) are global, so a run resumes on another world size where it stopped.
 #pragma once
 
 #include <cstddef>
@@ -50,13 +58,19 @@ class Sampler {
   size_t dataset_size() const { return dataset_size_; }
   // Samples this rank visits in one epoch (including those dropped by drop_last).
   size_t epoch_size() const { return order_.size(); }
+  // Samples one step takes across the world: world x batch_size.
+  size_t global_batch() const { return size_t(config_.world) * config_.batch_size; }
+  // The global position (samples of the epoch consumed by all ranks together) once this
+  // rank's first `batches_done` batches are done: where a run stands, and resumes.
+  uint64_t position_after(size_t batches_done) const;
   size_t batches() const;
   size_t batch_begin(size_t b) const { return b * config_.batch_size; }
   size_t batch_length(size_t b) const;
   // Dataset index of this rank's `pos`-th sample of the current epoch.
   uint32_t at(size_t pos) const { return order_[pos]; }
-  // The batch that starts at `index` samples into an epoch; `index` must be a batch boundary
-  // or the end of the epoch (batches(): nothing left).
+  // The batch that starts at global position `index`; `index` must be a boundary of the
+  // global batch or the end of the epoch (batches(): nothing left). stoker::Error otherwise:
+  // a run saved with another global batch cannot resume mid-batch.
   size_t batch_of(uint64_t index) const;
   const SamplerConfig& config() const { return config_; }
 

@@ -3,7 +3,8 @@
 # mpirun for N ranks on this machine, as the tests and the all-reduce benchmark need it, in
 # one place: root allowed (containers and CI run as root), more ranks than cores allowed (CI
 # has two), shared memory between ranks without cross-memory attach (a container may forbid
-# process_vm_readv), no network transport probed. Not for clusters: there, call mpirun.
+# process_vm_readv; set OMPI_MCA_btl_vader_single_copy_mechanism=cma where it is allowed,
+# for speed), no network transport probed. Not for clusters: there, call mpirun.
 #   scripts/mpirun_local.sh N PROGRAM [ARGS...]
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -13,7 +14,7 @@ fi
 ranks=$1
 shift
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 # --bind-to none: oversubscribed ranks bound to one core each would share it badly.
 exec mpirun -np "$ranks" --oversubscribe --bind-to none --mca btl self,vader \
   --mca plm_rsh_agent false "$@"

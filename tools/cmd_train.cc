@@ -6,7 +6,14 @@
 // --save writes a checkpoint at the end (and on Ctrl-C, of the last finished step), --save-every
 // more on the way, --val measures top-1/top-5 on the way. `#` context lines, a live progress
 // line on stderr, then a summary table; --json writes every step's timings and loss.
+//
+// Under mpirun every rank runs this with its shard of the data (loader/sampler.h) and the
+// backend averages the gradients (train/collective.h); rank 0 alone writes checkpoints, the
+// JSON, the trace and the console view, and any rank's error ends the whole job.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <filesystem>
@@ -33,6 +40,7 @@
 #include "tools/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
+#include "train/dist/collectives.h"
 #include "train/loader_feed.h"
 #include "train/loop_trace.h"
 #include "train/train_loop.h"
@@ -108,12 +116,27 @@ nlohmann::json ms_stats(const std::vector<double>& seconds) {
           {"mean", seconds.empty() ? 0.0 : 1e3 * sum / double(seconds.size())}};
 }
 
-void run_train(TrainCommand& o, const CLI::App& app) {
-  install_interrupt_handlers();
+// An interrupt every rank agreed on (LoopConfig::agree_stop) after the same step: the job
+// ends in order, with no abort.
+struct StoppedTogether : Interrupted {
+  using Interrupted::Interrupted;
+};
+
+// Rank 0's weights (and momentum) on every rank: one starting point whatever each loaded.
+void broadcast_state(Backend& backend, Collective& world) {
+  Checkpoint c = backend.save();
+  for (Tensor& t : c.tensors) world.broadcast(t.bytes.data(), t.bytes.size(), 0);
+  backend.load(c, "rank 0's initial state");
+}
+
+void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
+  const bool rank0 = world.rank() == 0;
   // Every output is checked before the first step: a typo costs a second, not the run.
-  check_writable("--save", o.save);
-  check_writable("--json", o.json);
-  check_writable("--trace", o.trace);
+  if (rank0) {
+    check_writable("--save", o.save);
+    check_writable("--json", o.json);
+    check_writable("--trace", o.trace);
+  }
   if (o.save_every > 0 && o.save.empty())
     fail("train: --save-every needs --save (the periodic checkpoints are named after it)");
   if (o.save_every < 0) fail("train: --save-every {}: expected a number of steps", o.save_every);
@@ -143,7 +166,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   if (resumed) {
     start = load_checkpoint(o.resume);
     state = get_run_state(*start, o.resume);
-    restore_train_options(o.train, o.loader, state.config, o.resume, app);
+    restore_train_options(o.train, o.loader, state.config, o.resume, app, world.world());
     stored_total = nlohmann::json::parse(state.config).at("total_steps").get<int64_t>();
   } else if (!o.init.empty()) {
     start = load_checkpoint(o.init);
@@ -173,8 +196,11 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     lc.reader =
         parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
     lc.sampler.drop_last = true;  // the backend is planned for one batch size
+    lc.sampler.rank = uint32_t(world.rank());
+    lc.sampler.world = uint32_t(world.world());
   }
-  const int64_t batch = int64_t(o.loader.batch);
+  const int64_t batch = int64_t(o.loader.batch);  // per rank
+  const int64_t global_batch = batch * world.world();
   const int64_t size = o.loader.size;
   const std::vector<ActShape> shapes = infer_shapes(net, size, size);
   const double flop_per_image = trained_image_flops(forward_cost(net, shapes));
@@ -205,12 +231,14 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   t.apply(bc);
   t.conv_algo = bc.conv_algorithm;  // stored canonical
   bc.record_activity = !o.no_gaps || !o.trace.empty();
+  if (world.world() > 1) bc.collective = &world;
   std::unique_ptr<Backend> backend = make_backend(t.backend, net, bc);
   if (start) {
     backend->load(*start, o.resume.empty() ? o.init : o.resume);
   } else {
     backend->load(init_checkpoint(net, lc.sampler.seed), "the initialisation");
   }
+  if (world.world() > 1) broadcast_state(*backend, world);
 
   std::unique_ptr<Iterator> iterator;
   std::unique_ptr<BatchFeed> feed;
@@ -224,7 +252,8 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     iterator = std::make_unique<Iterator>(*index, lc);
     per_epoch = int64_t(iterator->batches_per_epoch());
     if (per_epoch == 0)
-      fail("train: {} has {} images, fewer than one batch of {}", o.data, index->size(), batch);
+      fail("train: {} has {} images, fewer than one {}batch of {}", o.data, index->size(),
+           world.world() > 1 ? "global " : "", global_batch);
     auto f = std::make_unique<LoaderFeed>(
         *iterator, Position{uint64_t(state.epoch), uint64_t(state.sampler_position)});
     loader_feed = f.get();
@@ -281,8 +310,15 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   loop.steps = steps;
   loop.first_step = state.step;
   loop.sgd = t.sgd();
-  loop.schedule = t.schedule(batch, schedule_steps);
-  loop.images_per_step = batch;
+  loop.schedule = t.schedule(global_batch, schedule_steps);  // scaled by the global batch
+  loop.images_per_step = global_batch;
+  loop.progress = rank0;
+  if (world.world() > 1)
+    loop.agree_stop = [&world](bool here) {
+      float votes = here ? 1.0f : 0.0f;
+      world.allreduce_sum(&votes, 1);
+      return votes > 0;
+    };
   loop.label = fmt::format("train {}", net.name);
   loop.timing_warmup = std::clamp<int64_t>(o.timing_warmup, 0, steps - 1);
   loop.activity = bc.record_activity;
@@ -292,8 +328,11 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   fmt::print("# stoker train {} (built {})\n", STOKER_VERSION, __DATE__);
   fmt::print("# machine: {}, {} cores, Linux {}\n", cpu_model(), online_cpus(), kernel_release());
   fmt::print("# backend: {}\n", backend->describe());
+  if (world.world() > 1)
+    fmt::print("# data parallel: {}, batch {} per rank, global batch {}\n", world.describe(), batch,
+               global_batch);
   fmt::print("# model: {} ({} classes), {}x{} input, batch {}, {:.2f} GFLOP per trained image\n",
-             net.name, t.classes, size, size, batch, flop_per_image / 1e9);
+             net.name, t.classes, size, size, global_batch, flop_per_image / 1e9);
   fmt::print("# data: {}\n",
              o.synthetic ? "synthetic (random tensors drawn once: compute alone)"
                          : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}",
@@ -317,7 +356,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     RunState s = state;
     s.step = done;
     s.seed = lc.sampler.seed;
-    s.config = train_options_json(o.train, o.loader).dump();
+    s.config = train_options_json(o.train, o.loader, world.world()).dump();
     if (loader_feed != nullptr) {
       s.epoch = int64_t(loader_feed->position().epoch);
       s.sampler_position = int64_t(loader_feed->position().index);
@@ -325,7 +364,8 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     return s;
   };
   const auto save_at = [&](const std::string& path, int64_t done) {
-    Checkpoint ckpt = backend->save();
+    Checkpoint ckpt = backend->save();  // on every rank: a backend may gather state for it
+    if (!rank0) return;
     const RunState s = run_state_at(done);
     set_run_state(ckpt, s);
     save_checkpoint(path, ckpt);
@@ -367,9 +407,10 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     loop.hook = [&](int64_t done) {
       if (o.save_every > 0 && done % o.save_every == 0) {
         save_at(periodic_name(o.save, done), done);
-        prune_periodic(o.save, o.keep);
+        if (rank0) prune_periodic(o.save, o.keep);
       }
-      if (o.val_every > 0 && done % o.val_every == 0) {
+      // Validation on rank 0 alone, over the whole set: the others wait at the next step.
+      if (rank0 && o.val_every > 0 && done % o.val_every == 0) {
         validate(done);
         last_val = done;
       }
@@ -380,7 +421,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   const LoopResult result = train_loop(*backend, *feed, loop);
   const std::vector<StepRecord>& records = result.records;
   const int64_t done = state.step + int64_t(records.size());
-  if (!o.val.empty() && last_val != done && !result.interrupted) validate(done);
+  if (rank0 && !o.val.empty() && last_val != done && !result.interrupted) validate(done);
 
   // Steady state: the first steps pay for first touches of memory and caches.
   const size_t skip = std::min(size_t(loop.timing_warmup), records.size() - 1);
@@ -401,7 +442,8 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     timed_bwd += r.backward;
     timed_upd += r.update;
   }
-  const double images_per_s = double(batch) * double(total.size()) / timed;
+  // Every rank's images: the job's throughput (each rank's steps are the same steps).
+  const double images_per_s = double(global_batch) * double(total.size()) / timed;
   const GapStats& gaps = result.gaps;
   fmt::print("{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>10}\n", "steps",
              "img/s", "step ms", "wait ms", "fwd ms", "bwd ms", "upd ms", "wait %", "gap %",
@@ -413,7 +455,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
       1e3 * median(bwd), 1e3 * median(upd), 100 * timed_wait / timed,
       loop.activity ? fmt::format("{:.1f}", 100 * gaps.share()) : "-",
       images_per_s * flop_per_image / 1e9, records.back().loss);
-  if (!o.trace.empty()) {
+  if (rank0 && !o.trace.empty()) {
     const TraceWriter tw = loop_trace(result.trace, t.backend);
     tw.write(o.trace);
     fmt::print("# trace: {} (steps {}..{}, {} events)\n", o.trace, trace_first, trace_last,
@@ -425,7 +467,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     fmt::print("# interrupted: {} of {} steps done; the figures above cover them\n", records.size(),
                steps);
   if (!o.save.empty()) save_at(o.save, done);
-  if (!o.json.empty()) {
+  if (rank0 && !o.json.empty()) {
     nlohmann::json steps_json = nlohmann::json::array();
     std::vector<float> losses;
     std::vector<double> lrs;
@@ -481,6 +523,9 @@ void run_train(TrainCommand& o, const CLI::App& app) {
         {"conv_algo", t.conv_algo},
         {"threads", bc.threads},
         {"batch", batch},
+        {"global_batch", global_batch},
+        {"world", world.world()},
+        {"collective", world.describe()},
         {"image_size", size},
         {"synthetic", o.synthetic},
         {"data", o.data},
@@ -520,18 +565,57 @@ void run_train(TrainCommand& o, const CLI::App& app) {
         {"options", nlohmann::json::parse(end.config)}};
     std::ofstream out(o.json);
     out << context_and_result(
-               doc, {"tool", "version", "machine", "backend", "arch", "classes", "precision",
-                     "conv_algo", "threads", "batch", "image_size", "synthetic", "data", "reader",
-                     "input", "timing_warmup", "options"})
+               doc, {"tool",         "version",   "machine",    "backend",       "arch",
+                     "classes",      "precision", "conv_algo",  "threads",       "batch",
+                     "global_batch", "world",     "collective", "image_size",    "synthetic",
+                     "data",         "reader",    "input",      "timing_warmup", "options"})
                .dump(2)
         << "\n";
     if (!out) fail("train: cannot write {}", o.json);
   }
   std::fflush(stdout);
+  if (result.interrupted && world.world() > 1) {
+    world.barrier();  // rank 0's checkpoint is written before any rank leaves
+    throw StoppedTogether(
+        fmt::format("train: interrupted after step {}{}", done,
+                    o.save.empty() ? "" : fmt::format("; `--resume {}` continues it", o.save)));
+  }
   if (result.interrupted)
     throw Interrupted(fmt::format(
         "train: interrupted after step {}{}", done,
         o.save.empty() ? "" : fmt::format("; `--resume {}` continues it exactly", o.save)));
+}
+
+// One rank's failure ends the job: its error goes to stderr naming the rank, then MPI_Abort
+// stops every other rank (mpirun sends them SIGTERM, which ends a wait in a collective as
+// "stopped"), so nobody waits forever for a peer that is gone.
+void run_train(TrainCommand& o, const CLI::App& app) {
+  install_interrupt_handlers();
+  std::unique_ptr<Collective> world = make_host_collective();
+  if (world->world() == 1) return train_rank(o, app, *world);
+  // Rank 0 speaks for the job; the others keep stdout quiet (errors go to stderr).
+  if (world->rank() != 0) {
+    std::fflush(stdout);
+    if (std::freopen("/dev/null", "w", stdout) == nullptr) fail("cannot open /dev/null");
+  }
+  const std::string who = fmt::format("stoker train: rank {} of {}", world->rank(), world->world());
+  int code = 0;
+  try {
+    train_rank(o, app, *world);
+    return;
+  } catch (const StoppedTogether&) {
+    throw;  // main() says it and exits 128 + signal; MPI finalises as `world` goes
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "%s: stopped: %s\n", who.c_str(), e.what());
+    code = interrupt_exit_code() != 0 ? interrupt_exit_code() : 1;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: usage error: %s\n", who.c_str(), e.what());
+    code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", who.c_str(), e.what());
+    code = 1;
+  }
+  world->abort(code);
 }
 
 }  // namespace
@@ -584,6 +668,9 @@ void add_train_command(CLI::App& app) {
   o->train.add_to(*cmd);
   // A step needs decoded images, and the backend is planned for whole batches.
   o->loader.add_to(*cmd, kAllLoaderOptions & ~(kNoDecode | kDropLast));
+  // Under mpirun --batch is each rank's, as in PyTorch DDP; the global batch is ranks x it.
+  if (CLI::Option* b = cmd->get_option_no_throw("--batch"))
+    b->description(b->get_description() + " (per rank under mpirun: global batch = ranks x it)");
   cmd->callback([o, cmd] { run_train(*o, *cmd); });
 }
 

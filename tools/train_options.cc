@@ -157,7 +157,7 @@ LrSchedule TrainOptions::schedule(int64_t batch, int64_t run_end_step) const {
   return s;
 }
 
-nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l) {
+nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l, int world) {
   return {{"arch", t.arch},
           {"classes", t.classes},
           {"zero_init_residual", t.zero_init_residual},
@@ -181,6 +181,7 @@ nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l)
           {"total_steps", t.total_steps},
           {"label_smoothing", t.label_smoothing},
           {"batch", l.batch},
+          {"global_batch", l.batch * size_t(world)},
           {"size", l.size},
           {"transform", l.transform},
           {"flip", l.flip},
@@ -205,7 +206,7 @@ void take(const nlohmann::json& j, const char* key, const char* option, T& field
 }  // namespace
 
 void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string& config,
-                           const std::string& path, const CLI::App& app) {
+                           const std::string& path, const CLI::App& app, int world) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(config);
@@ -240,7 +241,22 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
     // The one option a resumed run may change: a longer (or shorter) schedule.
     if (app.count("--total-steps") == 0) t.total_steps = j.at("total_steps").get<int64_t>();
     take(j, "label_smoothing", "--label-smoothing", t.label_smoothing, path, app);
-    take(j, "batch", "--batch", l.batch, path, app);
+    // The global batch is the run's (older checkpoints: one process, "batch" is global).
+    const size_t global = j.contains("global_batch") ? j.at("global_batch").get<size_t>()
+                                                     : j.at("batch").get<size_t>();
+    const size_t ranks = size_t(world);
+    if (app.count("--batch") > 0 && l.batch * ranks != global)
+      fail(
+          "{}: --batch {} on {} rank{} is a global batch of {}, but the run being resumed has {}; "
+          "a resumed run keeps its global batch{}",
+          path, l.batch, ranks, ranks == 1 ? "" : "s", l.batch * ranks, global,
+          global % ranks == 0 ? fmt::format(" (--batch {} here)", global / ranks) : "");
+    if (global % ranks != 0)
+      fail(
+          "{}: the run being resumed has a global batch of {}, which {} ranks cannot share "
+          "evenly; resume on a number of ranks that divides it",
+          path, global, ranks);
+    l.batch = global / ranks;
     take(j, "size", "--size", l.size, path, app);
     take(j, "transform", "--transform", l.transform, path, app);
     take(j, "flip", "--flip", l.flip, path, app);

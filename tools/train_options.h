@@ -70,13 +70,16 @@ struct TrainOptions {
 // fixed:winograd. Other words pass unchanged (the backend judges them).
 std::string canonical_conv_algo(const std::string& word);
 
-// The options that decide a run's numbers (these and the loader's data options).
-nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l);
+// The options that decide a run's numbers (these and the loader's data options). `world`:
+// the ranks training together; "global_batch" (world x --batch) is what a resume keeps.
+nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l, int world = 1);
 // Overwrites them from a checkpoint's stored config. stoker::Error naming `path` when the
 // config is unreadable, or when an option given on the command line contradicts it; except
 // --total-steps, which may change the schedule's length (a resumed run extended: the caller
-// says so).
+// says so). On `world` ranks the per-rank --batch becomes the stored global batch / world (a
+// run resumes on another number of ranks with the same global batch); stoker::Error when the
+// global batch does not divide, or a --batch given contradicts it.
 void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string& config,
-                           const std::string& path, const CLI::App& app);
+                           const std::string& path, const CLI::App& app, int world = 1);
 
 }  // namespace stoker

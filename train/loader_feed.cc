@@ -26,17 +26,19 @@ InputSpec LoaderFeed::input_spec() const {
 
 HostBatch LoaderFeed::next() {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!started_ || position_.index >= it_.batches_per_epoch() * it_.config().sampler.batch_size) {
+    // Positions are global (loader/sampler.h): the end is where all ranks' last batch ends.
+    const uint64_t end = it_.sampler().position_after(it_.batches_per_epoch());
+    if (!started_ || position_.index >= end) {
       if (started_) position_ = {position_.epoch + 1, 0};
       it_.start_epoch(position_.epoch, position_.index);
       started_ = true;
     }
     const Batch* b = it_.next();
     if (b == nullptr) {  // the epoch ended: the loop above starts the next one
-      position_.index = it_.batches_per_epoch() * it_.config().sampler.batch_size;
+      position_.index = end;
       continue;
     }
-    position_.index += b->size;
+    position_ = it_.position();
     timings_ = std::span<const SampleTiming>(b->timing.data(), b->size);
     return {b->data, b->labels.data(), int64_t(b->size)};
   }

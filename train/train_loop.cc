@@ -212,7 +212,8 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
     window_wait += r.wait;
     window_total += r.total;
     // An interrupt ends the run here, after a whole step, as if it were the last one.
-    out.interrupted = k + 1 < c.steps && interrupted();
+    if (k + 1 < c.steps)
+      out.interrupted = c.agree_stop ? c.agree_stop(interrupted()) : interrupted();
     const bool last = k + 1 == c.steps || out.interrupted;
     const bool hook = c.hook_every > 0 && c.hook && (step + 1) % c.hook_every == 0;
     const bool draw = line.due(last);

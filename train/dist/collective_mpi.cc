@@ -102,8 +102,10 @@ class MpiCollective final : public Collective {
     while (finished_ < ticket && !error_) {
       done_.wait_for(lock, std::chrono::milliseconds(50));
       if (interrupted() && finished_ < ticket && !error_)
-        throw Interrupted(fmt::format("signal {} while waiting for collective #{} ({} ranks)",
-                                      interrupt_signal(), ticket, world_));
+        throw Interrupted(fmt::format(
+            "signal {} while waiting for the other {} (collective #{}); did one end?",
+            interrupt_signal(),
+            world_ == 2 ? std::string("rank") : fmt::format("{} ranks", world_ - 1), ticket));
     }
     if (error_) std::rethrow_exception(error_);
   }
