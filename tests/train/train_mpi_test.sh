@@ -5,8 +5,9 @@
 # ranks, global batch 8, LR scaled by it, global sampler position); the checkpoint resumes on
 # one process with the same global batch and is refused on 3 ranks; a bad JPEG in rank 1's
 # shard under --on-error fail ends the job naming rank 1 and the file; rank 1 killed with
-# SIGKILL mid-run ends the job with rank 0 saying it stopped. Every mpirun is under
-# `timeout`: a hang fails the test.
+# SIGKILL mid-run ends the job with rank 0 saying it stopped; SIGTERM to every rank stops all
+# after the same step with rank 0's checkpoint. Every mpirun is under `timeout`: a hang fails
+# the test.
 set -euo pipefail
 stoker=$1
 mpirun_local=$2
@@ -101,4 +102,31 @@ grep -v '^train resnet18 step' "$tmp/errk.txt" || true
 [ $rc -ne 124 ] || fail "a killed rank: the job hung"
 grep -q "stoker train: rank 0 of 2: stopped: signal 15 while waiting for the other rank" \
   "$tmp/errk.txt" || fail "rank 0 did not say it stopped"
+
+# 5. SIGTERM to every rank (a scheduler's preemption): the ranks agree on the step to stop
+# after, rank 0 saves it, every rank exits 143, no abort.
+set +e
+mpi 2 "$stoker" train "$tmp/d" "${common[@]}" --steps 100000 --save "$tmp/stop.safetensors" \
+  > "$tmp/outs.txt" 2> "$tmp/errs.txt" &
+job=$!
+ranks=""
+for _ in $(seq 1 100); do
+  ranks=""
+  for p in $(pgrep -f -- "train $tmp/d --arch" 2>/dev/null); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK='; then
+      ranks="$ranks $p"
+    fi
+  done
+  if [ "$(echo $ranks | wc -w)" = 2 ] && grep -q '^train resnet18 step' "$tmp/errs.txt"; then break; fi
+  sleep 0.2
+done
+kill -TERM $ranks
+wait $job
+rc=$?
+set -e
+grep -v '^train resnet18 step' "$tmp/errs.txt" || true
+[ $rc -eq 143 ] || fail "SIGTERM to every rank: exit $rc, expected 143"
+grep -q '^# checkpoint: ' "$tmp/outs.txt" || fail "SIGTERM to every rank: no checkpoint"
+if grep -q 'MPI_ABORT' "$tmp/errs.txt"; then fail "SIGTERM to every rank: aborted"; fi
+"$stoker" checkpoint info "$tmp/stop.safetensors" > /dev/null || fail "the checkpoint does not read"
 echo "OK"

@@ -30,6 +30,9 @@
 namespace stoker {
 namespace {
 
+// How long a wait goes on after an interrupt before it concludes a peer is gone.
+constexpr std::chrono::milliseconds kInterruptGrace{300};
+
 // MPI counts are ints: larger buffers go in pieces of this many elements.
 constexpr size_t kMaxCount = size_t(1) << 30;
 
@@ -98,10 +101,17 @@ class MpiCollective final : public Collective {
     std::unique_lock lock(mutex_);
     STOKER_CHECK(ticket >= 1 && ticket < next_ticket_);
     // Polled, not a plain wait: a rank whose peer died is stopped by mpirun's SIGTERM while
-    // it waits here, and must be able to say so and leave (common/interrupt.h).
+    // it waits here, and must be able to say so and leave (common/interrupt.h). The same
+    // signal sent to every rank (Ctrl-C, a scheduler's SIGTERM) finds the peers alive: the
+    // collective still finishes, so it gets kInterruptGrace first (mpirun's SIGKILL follows
+    // its SIGTERM after 1 s, odls_base_sigkill_timeout).
+    std::chrono::steady_clock::time_point give_up{};
     while (finished_ < ticket && !error_) {
-      done_.wait_for(lock, std::chrono::milliseconds(50));
-      if (interrupted() && finished_ < ticket && !error_)
+      done_.wait_for(lock, std::chrono::milliseconds(20));
+      if (!interrupted() || finished_ >= ticket || error_) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (give_up == std::chrono::steady_clock::time_point{}) give_up = now + kInterruptGrace;
+      if (now >= give_up)
         throw Interrupted(fmt::format(
             "signal {} while waiting for the other {} (collective #{}); did one end?",
             interrupt_signal(),
