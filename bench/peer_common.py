@@ -2,8 +2,9 @@
 """What every peer runner of bench/peers.sh shares: its options, the clock and the JSON line.
 
 The clock: `warmup` batches are taken first (worker start-up, JIT compilation, first reads),
-then the next `batches` batches are timed from the arrival of the last warm-up batch to the
-arrival of the last timed one; images/s = batches x batch / that time. The time from the
+then the next `batches` batches (or fewer, once `seconds` have passed and at least two were
+timed) are timed from the arrival of the last warm-up batch to the arrival of the last timed
+one; images/s = timed batches x batch / that time. The time from the
 loader's creation to the last batch is kept too (`seconds_total`). Epochs wrap: a loader that
 runs out starts its next epoch, as in training. Not a loader: no decoding here.
 """
@@ -25,8 +26,9 @@ def parser(doc):
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2, help="workers / threads of the peer")
     ap.add_argument("--warmup", type=int, default=3, help="batches before the clock starts")
-    ap.add_argument("--batches", type=int, default=20, help="timed batches")
-    ap.add_argument("--dtype", choices=("f32", "u8"), default="f32")
+    ap.add_argument("--batches", type=int, default=20, help="timed batches, at most")
+    ap.add_argument("--seconds", type=float, default=1e9,
+                    help="stop timing after this long (at least 2 timed batches)")
     ap.add_argument("--repeat", type=int, default=1, help="repeat number, recorded only")
     ap.add_argument("--json", required=True, help="append one JSON line here")
     return ap
@@ -47,30 +49,35 @@ def measure(make_epoch, a, check_batch):
     called on every batch so that a peer handing out something else than asked fails loudly."""
     t_create = time.perf_counter()
     seen = 0
-    t0 = None
+    t0 = t1 = None
     shape = dtype = None
     need = a.warmup + a.batches
-    while seen < need:
+
+    def finished():
+        return seen == need or (seen >= a.warmup + 2 and t1 - t0 >= a.seconds)
+
+    while not finished():
         got = 0
         for b in make_epoch():
             n, shape, dtype = check_batch(b)
             if n != a.batch:
                 continue  # a short last batch: neither counted nor timed
+            t1 = time.perf_counter()
             seen += 1
             got += 1
             if seen == a.warmup:
-                t0 = time.perf_counter()
-            if seen == need:
+                t0 = t1
+            if finished():
                 break
         if got == 0:
             sys.exit(f"dataset {a.data} gives no full batch of {a.batch}")
-    t1 = time.perf_counter()
+    timed = seen - a.warmup
     return {
-        "images": a.batches * a.batch,
+        "images": timed * a.batch,
         "seconds": t1 - t0,
-        "images_per_s": a.batches * a.batch / (t1 - t0),
+        "images_per_s": timed * a.batch / (t1 - t0),
         "seconds_total": t1 - t_create,
-        "images_per_s_total": need * a.batch / (t1 - t_create),
+        "images_per_s_total": seen * a.batch / (t1 - t_create),
         "shape": list(shape),
         "out_dtype": str(dtype),
     }
@@ -85,7 +92,7 @@ def emit(a, tool, variant, result, versions):
         "threads": a.threads,
         "batch": a.batch,
         "warmup": a.warmup,
-        "batches": a.batches,
+        "batches": result["images"] // a.batch,
         "dtype": a.dtype,
         "repeat": a.repeat,
         "python": platform.python_version(),

@@ -7,7 +7,8 @@ A pipeline without a device (device_id=None): fn.readers.file (shuffled), then e
           RandomResizedCrop window (DALI's own fused path), + fn.resize to 224x224
 then fn.crop_mirror_normalize (random flip; ImageNet mean/std to f32, or u8 as is), CHW,
 batch 64, num_threads = --threads. Outputs are copied into one NumPy array per batch, as a
-user feeding a framework would. One JSON line per run (peer_common.py).
+user feeding a framework would. --runs lists MODE:DTYPE runs, made one after the other in
+this process. One JSON line per run (peer_common.py).
 """
 import sys
 
@@ -55,9 +56,19 @@ def build(a):
 
 def main():
     ap = peer_common.parser(__doc__)
-    ap.add_argument("--mode", choices=("decode", "roi"), default="decode")
+    ap.add_argument("--runs", default="decode:f32",
+                    help="comma-separated MODE:DTYPE (decode|roi, f32|u8)")
     a = ap.parse_args()
     peer_common.check_data(a, "peer_dali.py")
+    runs = [spec.split(":") for spec in a.runs.split(",")]
+    for r in runs:
+        if len(r) != 2 or r[0] not in ("decode", "roi") or r[1] not in ("f32", "u8"):
+            sys.exit(f"peer_dali.py: bad --runs entry '{':'.join(r)}': expected MODE:DTYPE")
+    for a.mode, a.dtype in runs:
+        run(a)
+
+
+def run(a):
     p = build(a)
     epoch_batches = p.epoch_size("reader") // a.batch
     want = np.float32 if a.dtype == "f32" else np.uint8

@@ -7,18 +7,19 @@ its JPEGs are not byte-identical to the dataset's. The loader: random order, os_
 num_workers = --threads, RandomResizedCropRGBImageDecoder((224, 224)) (it decodes the whole
 JPEG with libjpeg-turbo, then crops and resizes), RandomHorizontalFlip, NormalizeImage to f32
 (or the u8 pixels), ToTensor, ToTorchImage(channels_last=False): NCHW like the others.
+--dtypes lists the runs, made one after the other in this process (numba compiles once).
 One JSON line per run (peer_common.py).
 """
 import os
 import sys
 import time
+from importlib.metadata import version
 
 import numpy as np
 
 import peer_common
 
 try:
-    import ffcv
     import torch
     from ffcv.fields import IntField, RGBImageField
     from ffcv.fields.decoders import IntDecoder, RandomResizedCropRGBImageDecoder
@@ -45,10 +46,19 @@ def write_beton(a):
 def main():
     ap = peer_common.parser(__doc__)
     ap.add_argument("--beton", required=True, help="the dataset's .beton (written if absent)")
+    ap.add_argument("--dtypes", default="f32", help="comma-separated f32|u8")
     a = ap.parse_args()
     peer_common.check_data(a, "peer_ffcv.py")
+    dtypes = a.dtypes.split(",")
+    if any(d not in ("f32", "u8") for d in dtypes):
+        sys.exit(f"peer_ffcv.py: bad --dtypes '{a.dtypes}': expected f32 and/or u8")
     if not os.path.exists(a.beton):
         write_beton(a)
+    for a.dtype in dtypes:
+        run(a)
+
+
+def run(a):
 
     img = [RandomResizedCropRGBImageDecoder((224, 224)), RandomHorizontalFlip()]
     if a.dtype == "f32":
@@ -68,7 +78,7 @@ def main():
         return x.shape[0], tuple(x.shape), x.dtype
 
     res = peer_common.measure(lambda: loader, a, check)
-    peer_common.emit(a, "ffcv", "jpg", res, {"ffcv": ffcv.__version__, "torch": torch.__version__})
+    peer_common.emit(a, "ffcv", "jpg", res, {"ffcv": version("ffcv"), "torch": torch.__version__})
 
 
 if __name__ == "__main__":

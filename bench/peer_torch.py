@@ -6,7 +6,8 @@ Two decode paths, each RandomResizedCrop(224) + horizontal flip, then ToTensor +
   pil   ImageFolder's stock path: PIL decodes the whole image, torchvision crops and resizes it
   tvio  torchvision.io.decode_jpeg on the file's bytes (libjpeg-turbo, whole image), then the
         tensor transforms (transforms.v2)
-One JSON line per run (peer_common.py). Not the Debian-torch baseline of loader_vs_torchvision.sh.
+--runs lists the runs, PATH:WORKERS:DTYPE each, made one after the other in this process
+(one interpreter start for all). One JSON line per run (peer_common.py). Not the Debian-torch baseline of loader_vs_torchvision.sh.
 """
 import os
 import sys
@@ -45,14 +46,26 @@ def one_thread(_worker_id):
 
 def main():
     ap = peer_common.parser(__doc__)
-    ap.add_argument("--path", choices=("pil", "tvio"), default="pil")
-    ap.add_argument("--workers", type=int, default=0, help="DataLoader num_workers")
+    ap.add_argument("--runs", default="pil:0:f32",
+                    help="comma-separated PATH:WORKERS:DTYPE (pil|tvio, num_workers, f32|u8)")
     a = ap.parse_args()
     peer_common.check_data(a, "peer_torch.py")
-    # One intra-op thread per process: with --workers N the N processes are the N cores, with 0
+    # One intra-op thread per process: with N workers the N processes are the N cores, with 0
     # the main process alone decodes (the `serial` reader's counterpart).
     torch.set_num_threads(1)
-    a.threads = max(1, a.workers)
+    runs = []
+    for spec in a.runs.split(","):
+        parts = spec.split(":")
+        if (len(parts) != 3 or parts[0] not in ("pil", "tvio") or not parts[1].isdigit()
+                or parts[2] not in ("f32", "u8")):
+            sys.exit(f"peer_torch.py: bad --runs entry '{spec}': expected PATH:WORKERS:DTYPE")
+        runs.append((parts[0], int(parts[1]), parts[2]))
+    for path, workers, dtype in runs:
+        a.path, a.workers, a.dtype, a.threads = path, workers, dtype, max(1, workers)
+        run(a)
+
+
+def run(a):
 
     norm = [transforms.Normalize(peer_common.MEAN, peer_common.STD)]
     if a.path == "pil":
