@@ -109,7 +109,8 @@ def main():
     med = {k: statistics.median(v) for k, v in cells.items()}
     datasets = sorted({k[0] for k in med} | {k[0] for k in limit},
                       key=lambda d: (ORDER.index(d) if d in ORDER else 99, d))
-    repeats = max((len(v) for v in cells.values()), default=0)
+    counts = sorted({len(v) for v in cells.values()}) or [0]
+    repeats = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
 
     md = [f"Images/s: median of {repeats} repeat(s); batch 64, RandomResizedCrop(224) + flip, "
           f"NCHW; T = {T} cores. *limit share* = img/s / (T x the one-core crop-window decode "
