@@ -130,7 +130,8 @@ if want torch || want dali || want ffcv || [[ $USE_REAL == 1 && -z $REAL ]]; the
     "$PY" -m pip install -q --upgrade pip
   fi
   for p in torch dali ffcv; do
-    want "$p" || [[ $p == torch ]] || continue  # torch: also PIL for the real-photo set
+    # torch's venv also brings PIL, which derives the real-photo set.
+    want "$p" || [[ $p == torch && $USE_REAL == 1 && -z $REAL ]] || continue
     if "$PY" -c "${CHECK[$p]}" 2>/dev/null; then continue; fi
     if [[ $INSTALL == 0 ]]; then
       echo "${CHECK[$p]}: not importable and --no-install given" >"$OUT/install-$p.err"

@@ -68,6 +68,8 @@ def environment(rows, ctx, venv):
             n = r["libjpeg_turbo"]
             versions["libjpeg-turbo (decode limit)"] = f"{n // 1000000}.{n // 1000 % 1000}.{n % 1000}"
     pys = sorted({r["python"] for r in rows if "python" in r})
+    if not pys:
+        return env  # no peer ran: no peer versions to give
     if venv:
         try:
             freeze = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "freeze"],
