@@ -17,8 +17,9 @@ for arg in "$@"; do
     --test) packages+=(libgtest-dev libjpeg-turbo-progs python3 python3-torchvision opencv-doc
       nfs-ganesha nfs-ganesha-vfs rpcbind chromium python3-pytest python3-numpy python3-pil) ;;
     # libjemalloc2: PyTorch's training baseline runs ~2x faster with it than with glibc malloc.
+    # python3-venv: bench/peers.sh's venv of PyPI peers; opencv-doc: its real-photo set.
     --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision fio libjemalloc2
-      nfs-ganesha nfs-ganesha-vfs rpcbind) ;;
+      nfs-ganesha nfs-ganesha-vfs rpcbind python3-venv opencv-doc) ;;
     # clang 14 and its runtimes (libclang_rt.fuzzer, ASan, UBSan live in libclang-rt-14-dev).
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     *) echo "deps.sh: unknown option '$arg' (expected --test, --bench or --fuzz)" >&2; exit 2 ;;

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Derives bench/peers.sh's real-photo set from the photographs Debian ships in opencv-doc.
+
+Each output image is a random crop (25-100% of the area, aspect 3/4-4/3) of one of the
+source photos below, resized so its short side is 256 (PIL, bicubic) and saved as a
+quality-90 JPEG (4:2:0). One class folder per source photo (ImageFolder layout). The choices
+come from random.Random(seed): the same sources, count, seed and Pillow give the same files.
+Logos, renders, drawings, a painting and the chessboard calibration shots are left out.
+It is a real-photo texture sample for decoding speed, not a data set to train on.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import sys
+
+from PIL import Image
+
+SOURCE_DIR = "/usr/share/doc/opencv-doc/examples/data"
+# Photographs of real scenes (checked by eye), each at least 340 px on its short side.
+PHOTOS = [
+    "aero1.jpg", "aero3.jpg", "aloeL.jpg", "aloeR.jpg", "apple.jpg", "baboon.jpg", "board.jpg",
+    "building.jpg", "butterfly.jpg", "ela_modified.jpg", "ela_original.jpg", "fruits.jpg",
+    "home.jpg", "left.jpg", "leuvenA.jpg", "leuvenB.jpg", "licenseplate_motion.jpg",
+    "messi5.jpg", "orange.jpg", "right.jpg", "squirrel_cls.jpg", "stuff.jpg",
+    "text_defocus.jpg", "text_motion.jpg",
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", help="output root (created; one folder per source photo)")
+    ap.add_argument("--count", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--source", default=SOURCE_DIR)
+    a = ap.parse_args()
+    if a.count < 1:
+        sys.exit(f"make_real_photos.py: --count must be at least 1, got {a.count}")
+    missing = [p for p in PHOTOS if not os.path.isfile(os.path.join(a.source, p))]
+    if missing:
+        sys.exit(f"make_real_photos.py: {a.source} lacks {', '.join(missing)} "
+                 "(apt-get install opencv-doc, or scripts/deps.sh --bench)")
+
+    rng = random.Random(a.seed)
+    sources = [Image.open(os.path.join(a.source, p)).convert("RGB") for p in PHOTOS]
+    for i in range(a.count):
+        k = i % len(PHOTOS)
+        img = sources[k]
+        w, h = img.size
+        area = w * h * rng.uniform(0.25, 1.0)
+        aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+        cw = min(w, max(1, round(math.sqrt(area * aspect))))
+        ch = min(h, max(1, round(math.sqrt(area / aspect))))
+        x, y = rng.randint(0, w - cw), rng.randint(0, h - ch)
+        s = 256 / min(cw, ch)
+        crop = img.resize((max(256, round(cw * s)), max(256, round(ch * s))),
+                          Image.BICUBIC, box=(x, y, x + cw, y + ch))
+        d = os.path.join(a.out, os.path.splitext(PHOTOS[k])[0])
+        os.makedirs(d, exist_ok=True)
+        crop.save(os.path.join(d, f"{i:05d}.jpg"), quality=90, subsampling=2)
+    with open(os.path.join(a.out, ".real-photos.json"), "w") as f:
+        json.dump({"sources": len(PHOTOS), "source_dir": a.source, "count": a.count,
+                   "seed": a.seed, "pillow": Image.__version__}, f)
+    print(f"make_real_photos.py: {a.count} images from {len(PHOTOS)} photos in {a.out}")
+
+
+if __name__ == "__main__":
+    main()
