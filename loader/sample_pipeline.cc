@@ -47,7 +47,8 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::uni
           cfg.sampler, idx.shard, idx.shards.size()),
       normalizer([&] {
         OutputSpec s = cfg.output;
-        s.width = s.height = cfg.transform.size;
+        s.width = cfg.transform.out_width();
+        s.height = cfg.transform.out_height();
         return s;
       }()),
       recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode},

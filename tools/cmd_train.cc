@@ -175,8 +175,8 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     lc.sampler.drop_last = true;  // the backend is planned for one batch size
   }
   const int64_t batch = int64_t(o.loader.batch);
-  const int64_t size = o.loader.size;
-  const std::vector<ActShape> shapes = infer_shapes(net, size, size);
+  const int64_t width = o.loader.out_width(), height = o.loader.out_height();
+  const std::vector<ActShape> shapes = infer_shapes(net, height, width);
   const double flop_per_image = trained_image_flops(forward_cost(net, shapes));
 
   // The trace window, global steps [first, last).
@@ -195,7 +195,8 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   // The loader's output format is the backend's input: u8 is normalised by the backend.
   BackendConfig bc;
   bc.batch = batch;
-  bc.height = bc.width = size;
+  bc.height = height;
+  bc.width = width;
   bc.input.type = lc.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
   bc.input.nhwc = lc.output.layout == Layout::nhwc;
   bc.input.mean = lc.output.mean;
@@ -217,7 +218,7 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   LoaderFeed* loader_feed = nullptr;
   int64_t per_epoch = 0;  // synthetic data has no epochs
   if (o.synthetic) {
-    feed = std::make_unique<SyntheticFeed>(batch, size, size, t.classes, lc.sampler.seed,
+    feed = std::make_unique<SyntheticFeed>(batch, height, width, t.classes, lc.sampler.seed,
                                            bc.input.type);
   } else {
     lc.memory = loader_memory(backend->host_memory());  // pinned for a device
@@ -292,8 +293,8 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   fmt::print("# stoker train {} (built {})\n", STOKER_VERSION, __DATE__);
   fmt::print("# machine: {}, {} cores, Linux {}\n", cpu_model(), online_cpus(), kernel_release());
   fmt::print("# backend: {}\n", backend->describe());
-  fmt::print("# model: {} ({} classes), {}x{} input, batch {}, {:.2f} GFLOP per trained image\n",
-             net.name, t.classes, size, size, batch, flop_per_image / 1e9);
+  fmt::print("# model: {} ({} classes), {}x{} (HxW) input, batch {}, {:.2f} GFLOP per trained image\n",
+             net.name, t.classes, height, width, batch, flop_per_image / 1e9);
   fmt::print("# data: {}\n",
              o.synthetic ? "synthetic (random tensors drawn once: compute alone)"
                          : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}",
@@ -480,7 +481,8 @@ void run_train(TrainCommand& o, const CLI::App& app) {
         {"conv_algo", t.conv_algo},
         {"threads", bc.threads},
         {"batch", batch},
-        {"image_size", size},
+        {"image_size", width},
+        {"image_height", height},
         {"synthetic", o.synthetic},
         {"data", o.data},
         {"reader", o.synthetic ? "" : lc.reader.text()},
