@@ -25,7 +25,8 @@ if "STOKER_WORKER" not in os.environ and os.access(_worker, os.X_OK):
 # Python name -> the CLI option it mirrors (docs/CLI.md), for the docs and error messages.
 CLI_NAMES = {
     "batch_size": "--batch", "reader": "--reader", "prefetch": "--prefetch",
-    "transform": "--transform", "size": "--size", "flip": "--flip", "dtype": "--dtype",
+    "transform": "--transform", "size": "--size", "mean": "--mean", "std": "--std",
+    "flip": "--flip", "dtype": "--dtype",
     "layout": "--layout", "seed": "--seed", "shuffle": "--no-shuffle (inverted)",
     "drop_last": "--drop-last", "on_error": "--on-error", "max_pixels": "--max-pixels",
     "dct_scaling": "--no-dct-scaling (inverted)",
