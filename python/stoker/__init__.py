@@ -43,7 +43,8 @@ class Loader:
     ``source`` is what the CLI takes as DATA: an ImageFolder directory, a list file, a
     ``stoker pack`` folder or an ``nfs://`` URL. Every other argument is keyword-only and
     named after its CLI option (``stoker.CLI_NAMES``); defaults are the CLI's, except
-    ``reader`` (``threads:<cpus>``). Python-only ones:
+    ``reader`` (``threads:<cpus>``). ``size`` is an int or a ``(height, width)`` pair (the
+    CLI's ``N`` or ``HxW``); ``mean`` and ``std`` are three floats each. Python-only ones:
 
     - ``tensors``: ``"torch"`` (default) yields ``torch.Tensor`` images (DLPack) and int64
       labels; ``"numpy"`` yields ``numpy.ndarray`` (buffer protocol).
