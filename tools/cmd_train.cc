@@ -293,8 +293,9 @@ void run_train(TrainCommand& o, const CLI::App& app) {
   fmt::print("# stoker train {} (built {})\n", STOKER_VERSION, __DATE__);
   fmt::print("# machine: {}, {} cores, Linux {}\n", cpu_model(), online_cpus(), kernel_release());
   fmt::print("# backend: {}\n", backend->describe());
-  fmt::print("# model: {} ({} classes), {}x{} (HxW) input, batch {}, {:.2f} GFLOP per trained image\n",
-             net.name, t.classes, height, width, batch, flop_per_image / 1e9);
+  fmt::print(
+      "# model: {} ({} classes), {}x{} (HxW) input, batch {}, {:.2f} GFLOP per trained image\n",
+      net.name, t.classes, height, width, batch, flop_per_image / 1e9);
   fmt::print("# data: {}\n",
              o.synthetic ? "synthetic (random tensors drawn once: compute alone)"
                          : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}",
