@@ -24,9 +24,9 @@ void parse_size(const std::string& s, int& width, int& height) {
       used = 0;
     }
     if (part.empty() || used != part.size() || v < 8 || v > 8192)
-      throw CLI::ValidationError("--size", fmt::format("'{}': expected N or HxW, each side an "
-                                                       "integer in 8..8192",
-                                                       s));
+      throw CLI::ValidationError(
+          "--size",
+          fmt::format("'{}' is not an integer from 8 to 8192 (or HxW, each side one)", s));
     return v;
   };
   const size_t x = s.find_first_of("xX");
