@@ -2,6 +2,7 @@
 #include "augment/collate.h"
 
 #include <cstring>
+#include <vector>
 
 #include "common/error.h"
 
@@ -38,32 +39,68 @@ Normalizer::Normalizer(const OutputSpec& s) : spec(s) {
 
 namespace {
 
-template <class T, class Convert>
-void write(const cv::Mat& rgb, bool flip, Layout layout, T* dst, Convert convert) {
-  const int h = rgb.rows, w = rgb.cols;
-  const size_t plane = static_cast<size_t>(h) * w;
-  for (int y = 0; y < h; ++y) {
-    const uint8_t* row = rgb.ptr<uint8_t>(y);
-    if (layout == Layout::nhwc) {
-      T* out = dst + static_cast<size_t>(y) * w * 3;
-      for (int x = 0; x < w; ++x) {
-        const uint8_t* p = row + 3 * (flip ? w - 1 - x : x);
-        out[3 * x + 0] = convert(0, p[0]);
-        out[3 * x + 1] = convert(1, p[1]);
-        out[3 * x + 2] = convert(2, p[2]);
-      }
-    } else {
-      T* r = dst + static_cast<size_t>(y) * w;
-      T* g = r + plane;
-      T* b = g + plane;
-      for (int x = 0; x < w; ++x) {
-        const uint8_t* p = row + 3 * (flip ? w - 1 - x : x);
-        r[x] = convert(0, p[0]);
-        g[x] = convert(1, p[1]);
-        b[x] = convert(2, p[2]);
-      }
+// Each row kernel is one plain loop that GCC vectorises (stride-3 loads become shuffles, a
+// flip a reversed store); target_clones builds it for AVX-512, AVX2 and baseline x86-64 and
+// picks one at load time. The f32 arithmetic is ToTensor + Normalize's, element by element,
+// so every clone gives the same bits (IEEE division and subtraction, no contraction).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define STOKER_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define STOKER_CLONES
+#endif
+
+struct Affine {
+  float mean[3], std[3];
+};
+
+STOKER_CLONES void planar_f32(const uint8_t* src, int w, const Affine& a, float* __restrict r,
+                              float* __restrict g, float* __restrict b) {
+  const float m0 = a.mean[0], m1 = a.mean[1], m2 = a.mean[2];
+  const float s0 = a.std[0], s1 = a.std[1], s2 = a.std[2];
+  for (int x = 0; x < w; ++x) {
+    r[x] = (static_cast<float>(src[3 * x + 0]) / 255.0f - m0) / s0;
+    g[x] = (static_cast<float>(src[3 * x + 1]) / 255.0f - m1) / s1;
+    b[x] = (static_cast<float>(src[3 * x + 2]) / 255.0f - m2) / s2;
+  }
+}
+
+STOKER_CLONES void interleaved_f32(const uint8_t* src, int w, const Affine& a,
+                                   float* __restrict out) {
+  for (int x = 0; x < w; ++x) {
+    for (int c = 0; c < 3; ++c) {
+      out[3 * x + c] = (static_cast<float>(src[3 * x + c]) / 255.0f - a.mean[c]) / a.std[c];
     }
   }
+}
+
+STOKER_CLONES void planar_u8(const uint8_t* src, int w, uint8_t* __restrict r,
+                             uint8_t* __restrict g, uint8_t* __restrict b) {
+  for (int x = 0; x < w; ++x) {
+    r[x] = src[3 * x + 0];
+    g[x] = src[3 * x + 1];
+    b[x] = src[3 * x + 2];
+  }
+}
+
+STOKER_CLONES void interleave_reversed(const uint8_t* __restrict r, const uint8_t* __restrict g,
+                                       const uint8_t* __restrict b, int w,
+                                       uint8_t* __restrict out) {
+  for (int x = 0; x < w; ++x) {
+    out[3 * x + 0] = r[w - 1 - x];
+    out[3 * x + 1] = g[w - 1 - x];
+    out[3 * x + 2] = b[w - 1 - x];
+  }
+}
+
+// The row with its pixel order reversed, into scratch[3w, 6w). Two vectorised passes
+// through planes in scratch[0, 3w): GCC vectorises neither a reversed stride-3 read nor a
+// reversed stride-3 write, but a reversed plane read it does.
+const uint8_t* mirror_row(const uint8_t* src, int w, uint8_t* scratch) {
+  uint8_t* planes = scratch;
+  uint8_t* out = scratch + 3 * static_cast<size_t>(w);
+  planar_u8(src, w, planes, planes + w, planes + 2 * w);
+  interleave_reversed(planes, planes + w, planes + 2 * w, w, out);
+  return out;
 }
 
 }  // namespace
@@ -71,15 +108,34 @@ void write(const cv::Mat& rgb, bool flip, Layout layout, T* dst, Convert convert
 void collate_sample(const cv::Mat& rgb, bool flip, const Normalizer& norm, void* dst) {
   const OutputSpec& s = norm.spec;
   STOKER_CHECK(rgb.type() == CV_8UC3 && rgb.cols == s.width && rgb.rows == s.height);
-  if (s.dtype == DType::u8) {
-    if (s.layout == Layout::nhwc && !flip && rgb.isContinuous()) {
-      std::memcpy(dst, rgb.data, s.sample_bytes());
-      return;
+  const int h = rgb.rows, w = rgb.cols;
+  if (s.dtype == DType::u8 && s.layout == Layout::nhwc && !flip && rgb.isContinuous()) {
+    std::memcpy(dst, rgb.data, s.sample_bytes());
+    return;
+  }
+  const Affine a{{s.mean[0], s.mean[1], s.mean[2]}, {s.std[0], s.std[1], s.std[2]}};
+  const size_t plane = static_cast<size_t>(h) * w;
+  thread_local std::vector<uint8_t> scratch;
+  if (flip) scratch.resize(static_cast<size_t>(w) * 6);
+  for (int y = 0; y < h; ++y) {
+    const uint8_t* row = rgb.ptr<uint8_t>(y);
+    if (flip) row = mirror_row(row, w, scratch.data());
+    const size_t at = static_cast<size_t>(y) * w;
+    if (s.dtype == DType::f32) {
+      float* out = static_cast<float*>(dst);
+      if (s.layout == Layout::nchw) {
+        planar_f32(row, w, a, out + at, out + plane + at, out + 2 * plane + at);
+      } else {
+        interleaved_f32(row, w, a, out + 3 * at);
+      }
+    } else {
+      uint8_t* out = static_cast<uint8_t*>(dst);
+      if (s.layout == Layout::nchw) {
+        planar_u8(row, w, out + at, out + plane + at, out + 2 * plane + at);
+      } else {
+        std::memcpy(out + 3 * at, row, static_cast<size_t>(w) * 3);
+      }
     }
-    write(rgb, flip, s.layout, static_cast<uint8_t*>(dst), [](int, uint8_t v) { return v; });
-  } else {
-    write(rgb, flip, s.layout, static_cast<float*>(dst),
-          [&](int c, uint8_t v) { return norm.lut[c][v]; });
   }
 }
 

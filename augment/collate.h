@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The last stage of a sample: write the resized RGB image into its place in the batch
 // tensor, flipped if asked, as uint8 or as float32 normalised like torchvision's
-// ToTensor + Normalize (bit-identical: the same float32 operations, via a lookup table).
+// ToTensor + Normalize (bit-identical: the same float32 operations, element by element, in
+// vectorised row loops).
 #pragma once
 
 #include <opencv2/core.hpp>
@@ -32,7 +33,9 @@ struct OutputSpec {
   size_t sample_bytes() const { return size_t(3) * width * height * element_bytes(); }
 };
 
-// Precomputed per-channel value tables; build once per OutputSpec.
+// The output spec, and its f32 values as per-channel tables for code that normalises one
+// value at a time (a backend's u8 input path and its tests); collate computes the same
+// values with the same float32 operations in vectorised loops.
 struct Normalizer {
   explicit Normalizer(const OutputSpec& spec);
   OutputSpec spec;

@@ -83,29 +83,33 @@ Rect to_source(int x, int y, int w, int h, int width, int height, int rw, int rh
 }  // namespace
 
 CropPlan plan_crop(const TransformConfig& cfg, int width, int height, Rng& rng) {
-  STOKER_CHECK(width > 0 && height > 0 && cfg.size > 0);
+  const int ow = cfg.out_width(), oh = cfg.out_height();
+  STOKER_CHECK(width > 0 && height > 0 && ow > 0 && oh > 0);
   CropPlan plan;
-  plan.out_w = plan.out_h = cfg.size;
+  plan.out_w = ow;
+  plan.out_h = oh;
   switch (cfg.kind) {
     case TransformKind::random_resized_crop:
       plan.region = random_resized_crop_rect(width, height, cfg.scale_lo, cfg.scale_hi,
                                              cfg.ratio_lo, cfg.ratio_hi, rng);
       break;
     case TransformKind::random_crop: {
+      // An image the window does not fit in is resized up, its short side to the window's
+      // larger side (for a square window: its side, as before non-square sizes existed).
       int rw = width, rh = height;
-      if (std::min(width, height) < cfg.size) resized_dims(width, height, cfg.size, rw, rh);
-      const int y = static_cast<int>(rng.range(0, rh - cfg.size + 1));
-      const int x = static_cast<int>(rng.range(0, rw - cfg.size + 1));
-      plan.region = to_source(x, y, cfg.size, cfg.size, width, height, rw, rh);
+      if (width < ow || height < oh) resized_dims(width, height, std::max(ow, oh), rw, rh);
+      const int y = static_cast<int>(rng.range(0, rh - oh + 1));
+      const int x = static_cast<int>(rng.range(0, rw - ow + 1));
+      plan.region = to_source(x, y, ow, oh, width, height, rw, rh);
       break;
     }
     case TransformKind::center_crop: {
       int rw = 0, rh = 0;
-      resized_dims(width, height, std::max(cfg.resize, cfg.size), rw, rh);
-      // torchvision CenterCrop: int(round((dim - size) / 2.0))
-      const int y = static_cast<int>(std::nearbyint((rh - cfg.size) / 2.0));
-      const int x = static_cast<int>(std::nearbyint((rw - cfg.size) / 2.0));
-      plan.region = to_source(x, y, cfg.size, cfg.size, width, height, rw, rh);
+      resized_dims(width, height, std::max({cfg.resize, ow, oh}), rw, rh);
+      // torchvision CenterCrop((h, w)): int(round((dim - size) / 2.0)) per axis
+      const int y = static_cast<int>(std::nearbyint((rh - oh) / 2.0));
+      const int x = static_cast<int>(std::nearbyint((rw - ow) / 2.0));
+      plan.region = to_source(x, y, ow, oh, width, height, rw, rh);
       break;
     }
   }

@@ -20,11 +20,15 @@ enum class TransformKind {
 
 struct TransformConfig {
   TransformKind kind = TransformKind::random_resized_crop;
-  int size = 224;                                     // output is size x size
+  int size = 224;                                     // output width (and height if `height` is 0)
+  int height = 0;                                     // output height; 0: size (square)
   double scale_lo = 0.08, scale_hi = 1.0;             // random_resized_crop: area fraction
   double ratio_lo = 3.0 / 4.0, ratio_hi = 4.0 / 3.0;  // random_resized_crop: aspect w/h
-  int resize = 256;                                   // center_crop: short side before cropping
-  double flip = 0.5;                                  // probability of a horizontal flip
+  int resize = 256;   // center_crop: short side before cropping (at least the larger output side)
+  double flip = 0.5;  // probability of a horizontal flip
+
+  int out_width() const { return size; }
+  int out_height() const { return height > 0 ? height : size; }
 };
 
 struct CropPlan {

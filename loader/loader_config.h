@@ -23,7 +23,7 @@ struct LoaderConfig {
   SamplerConfig sampler;
   size_t prefetch = 2;  // batches prepared ahead of the one the consumer holds
   TransformConfig transform;
-  OutputSpec output;  // width/height follow transform.size
+  OutputSpec output;  // width/height follow transform.out_width()/out_height()
   DecodeOptions decode;
   ErrorPolicy on_error = ErrorPolicy::skip;
   size_t max_replacements = 64;   // consecutive failures before giving up under `skip`

@@ -235,7 +235,10 @@ void run_bench(BenchOptions& o) {
       {"kernel", kernel_release()},
       {"libraries", library_versions()},
       {"transform", transform_name(base.transform.kind)},
-      {"size", base.transform.size},
+      {"size", base.transform.out_width()},
+      {"height", base.transform.out_height()},
+      {"mean", base.output.mean},
+      {"std", base.output.std},
       {"flip", base.transform.flip},
       {"dtype", dtype_name(base.output.dtype)},
       {"layout", layout_name(base.output.layout)},
@@ -263,10 +266,13 @@ void run_bench(BenchOptions& o) {
   fmt::print(
       "# loader: {} {} flip {}, output {} {}, batch {}, prefetch {}, seed {}, shuffle {}, "
       "on-error {}, epochs {}{}\n",
-      transform_name(base.transform.kind), base.transform.size, base.transform.flip,
-      dtype_name(base.output.dtype), layout_name(base.output.layout), base.sampler.batch_size,
-      base.prefetch, base.sampler.seed, base.sampler.shuffle ? "on" : "off",
-      error_policy_name(base.on_error), o.epochs,
+      transform_name(base.transform.kind),
+      base.transform.height > 0
+          ? fmt::format("{}x{}", base.transform.out_height(), base.transform.out_width())
+          : std::to_string(base.transform.size),
+      base.transform.flip, dtype_name(base.output.dtype), layout_name(base.output.layout),
+      base.sampler.batch_size, base.prefetch, base.sampler.seed,
+      base.sampler.shuffle ? "on" : "off", error_policy_name(base.on_error), o.epochs,
       o.max_batches ? fmt::format(", at most {} batches", o.max_batches) : "");
   if (o.accelerator.enabled()) {
     fmt::print(

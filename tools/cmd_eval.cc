@@ -52,7 +52,13 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
     if (app.count("--size") == 0 && cfg.is_object() && cfg.contains("size") &&
         cfg["size"].is_number_integer()) {
       o.loader.size = cfg["size"].get<int>();
+      o.loader.height = cfg.value("height", 0);
       size_from = "the checkpoint's";
+    }
+    // A run trained with its own normalisation is evaluated with it.
+    for (const auto& [key, field] : {std::pair{"mean", &o.loader.mean}, {"std", &o.loader.std}}) {
+      if (app.count(fmt::format("--{}", key)) == 0 && cfg.is_object() && cfg.contains(key))
+        *field = cfg[key].get<std::array<float, 3>>();
     }
   }
   if (arch.empty()) fail("eval: {} does not name its architecture; give --arch", o.checkpoint);
@@ -78,7 +84,8 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
 
   BackendConfig bc;
   bc.batch = int64_t(o.loader.batch);
-  bc.height = bc.width = o.loader.size;
+  bc.height = o.loader.out_height();
+  bc.width = o.loader.out_width();
   bc.input.type = lc.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
   bc.input.nhwc = lc.output.layout == Layout::nhwc;
   bc.input.mean = lc.output.mean;
@@ -95,8 +102,8 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
   const int64_t seen = r.images;
   fmt::print("# stoker eval: {} on {} ({} images, {} classes), {}\n", o.checkpoint, o.data, seen,
              index.classes.size(), backend->describe());
-  fmt::print("# input: {}x{} centre crop of a {} resize ({} size)\n", o.loader.size, o.loader.size,
-             lc.transform.resize, size_from);
+  fmt::print("# input: {}x{} centre crop of a {} resize ({} size)\n", o.loader.out_width(),
+             o.loader.out_height(), lc.transform.resize, size_from);
   fmt::print("{:>8} {:>8} {:>8} {:>9} {:>8}\n", "images", "top-1 %", "top-5 %", "loss", "skipped");
   fmt::print("{:>8} {:>8.2f} {:>8.2f} {:>9.4f} {:>8}\n", seen, 100 * r.top1, 100 * r.top5, r.loss,
              r.skipped);

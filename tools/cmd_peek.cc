@@ -41,31 +41,31 @@ void run_peek(const PeekOptions& o) {
     batch = it.next();
     if (!batch) fail("peek: epoch {} has only {} batches", o.epoch, i);
   }
-  const int size = config.transform.size;
+  const int size = config.transform.out_width(), size_h = config.transform.out_height();
   const int n = static_cast<int>(batch->size);
   const int cols = static_cast<int>(std::ceil(std::sqrt(n)));
   const int rows = (n + cols - 1) / cols;
   constexpr int kCaption = 22, kGap = 4;
-  const int tile_h = size + kCaption;
+  const int tile_h = size_h + kCaption;
   cv::Mat sheet(rows * (tile_h + kGap) + kGap, cols * (size + kGap) + kGap, CV_8UC3,
                 cv::Scalar(32, 32, 32));
   const double font = std::clamp(size / 240.0, 0.3, 0.8);
   for (int i = 0; i < n; ++i) {
     const int x = kGap + (i % cols) * (size + kGap);
     const int y = kGap + (i / cols) * (tile_h + kGap);
-    const cv::Mat rgb(size, size, CV_8UC3, batch->sample(static_cast<size_t>(i)));
+    const cv::Mat rgb(size_h, size, CV_8UC3, batch->sample(static_cast<size_t>(i)));
     cv::Mat bgr;
     cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
-    bgr.copyTo(sheet(cv::Rect(x, y, size, size)));
+    bgr.copyTo(sheet(cv::Rect(x, y, size, size_h)));
     const int label = batch->labels[static_cast<size_t>(i)];
     const std::string text = fmt::format("{} #{}", index.classes[static_cast<size_t>(label)],
                                          batch->indices[static_cast<size_t>(i)]);
-    cv::putText(sheet, text, cv::Point(x + 2, y + size + kCaption - 6), cv::FONT_HERSHEY_SIMPLEX,
+    cv::putText(sheet, text, cv::Point(x + 2, y + size_h + kCaption - 6), cv::FONT_HERSHEY_SIMPLEX,
                 font, cv::Scalar(235, 235, 235), 1, cv::LINE_AA);
   }
   if (!cv::imwrite(o.out, sheet)) fail("peek: cannot write '{}'", o.out);
   fmt::print("{}: {} samples of batch {} (epoch {}), {} {}x{}, {} bad files skipped\n", o.out, n,
-             o.batch_number, o.epoch, transform_name(config.transform.kind), size, size,
+             o.batch_number, o.epoch, transform_name(config.transform.kind), size, size_h,
              it.bad_samples().count());
 }
 
@@ -85,7 +85,8 @@ void add_peek_command(CLI::App& app) {
   o->loader.batch = 16;
   // peek uses the serial reader and draws u8 pixels: no prefetch, output format or
   // read-only mode (which would draw black tiles).
-  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kPrefetch | kDtype | kLayout | kNoDecode | kDirect));
+  o->loader.add_to(
+      *cmd, kAllLoaderOptions & ~(kPrefetch | kDtype | kLayout | kNoDecode | kDirect | kNormalize));
   cmd->callback([o] { run_peek(*o); });
 }
 

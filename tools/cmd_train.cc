@@ -201,8 +201,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   }
   const int64_t batch = int64_t(o.loader.batch);  // per rank
   const int64_t global_batch = batch * world.world();
-  const int64_t size = o.loader.size;
-  const std::vector<ActShape> shapes = infer_shapes(net, size, size);
+  const int64_t width = o.loader.out_width(), height = o.loader.out_height();
+  const std::vector<ActShape> shapes = infer_shapes(net, height, width);
   const double flop_per_image = trained_image_flops(forward_cost(net, shapes));
 
   // The trace window, global steps [first, last).
@@ -221,7 +221,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   // The loader's output format is the backend's input: u8 is normalised by the backend.
   BackendConfig bc;
   bc.batch = batch;
-  bc.height = bc.width = size;
+  bc.height = height;
+  bc.width = width;
   bc.input.type = lc.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
   bc.input.nhwc = lc.output.layout == Layout::nhwc;
   bc.input.mean = lc.output.mean;
@@ -245,7 +246,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   LoaderFeed* loader_feed = nullptr;
   int64_t per_epoch = 0;  // synthetic data has no epochs
   if (o.synthetic) {
-    feed = std::make_unique<SyntheticFeed>(batch, size, size, t.classes, lc.sampler.seed,
+    feed = std::make_unique<SyntheticFeed>(batch, height, width, t.classes, lc.sampler.seed,
                                            bc.input.type);
   } else {
     lc.memory = loader_memory(backend->host_memory());  // pinned for a device
@@ -331,8 +332,9 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   if (world.world() > 1)
     fmt::print("# data parallel: {}, batch {} per rank, global batch {}\n", world.describe(), batch,
                global_batch);
-  fmt::print("# model: {} ({} classes), {}x{} input, batch {}, {:.2f} GFLOP per trained image\n",
-             net.name, t.classes, size, size, global_batch, flop_per_image / 1e9);
+  fmt::print(
+      "# model: {} ({} classes), {}x{} (HxW) input, batch {}, {:.2f} GFLOP per trained image\n",
+      net.name, t.classes, height, width, global_batch, flop_per_image / 1e9);
   fmt::print("# data: {}\n",
              o.synthetic ? "synthetic (random tensors drawn once: compute alone)"
                          : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}",
@@ -526,7 +528,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
         {"global_batch", global_batch},
         {"world", world.world()},
         {"collective", world.describe()},
-        {"image_size", size},
+        {"image_size", width},
+        {"image_height", height},
         {"synthetic", o.synthetic},
         {"data", o.data},
         {"reader", o.synthetic ? "" : lc.reader.text()},

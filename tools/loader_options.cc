@@ -3,7 +3,73 @@
 
 #include "tools/option_checks.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
 namespace stoker {
+
+namespace {
+
+// "N" -> width N, height 0 (square); "HxW" -> width W, height H. Each side in 8..8192.
+void parse_size(const std::string& s, int& width, int& height) {
+  const auto side = [&](const std::string& part) {
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || v < 8 || v > 8192)
+      throw CLI::ValidationError(
+          "--size",
+          fmt::format("'{}' is not an integer from 8 to 8192 (or HxW, each side one)", s));
+    return v;
+  };
+  const size_t x = s.find_first_of("xX");
+  if (x == std::string::npos) {
+    width = side(s);
+    height = 0;
+  } else {
+    height = side(s.substr(0, x));
+    width = side(s.substr(x + 1));
+    if (height == width) height = 0;
+  }
+}
+
+// "R,G,B": three finite floats (positive ones for --std).
+std::array<float, 3> parse_triple(const char* option, const std::string& s, bool positive) {
+  std::array<float, 3> v{};
+  size_t at = 0;
+  for (int c = 0; c < 3; ++c) {
+    const size_t end = c < 2 ? s.find(',', at) : s.size();
+    bool ok = end != std::string::npos && end > at;
+    if (ok) {
+      const std::string part = s.substr(at, end - at);
+      size_t used = 0;
+      try {
+        v[size_t(c)] = std::stof(part, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      ok = used == part.size() && std::isfinite(v[size_t(c)]) && (!positive || v[size_t(c)] > 0);
+    }
+    if (!ok)
+      throw CLI::ValidationError(option, fmt::format("'{}': expected three {}numbers R,G,B", s,
+                                                     positive ? "positive " : ""));
+    at = end + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string LoaderOptions::size_text() const {
+  return height > 0 ? fmt::format("{}x{}", height, size) : std::to_string(size);
+}
 
 void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
   const auto want = [which](LoaderOption o) { return (which & o) != 0; };
@@ -23,9 +89,21 @@ void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
         ->capture_default_str()
         ->check(parsed_by([](const std::string& s) { parse_transform(s); }, "TRANSFORM"));
   if (want(kSize))
-    app.add_option("--size", size, "Output is size x size pixels")
-        ->capture_default_str()
-        ->check(integer_in(8, 8192));
+    app.add_option_function<std::string>(
+           "--size", [this](const std::string& s) { parse_size(s, size, height); },
+           "Output size: N (N x N pixels) or HxW (height x width, as torchvision's (h, w))")
+        ->default_str(size_text());
+  if (want(kNormalize)) {
+    app.add_option_function<std::string>(
+           "--mean", [this](const std::string& s) { mean = parse_triple("--mean", s, false); },
+           "Per-channel mean R,G,B on the 0..1 scale, for f32 output ((x/255 - mean)/std) and "
+           "the backends' u8 input")
+        ->default_str("0.485,0.456,0.406");
+    app.add_option_function<std::string>(
+           "--std", [this](const std::string& s) { std = parse_triple("--std", s, true); },
+           "Per-channel standard deviation R,G,B on the 0..1 scale (positive)")
+        ->default_str("0.229,0.224,0.225");
+  }
   if (want(kFlip))
     app.add_option("--flip", flip, "Probability of a horizontal flip")
         ->capture_default_str()
@@ -98,11 +176,16 @@ LoaderConfig LoaderOptions::to_config() const {
   c.prefetch = prefetch;
   c.transform.kind = parse_transform(transform);
   c.transform.size = size;
-  c.transform.resize = size * 256 / 224;  // the usual 0.875 crop ratio: 256 for 224
+  c.transform.height = height;
+  // The usual 0.875 crop ratio (256 for 224), of the larger side for a non-square output.
+  c.transform.resize = std::max(out_width(), out_height()) * 256 / 224;
   c.transform.flip = c.transform.kind == TransformKind::center_crop ? 0.0 : flip;
   c.output.dtype = parse_dtype(dtype);
   c.output.layout = parse_layout(layout);
-  c.output.width = c.output.height = size;
+  c.output.width = out_width();
+  c.output.height = out_height();
+  c.output.mean = mean;
+  c.output.std = std;
   c.decode.max_pixels = max_pixels;
   c.decode.allow_dct_scaling = !no_dct_scaling;
   c.decode.allow_partial = !no_partial_decode;

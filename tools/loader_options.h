@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <string>
 
 #include "loader/loader_config.h"
@@ -35,14 +36,17 @@ enum LoaderOption : uint32_t {
   kShuffleBuffer = 1u << 17,
   kSource = 1u << 18,
   kNullFile = 1u << 19,
+  kNormalize = 1u << 20,  // --mean, --std
 };
-constexpr uint32_t kAllLoaderOptions = (1u << 20) - 1;
+constexpr uint32_t kAllLoaderOptions = (1u << 21) - 1;
 
 struct LoaderOptions {
   size_t batch = 64;
   size_t prefetch = 2;
   std::string transform = "rrc";
-  int size = 224;
+  int size = 224;  // output width; height too unless --size HxW set `height`
+  int height = 0;  // --size HxW: output height (0: square)
+  std::array<float, 3> mean = OutputSpec{}.mean, std = OutputSpec{}.std;  // f32 normalisation
   double flip = 0.5;
   std::string dtype = "f32";
   std::string layout = "nchw";
@@ -59,6 +63,11 @@ struct LoaderOptions {
   size_t shuffle_buffer = 1000;
   std::string source = "auto";
   std::string null_file;
+
+  int out_width() const { return size; }
+  int out_height() const { return height > 0 ? height : size; }
+  // "224" or "160x224" (HxW), as --size takes it.
+  std::string size_text() const;
 
   // Registers the options in `which` (LoaderOption bits); the others keep their values.
   void add_to(CLI::App& app, uint32_t which);

@@ -183,6 +183,9 @@ nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l,
           {"batch", l.batch},
           {"global_batch", l.batch * size_t(world)},
           {"size", l.size},
+          {"height", l.height},
+          {"mean", l.mean},
+          {"std", l.std},
           {"transform", l.transform},
           {"flip", l.flip},
           {"seed", l.seed},
@@ -201,6 +204,17 @@ void take(const nlohmann::json& j, const char* key, const char* option, T& field
     fail("{}: {} {} contradicts the run being resumed ({}); a resumed run keeps its options", path,
          option, nlohmann::json(field).dump(), nlohmann::json(stored).dump());
   field = stored;
+}
+
+// take() for a key older run options lack: those runs had `absent`.
+template <class T>
+void take_or(const nlohmann::json& j, const char* key, const char* option, T& field,
+             const T& absent, const std::string& path, const CLI::App& app) {
+  if (j.contains(key)) return take(j, key, option, field, path, app);
+  if (app.count(option) > 0 && !(absent == field))
+    fail("{}: {} {} contradicts the run being resumed ({}); a resumed run keeps its options", path,
+         option, nlohmann::json(field).dump(), nlohmann::json(absent).dump());
+  field = absent;
 }
 
 }  // namespace
@@ -258,6 +272,10 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
           path, global, ranks);
     l.batch = global / ranks;
     take(j, "size", "--size", l.size, path, app);
+    // Newer than the first checkpoints: absent means square and ImageNet's mean and std.
+    take_or(j, "height", "--size", l.height, 0, path, app);
+    take_or(j, "mean", "--mean", l.mean, OutputSpec{}.mean, path, app);
+    take_or(j, "std", "--std", l.std, OutputSpec{}.std, path, app);
     take(j, "transform", "--transform", l.transform, path, app);
     take(j, "flip", "--flip", l.flip, path, app);
     take(j, "seed", "--seed", l.seed, path, app);

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <string>
@@ -42,6 +44,24 @@ T as_int(const std::string& name, const pyb::handle& v, long long lo, long long 
     throw pyb::value_error(fmt::format("{} must be in [{}, {}], got {}", name, lo, hi, x));
   }
   return static_cast<T>(x);
+}
+
+// Three per-channel numbers (R, G, B), finite, and positive where `positive`.
+std::array<float, 3> as_triple(const std::string& name, const pyb::handle& v, bool positive) {
+  if (!(PyTuple_Check(v.ptr()) || PyList_Check(v.ptr())) || pyb::len(v) != 3)
+    wrong_type(name, "a sequence of three floats", v);
+  std::array<float, 3> out{};
+  const pyb::sequence seq = pyb::reinterpret_borrow<pyb::sequence>(v);
+  for (size_t c = 0; c < 3; ++c) {
+    const pyb::handle x = seq[c];
+    if (PyBool_Check(x.ptr()) || !(PyFloat_Check(x.ptr()) || PyLong_Check(x.ptr())))
+      wrong_type(name, "a sequence of three floats", v);
+    out[c] = x.cast<float>();
+    if (!std::isfinite(out[c]) || (positive && !(out[c] > 0)))
+      throw pyb::value_error(fmt::format("{} must hold three {}numbers, got {}", name,
+                                         positive ? "positive " : "finite ", out[c]));
+  }
+  return out;
 }
 
 bool as_bool(const std::string& name, const pyb::handle& v) {
@@ -87,7 +107,21 @@ const std::map<std::string, Setter>& setters() {
          o.transform = as_str("transform", v);
          check("transform", o.transform, parse_transform);
        }}},
-      {"size", {[](O& o, C&, H v) { o.size = as_int<int>("size", v, 8, 8192); }}},
+      {"size", {[](O& o, C&, H v) {
+         // An int (square) or (height, width), as torchvision's sizes.
+         if (PyTuple_Check(v.ptr()) || PyList_Check(v.ptr())) {
+           const pyb::sequence hw = pyb::reinterpret_borrow<pyb::sequence>(v);
+           if (hw.size() != 2) wrong_type("size", "an int or a (height, width) pair", v);
+           o.height = as_int<int>("size[0]", hw[0], 8, 8192);
+           o.size = as_int<int>("size[1]", hw[1], 8, 8192);
+           if (o.height == o.size) o.height = 0;
+         } else {
+           o.size = as_int<int>("size", v, 8, 8192);
+           o.height = 0;
+         }
+       }}},
+      {"mean", {[](O& o, C&, H v) { o.mean = as_triple("mean", v, false); }}},
+      {"std", {[](O& o, C&, H v) { o.std = as_triple("std", v, true); }}},
       {"flip", {[](O& o, C&, H v) {
          if (PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())))
            wrong_type("flip", "a float", v);
@@ -183,6 +217,8 @@ pyb::dict default_kwargs() {
   d["keep"] = kDefaultKeep;
   d["transform"] = o.transform;
   d["size"] = o.size;
+  d["mean"] = pyb::make_tuple(o.mean[0], o.mean[1], o.mean[2]);
+  d["std"] = pyb::make_tuple(o.std[0], o.std[1], o.std[2]);
   d["flip"] = o.flip;
   d["dtype"] = o.dtype;
   d["layout"] = o.layout;

@@ -25,7 +25,8 @@ if "STOKER_WORKER" not in os.environ and os.access(_worker, os.X_OK):
 # Python name -> the CLI option it mirrors (docs/CLI.md), for the docs and error messages.
 CLI_NAMES = {
     "batch_size": "--batch", "reader": "--reader", "prefetch": "--prefetch",
-    "transform": "--transform", "size": "--size", "flip": "--flip", "dtype": "--dtype",
+    "transform": "--transform", "size": "--size", "mean": "--mean", "std": "--std",
+    "flip": "--flip", "dtype": "--dtype",
     "layout": "--layout", "seed": "--seed", "shuffle": "--no-shuffle (inverted)",
     "drop_last": "--drop-last", "on_error": "--on-error", "max_pixels": "--max-pixels",
     "dct_scaling": "--no-dct-scaling (inverted)",
@@ -42,7 +43,8 @@ class Loader:
     ``source`` is what the CLI takes as DATA: an ImageFolder directory, a list file, a
     ``stoker pack`` folder or an ``nfs://`` URL. Every other argument is keyword-only and
     named after its CLI option (``stoker.CLI_NAMES``); defaults are the CLI's, except
-    ``reader`` (``threads:<cpus>``). Python-only ones:
+    ``reader`` (``threads:<cpus>``). ``size`` is an int or a ``(height, width)`` pair (the
+    CLI's ``N`` or ``HxW``); ``mean`` and ``std`` are three floats each. Python-only ones:
 
     - ``tensors``: ``"torch"`` (default) yields ``torch.Tensor`` images (DLPack) and int64
       labels; ``"numpy"`` yields ``numpy.ndarray`` (buffer protocol).

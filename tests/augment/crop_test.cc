@@ -118,6 +118,42 @@ TEST(PlanCrop, RandomCropIsAFixedWindowOrUpscaledShortSide) {
   }
 }
 
+// --size HxW: every transform plans an out_w x out_h output (width from `size`, height from
+// `height`); a random-crop window is W x H source pixels where it fits, and a centre crop of
+// a square image resized to the larger side is centred on the short axis.
+TEST(PlanCrop, NonSquareOutputs) {
+  TransformConfig cfg;
+  cfg.size = 96;
+  cfg.height = 40;
+  EXPECT_EQ(cfg.out_width(), 96);
+  EXPECT_EQ(cfg.out_height(), 40);
+  for (const TransformKind kind : {TransformKind::random_resized_crop, TransformKind::random_crop,
+                                   TransformKind::center_crop}) {
+    cfg.kind = kind;
+    Rng rng(3, 0, 1);
+    const CropPlan p = plan_crop(cfg, 500, 300, rng);
+    EXPECT_EQ(p.out_w, 96) << transform_name(kind);
+    EXPECT_EQ(p.out_h, 40) << transform_name(kind);
+    if (kind == TransformKind::random_crop) {
+      EXPECT_EQ(p.region.w, 96);
+      EXPECT_EQ(p.region.h, 40);
+    }
+  }
+  cfg.kind = TransformKind::center_crop;
+  cfg.resize = 109;  // 96 * 256 / 224
+  Rng rng(0);
+  const CropPlan c = plan_crop(cfg, 218, 218, rng);  // resized to 109 x 109: a 2:1 map
+  EXPECT_EQ(c.region.x, 2 * 6);                      // round((109 - 96) / 2) = 6
+  EXPECT_EQ(c.region.y, 2 * 34);                     // round((109 - 40) / 2) = 34 (34.5, even)
+  EXPECT_EQ(c.region.w, 2 * 96);
+  EXPECT_EQ(c.region.h, 2 * 40);
+  // A random-crop window larger than the image: resized up, short side to the larger side.
+  cfg.kind = TransformKind::random_crop;
+  const CropPlan u = plan_crop(cfg, 50, 80, rng);
+  EXPECT_EQ(u.region.w, 50);
+  EXPECT_LE(u.region.y + u.region.h, 80);
+}
+
 // The windows torchvision's Resize(256) + CenterCrop(224) takes, computed by torchvision
 // 0.14 itself (F._compute_resized_output_size, then F.center_crop on an image of its own
 // pixel coordinates), as source-pixel intervals [x0, x1) x [y0, y1). Stoker's window must

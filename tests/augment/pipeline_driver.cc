@@ -7,7 +7,11 @@
 //   pixels IMAGE OUT X Y W H SIZE FLIP DCT  -> OUT: SIZE*SIZE*3 float32, NCHW, ImageNet-normalised;
 //                                               answers "scale_num filter" (filter:
 //                                               linear|area|copy)
-//   center W H SIZE RESIZE                  -> "x y w h": plan_crop's centre-crop region
+//   pixels-hw IMAGE OUT X Y W H OW OH FLIP DCT MR MG MB SR SG SB
+//                                           -> OUT: OH*OW*3 float32, NCHW, normalised with
+//                                              mean (MR, MG, MB) and std (SR, SG, SB)
+//   center W H SIZE RESIZE [OUT_H]          -> "x y w h": plan_crop's centre-crop region
+//                                              (SIZE wide, OUT_H high; default SIZE)
 //   rrc W H SEED N OUT                      -> OUT: N lines "x y w h" of RandomResizedCrop draws
 #include <fmt/format.h>
 
@@ -61,14 +65,42 @@ std::string pixels(std::istringstream& args) {
   return fmt::format("{} {}", region.scale_num, filter);
 }
 
+// --size HxW and --mean/--std: the same library calls as `pixels`, any output shape and
+// normalisation.
+std::string pixels_hw(std::istringstream& args) {
+  std::string image, out;
+  int x, y, w, h, ow, oh, flip, dct;
+  stoker::OutputSpec spec;
+  if (!(args >> image >> out >> x >> y >> w >> h >> ow >> oh >> flip >> dct >> spec.mean[0] >>
+        spec.mean[1] >> spec.mean[2] >> spec.std[0] >> spec.std[1] >> spec.std[2])) {
+    stoker::fail("pixels-hw: expected IMAGE OUT X Y W H OW OH FLIP DCT MR MG MB SR SG SB");
+  }
+  const std::vector<uint8_t> bytes = read_file(image);
+  stoker::Decoder decoder({.allow_dct_scaling = dct != 0});
+  decoder.open(bytes, image);
+  const stoker::DecodedRegion& region = decoder.decode({{x, y, w, h}, ow, oh});
+  cv::Mat resized;
+  stoker::resize_region(region.rgb, ow, oh, resized);
+  spec.width = ow;
+  spec.height = oh;
+  const stoker::Normalizer norm(spec);
+  std::vector<float> tensor(spec.sample_bytes() / sizeof(float));
+  stoker::collate_sample(resized, flip != 0, norm, tensor.data());
+  std::ofstream(out, std::ios::binary)
+      .write(reinterpret_cast<const char*>(tensor.data()),
+             static_cast<std::streamsize>(tensor.size() * sizeof(float)));
+  return fmt::format("{}", region.scale_num);
+}
+
 std::string center(std::istringstream& args) {
   int w, h;
   stoker::TransformConfig cfg;
   cfg.kind = stoker::TransformKind::center_crop;
   cfg.flip = 0;
   if (!(args >> w >> h >> cfg.size >> cfg.resize)) {
-    stoker::fail("center: expected W H SIZE RESIZE");
+    stoker::fail("center: expected W H SIZE RESIZE [OUT_H]");
   }
+  if (!(args >> cfg.height)) cfg.height = 0;
   stoker::Rng rng(0);
   const stoker::Rect r = stoker::plan_crop(cfg, w, h, rng).region;
   return fmt::format("{} {} {} {}", r.x, r.y, r.w, r.h);
@@ -102,12 +134,14 @@ int main() {
     try {
       if (cmd == "pixels") {
         std::cout << pixels(args) << std::endl;
+      } else if (cmd == "pixels-hw") {
+        std::cout << pixels_hw(args) << std::endl;
       } else if (cmd == "center") {
         std::cout << center(args) << std::endl;
       } else if (cmd == "rrc") {
         std::cout << rrc(args) << std::endl;
       } else {
-        stoker::fail("unknown command '{}': expected pixels, center or rrc", cmd);
+        stoker::fail("unknown command '{}': expected pixels, pixels-hw, center or rrc", cmd);
       }
     } catch (const stoker::Error& e) {
       std::cout << "error " << e.what() << std::endl;

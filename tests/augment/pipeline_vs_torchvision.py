@@ -168,6 +168,77 @@ def check_pixels(tmp, drv):
         failures.append(f"centre crop pixels: pooled mean {p.mean():.2f} levels (tolerance 3)")
 
 
+def check_non_square_and_custom_norm(tmp, drv):
+    """--size HxW and --mean/--std: output 160x224 and 224x96 (HxW) with a mean and std of
+    our own, against torchvision's tensor path (exact tier: full-resolution decode, reduction
+    under 3x; tolerance max 1 level, mean 0.2, as above, levels in the custom std), its PIL
+    RandomResizedCrop path (default tier: pooled 4x4 mean 3 levels) and Resize + CenterCrop
+    ((h, w)) geometry (within a source pixel, as the square case)."""
+    W, H = 1024, 768
+    rgb = test_image(W, H)
+    jpg = os.path.join(tmp, "hw.jpg")
+    Image.fromarray(rgb).save(jpg, quality=90)
+    pil = Image.open(jpg).convert("RGB")
+    full = torch.from_numpy(np.asarray(pil).copy()).permute(2, 0, 1)
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+    m, s = torch.tensor(mean).view(3, 1, 1), torch.tensor(std).view(3, 1, 1)
+    level = s * 255
+
+    def ours(r, oh, ow, flip, dct):
+        x, y, w, h = r
+        drv.ask(f"pixels-hw {jpg} {drv.out} {x} {y} {w} {h} {ow} {oh} {int(flip)} {int(dct)} "
+                + " ".join(map(str, mean + std)))
+        t = torch.from_numpy(np.fromfile(drv.out, dtype=np.float32))
+        if t.numel() != 3 * oh * ow:
+            sys.exit(f"driver wrote {t.numel()} floats, expected {3 * oh * ow}")
+        return t.view(3, oh, ow)
+
+    def norm(chw_u8, flip):
+        t = (chw_u8.float() / 255 - m) / s
+        return t.flip(-1) if flip else t
+
+    for (oh, ow), r, flip in (((160, 224), (301, 99, 269, 250), True),
+                              ((160, 224), (100, 201, 90, 70), False),
+                              ((224, 96), (0, 0, 200, 500), True)):
+        x, y, w, h = r
+        ref = norm(F.resize(full[:, y:y + h, x:x + w], [oh, ow], InterpolationMode.BILINEAR,
+                            antialias=False), flip)
+        d = (ours(r, oh, ow, flip, False) - ref).abs() * level
+        ok = d.max() <= 1.0 + 1e-3 and d.mean() <= 0.2
+        print(f"  {oh}x{ow} exact {r} flip={int(flip)}: max {d.max():.2f} mean {d.mean():.3f} "
+              f"levels {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"{oh}x{ow} exact {r}: max {d.max():.2f} mean {d.mean():.3f} levels "
+                            "(tolerance max 1, mean 0.2)")
+        pil_ref = norm(torch.from_numpy(np.asarray(F.resized_crop(
+            pil, y, x, h, w, [oh, ow], InterpolationMode.BILINEAR)).copy()).permute(2, 0, 1),
+            flip)
+        p = NF.avg_pool2d(((ours(r, oh, ow, flip, True) - pil_ref) * level).unsqueeze(0),
+                          4)[0].abs()
+        ok = p.mean() <= 3.0
+        print(f"  {oh}x{ow} default {r} flip={int(flip)}: pooled 4x4 mean {p.mean():.2f} "
+              f"levels {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"{oh}x{ow} default {r}: pooled mean {p.mean():.2f} (tolerance 3)")
+
+    bad = 0
+    for iw, ih in ((500, 375), (375, 500), (1024, 683), (227, 2000), (2000, 227), (333, 999)):
+        for (oh, ow), resize in (((160, 224), 256), ((224, 96), 256), ((64, 200), 228)):
+            rh, rw = F._compute_resized_output_size((ih, iw), [resize])
+            coords = torch.arange(rh * rw).view(1, rh, rw)
+            top, left = divmod(int(F.center_crop(coords, [oh, ow])[0, 0, 0]), rw)
+            fx, fy = iw / rw, ih / rh
+            x, y, w, h = map(int, drv.ask(f"center {iw} {ih} {ow} {resize} {oh}").split())
+            errs = (abs(x - left * fx), abs(y - top * fy), abs(x + w - (left + ow) * fx),
+                    abs(y + h - (top + oh) * fy))
+            if max(errs[:2]) >= 1 or max(errs[2:]) > 1.5:
+                bad += 1
+                failures.append(f"centre crop {iw}x{ih} to {oh}x{ow} resize {resize}: stoker "
+                                f"({x},{y},{w},{h}), torchvision ({left * fx:.2f},{top * fy:.2f})"
+                                f" to ({(left + ow) * fx:.2f},{(top + oh) * fy:.2f})")
+    print(f"  non-square centre crop geometry: 18 cases, {bad} outside a source pixel")
+
+
 def check_centre_geometry(drv):
     """The centre crop's window, in source pixels, against torchvision's Resize(256) +
     CenterCrop(224) computed by torchvision's own functions; and 288/320 for other sizes."""
@@ -257,6 +328,7 @@ def check_rrc_distribution(tmp, drv):
 with tempfile.TemporaryDirectory() as tmp:
     drv = Driver(driver, tmp)
     check_pixels(tmp, drv)
+    check_non_square_and_custom_norm(tmp, drv)
     check_centre_geometry(drv)
     check_rrc_distribution(tmp, drv)
     drv.p.stdin.close()

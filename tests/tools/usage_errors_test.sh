@@ -59,6 +59,8 @@ expect 2 "--seed: '-1' is not an integer >= 0" gen "$tmp/x" --seed -1
 expect 2 "--batch: '0' is not an integer from 1 to" bench "$tmp/d" --batch 0
 expect 2 "--batch: 'x' is not an integer" train "$tmp/d" --batch x
 expect 2 "--size: '0' is not an integer from 8 to 8192" bench "$tmp/d" --size 0
+expect 2 "--size: '8x9000' is not an integer from 8 to 8192" bench "$tmp/d" --size 8x9000
+expect 2 "--std: '1,0,1': expected three positive numbers" bench "$tmp/d" --std 1,0,1
 expect 2 "--flip: '2' is not a number >= 0 and <= 1" bench "$tmp/d" --flip 2
 expect 2 "--reader: unknown reader 'garbage': expected serial, threads:N" bench "$tmp/d" \
   --reader serial,garbage

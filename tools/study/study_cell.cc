@@ -227,7 +227,8 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   const int64_t batch = int64_t(config.sampler.batch_size);
   BackendConfig bc;
   bc.batch = batch;
-  bc.height = bc.width = config.transform.size;
+  bc.height = config.transform.out_height();
+  bc.width = config.transform.out_width();
   bc.input.type = config.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
   bc.input.nhwc = config.output.layout == Layout::nhwc;
   bc.input.mean = config.output.mean;
