@@ -15,6 +15,12 @@ ranks=$1
 shift
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+# Idle ranks yield the core instead of busy-polling: on a machine with fewer cores than ranks
+# x threads, the polling communication thread otherwise takes the backward's core.
+export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+# After a rank fails, mpirun SIGTERMs the others and SIGKILLs them this many seconds later:
+# time for each to finish its step, say why it stopped and (on Ctrl-C) save (default 1 s).
+export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-10}
 # --bind-to none: oversubscribed ranks bound to one core each would share it badly.
 exec mpirun -np "$ranks" --oversubscribe --bind-to none --mca btl self,vader \
   --mca plm_rsh_agent false "$@"

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -30,8 +31,12 @@
 namespace stoker {
 namespace {
 
-// How long a wait goes on after an interrupt before it concludes a peer is gone.
-constexpr std::chrono::milliseconds kInterruptGrace{300};
+// How long a wait goes on after an interrupt before it concludes a peer is gone: at least
+// kInterruptGrace, and kGraceFactor times the longest wait seen so far (a peer still finishing
+// its step under load takes about that long), at most kMaxGrace.
+constexpr std::chrono::milliseconds kInterruptGrace{500};
+constexpr std::chrono::milliseconds kMaxGrace{5000};
+constexpr int kGraceFactor = 3;
 
 // MPI counts are ints: larger buffers go in pieces of this many elements.
 constexpr size_t kMaxCount = size_t(1) << 30;
@@ -97,20 +102,31 @@ class MpiCollective final : public Collective {
     return enqueue([this, data, n] { sum(data, n); });
   }
 
-  void wait(uint64_t ticket) override {
+  void wait(uint64_t ticket) override { wait(ticket, true); }
+
+  // `learn`: whether this wait's length may raise the interrupt grace. Not for broadcasts and
+  // barriers, which also wait for a peer's start-up (seconds), unlike the steps' all-reduces.
+  void wait(uint64_t ticket, bool learn) {
     std::unique_lock lock(mutex_);
     STOKER_CHECK(ticket >= 1 && ticket < next_ticket_);
     // Polled, not a plain wait: a rank whose peer died is stopped by mpirun's SIGTERM while
     // it waits here, and must be able to say so and leave (common/interrupt.h). The same
     // signal sent to every rank (Ctrl-C, a scheduler's SIGTERM) finds the peers alive: the
     // collective still finishes, so it gets kInterruptGrace first (mpirun's SIGKILL follows
-    // its SIGTERM after 1 s, odls_base_sigkill_timeout).
+    // its SIGTERM after odls_base_sigkill_timeout, 1 s by default: scripts/mpirun_local.sh
+    // raises it, docs/CLI.md says why).
     std::chrono::steady_clock::time_point give_up{};
+    const auto began = std::chrono::steady_clock::now();
+    bool was_interrupted = false;
     while (finished_ < ticket && !error_) {
       done_.wait_for(lock, std::chrono::milliseconds(20));
       if (!interrupted() || finished_ >= ticket || error_) continue;
+      was_interrupted = true;
       const auto now = std::chrono::steady_clock::now();
-      if (give_up == std::chrono::steady_clock::time_point{}) give_up = now + kInterruptGrace;
+      if (give_up == std::chrono::steady_clock::time_point{})
+        give_up = now + std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       kGraceFactor * slowest_wait_),
+                                   kInterruptGrace, kMaxGrace);
       if (now >= give_up)
         throw Interrupted(fmt::format(
             "signal {} while waiting for the other {} (collective #{}); did one end?",
@@ -118,27 +134,34 @@ class MpiCollective final : public Collective {
             world_ == 2 ? std::string("rank") : fmt::format("{} ranks", world_ - 1), ticket));
     }
     if (error_) std::rethrow_exception(error_);
+    if (learn && !was_interrupted)
+      slowest_wait_ = std::max(slowest_wait_, std::chrono::steady_clock::now() - began);
   }
 
   void broadcast(void* data, size_t bytes, int root, CollectiveMemory where) override {
     host_only(where, "broadcast");
     STOKER_CHECK(root >= 0 && root < world_);
     wait(enqueue([data, bytes, root] {
-      auto* p = static_cast<char*>(data);
-      for (size_t done = 0; done < bytes; done += kMaxCount) {
-        int count = int(std::min(kMaxCount, bytes - done));
-        check_mpi(MPI_Bcast(p + done, count, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
-      }
-    }));
+           auto* p = static_cast<char*>(data);
+           for (size_t done = 0; done < bytes; done += kMaxCount) {
+             int count = int(std::min(kMaxCount, bytes - done));
+             check_mpi(MPI_Bcast(p + done, count, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+           }
+         }),
+         false);
   }
 
   void barrier() override {
-    wait(enqueue([] { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }));
+    wait(enqueue([] { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }), false);
   }
 
   [[noreturn]] void abort(int code) override {
     std::fflush(stdout);
     std::fflush(stderr);
+    // MPI_Abort waits for mpirun to end this process too; its SIGTERM must do that at once,
+    // not set the interrupt flag and leave it to the SIGKILL odls_base_sigkill_timeout later.
+    std::signal(SIGTERM, SIG_DFL);
+    std::signal(SIGINT, SIG_DFL);
     MPI_Abort(MPI_COMM_WORLD, code);
     _exit(code);  // MPI_Abort does not return; should it, this rank still ends
   }
@@ -222,6 +245,7 @@ class MpiCollective final : public Collective {
   std::exception_ptr error_;
   bool stopping_ = false;
   std::thread thread_;
+  std::chrono::steady_clock::duration slowest_wait_{};  // of the uninterrupted waits so far
 
   // The communication thread's own buffers.
   std::vector<int> counts_, displs_;
