@@ -41,6 +41,9 @@
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/dist/collectives.h"
+#ifdef STOKER_HAVE_NCCL
+#include "train/dist/collective_nccl.h"
+#endif
 #include "train/loader_feed.h"
 #include "train/loop_trace.h"
 #include "train/train_loop.h"
@@ -121,6 +124,21 @@ nlohmann::json ms_stats(const std::vector<double>& seconds) {
 struct StoppedTogether : Interrupted {
   using Interrupted::Interrupted;
 };
+
+// GPUs under mpirun: each rank takes device --device + its rank on the node, and the gradients
+// go through NCCL between them (the host collective still carries state and votes).
+std::unique_ptr<Collective> device_collective(Collective& world, BackendConfig& bc) {
+#ifdef STOKER_HAVE_NCCL
+  bc.device += mpirun_local_rank();
+  return make_device_collective(world, bc.device);
+#else
+  (void)bc;
+  fail(
+      "--backend cuda under mpirun ({}) needs NCCL: this stoker was built without it (NCCL is "
+      "looked for beside the CUDA toolkit)",
+      world.describe());
+#endif
+}
 
 // Rank 0's weights (and momentum) on every rank: one starting point whatever each loaded.
 void broadcast_state(Backend& backend, Collective& world) {
@@ -232,7 +250,12 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   t.apply(bc);
   t.conv_algo = bc.conv_algorithm;  // stored canonical
   bc.record_activity = !o.no_gaps || !o.trace.empty();
+  std::unique_ptr<Collective> gpus;  // outlives the backend
   if (world.world() > 1) bc.collective = &world;
+  if (world.world() > 1 && t.backend == "cuda") {
+    gpus = device_collective(world, bc);
+    bc.collective = gpus.get();
+  }
   std::unique_ptr<Backend> backend = make_backend(t.backend, net, bc);
   if (start) {
     backend->load(*start, o.resume.empty() ? o.init : o.resume);

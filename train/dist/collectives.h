@@ -27,5 +27,8 @@ struct LaunchWorld {
   int world = 1;
 };
 std::optional<LaunchWorld> mpirun_world();
+// This process's rank among those on its node (OMPI_COMM_WORLD_LOCAL_RANK), 0 when not set:
+// which GPU a rank takes.
+int mpirun_local_rank();
 
 }  // namespace stoker

@@ -28,6 +28,10 @@ std::optional<LaunchWorld> mpirun_world() {
   return LaunchWorld{env_int("OMPI_COMM_WORLD_RANK").value_or(0), *world};
 }
 
+int mpirun_local_rank() {
+  return env_int("OMPI_COMM_WORLD_LOCAL_RANK").value_or(0);
+}
+
 std::unique_ptr<Collective> make_host_collective() {
   std::optional<LaunchWorld> launched = mpirun_world();
   if (!launched) return make_single_collective();

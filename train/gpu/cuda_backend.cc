@@ -173,7 +173,8 @@ class CudaBackend final : public Backend {
     for (size_t i = 0; i < net.params.size(); ++i) {
       const Param& p = net.params[i];
       if (p.trainable)
-        out.tensors.push_back(make_f32_tensor(p.name, p.shape, download(net_->param(int(i)).grad)));
+        out.tensors.push_back(
+            make_f32_tensor(p.name, p.shape, download(net_->param(int(i)).grad, numel(p))));
     }
     return out;
   }
@@ -405,8 +406,11 @@ class CudaBackend final : public Backend {
   std::vector<int64_t> marker_steps_;  // steps whose marker CUPTI has not returned yet
 
   std::vector<float> download(const DeviceBuffer& b) const {
-    std::vector<float> v(b.bytes() / sizeof(float));
-    net_->download(v.data(), b.get(), b.bytes());
+    return download(b.as<const float>(), int64_t(b.bytes() / sizeof(float)));
+  }
+  std::vector<float> download(const float* device, int64_t n) const {
+    std::vector<float> v(static_cast<size_t>(n));
+    net_->download(v.data(), device, v.size() * sizeof(float));
     return v;
   }
 };
@@ -423,11 +427,14 @@ std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConf
     fail("backend 'cuda': {} takes {} input channels; the input conversion handles 3 (RGB)",
          net.name, net.in_channels);
   parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
-  // Data parallelism is the CPU backend's for now (train/README.md): no NCCL bucket hook yet.
-  if (config.collective != nullptr && config.collective->world() > 1)
+  // Data parallelism: the gradients go through the collective in device memory (NCCL,
+  // train/dist/collective_nccl.h). f16's dynamic loss scale would need every rank to agree on
+  // an overflow before the update; that agreement does not exist yet.
+  if (config.collective != nullptr && config.collective->world() > 1 &&
+      config.precision == Precision::f16)
     fail(
-        "backend 'cuda': data-parallel training ({}) is not offered on cuda yet (no NCCL "
-        "gradient all-reduce); use --backend cpu under mpirun",
+        "backend 'cuda': --precision f16 is not offered with data-parallel training ({}) yet "
+        "(the ranks would not agree on a loss-scale overflow); use bf16 or f32",
         config.collective->describe());
   if (config.sync_bn) fail("backend 'cuda': --sync-bn is not offered on cuda yet");
   if (config.precision == Precision::bf16 || config.precision == Precision::tf32) {

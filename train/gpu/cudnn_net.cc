@@ -132,6 +132,7 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
   alloc(per_sample_, size_t(config.batch) * sizeof(float));
   reset_loss_scale();
   trial_step();
+  if (config.collective != nullptr && config.collective->world() > 1) plan_buckets();
 }
 
 // One forward and backward on the zeroed buffers while planning: every library call meets
@@ -183,6 +184,11 @@ bool CudnnNet::overwritten(int id) const {
 
 CudnnNet::~CudnnNet() {
   if (stream_) cudaStreamSynchronize(stream_);
+  if (comm_) cudaStreamSynchronize(comm_);
+  for (Bucket& b : buckets_)
+    if (b.ready) cudaEventDestroy(b.ready);
+  if (reduced_) cudaEventDestroy(reduced_);
+  if (comm_) cudaStreamDestroy(comm_);
   if (cublas_) cublasDestroy(cublas_);
   if (cudnn_) cudnnDestroy(cudnn_);
 }
@@ -230,6 +236,20 @@ void CudnnNet::plan_tensors() {
 
 void CudnnNet::plan_params() {
   params_.resize(net_.params.size());
+  // The gradient arena: trainable tensors by layer from last to first (the backward's order),
+  // each starting on a 256-byte boundary as a cudaMalloc'ed buffer would.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < net_.params.size(); ++i)
+    if (net_.params[i].trainable) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) {
+    return net_.params[a].layer > net_.params[b].layer;
+  });
+  std::vector<size_t> offset(net_.params.size(), 0);
+  for (size_t i : order) {
+    offset[i] = grad_floats_;
+    grad_floats_ += (size_t(numel(net_.params[i])) + 63) / 64 * 64;
+  }
+  alloc(grad_arena_, grad_floats_ * sizeof(float));
   for (size_t i = 0; i < net_.params.size(); ++i) {
     const Param& p = net_.params[i];
     GpuParam& g = params_[i];
@@ -238,9 +258,9 @@ void CudnnNet::plan_params() {
     alloc(g.value, bytes);
     g.compute = g.value.get();
     if (!p.trainable) continue;
-    alloc(g.grad, bytes);
+    g.grad = grad_arena_.as<float>() + offset[i];
     alloc(g.momentum, bytes);
-    g.raw = g.grad.get();
+    g.raw = g.grad;
     const Layer& l = net_.layers[size_t(p.layer)];
     const bool weight = int(i) == l.weight;
     const bool conv_copy = weight && l.kind == LayerKind::conv && (dtype_ != DType::f32 || nhwc_);
@@ -369,12 +389,12 @@ void CudnnNet::plan_optimizer() {
     const Layer& l = net_.layers[size_t(p.layer)];
     TensorSlot s;
     s.value = g.value.as<float>();
-    s.grad = g.grad.as<float>();
+    s.grad = g.grad;
     s.momentum = g.momentum.as<float>();
     s.raw = g.raw;
     s.compute = g.compute == g.value.get() ? nullptr : g.compute;
     s.n = numel(p);
-    s.raw_dtype = g.raw == g.grad.get() ? DType::f32 : dtype_;
+    s.raw_dtype = g.raw == g.grad ? DType::f32 : dtype_;
     s.compute_dtype = dtype_;
     s.krsc = (nhwc_ && l.kind == LayerKind::conv && int(i) == l.weight) ? 1 : 0;
     if (p.shape.size() == 4) {
@@ -387,7 +407,7 @@ void CudnnNet::plan_optimizer() {
     slots_.push_back(s);
     // f16 unscales and checks every gradient; otherwise only library gradients that are
     // not already f32 in torch's layout need a pass.
-    finish.push_back(dtype_ == DType::f16 || g.raw != g.grad.get());
+    finish.push_back(dtype_ == DType::f16 || g.raw != g.grad);
   }
   const std::vector<TensorChunk> all = chunks_of(slots_, std::vector<bool>(slots_.size(), true));
   const std::vector<TensorChunk> some = chunks_of(slots_, finish);
@@ -404,6 +424,78 @@ void CudnnNet::plan_optimizer() {
     STOKER_GPU(cudaMemcpyAsync(finish_chunks_dev_.get(), some.data(),
                                some.size() * sizeof(TensorChunk), cudaMemcpyHostToDevice, stream_));
   STOKER_GPU(cudaStreamSynchronize(stream_));  // the host vectors above go out of scope
+}
+
+void CudnnNet::plan_buckets() {
+  // The trainable tensors in arena order, cut into buckets of at least bucket_bytes.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < net_.params.size(); ++i)
+    if (net_.params[i].trainable) order.push_back(i);
+  std::sort(order.begin(), order.end(),
+            [this](size_t a, size_t b) { return params_[a].grad < params_[b].grad; });
+  const size_t limit = std::max<size_t>(1, config_.bucket_bytes / sizeof(float));
+  std::vector<TensorChunk> chunks;
+  Bucket open;
+  bool empty = true;
+  const auto close = [&] {
+    open.chunk_count = int64_t(chunks.size()) - open.chunk_begin;
+    buckets_.push_back(open);
+    empty = true;
+  };
+  for (size_t i : order) {
+    const GpuParam& g = params_[i];
+    const size_t offset = size_t(g.grad - grad_arena_.as<float>());
+    if (empty) {
+      open = Bucket{.offset = offset, .chunk_begin = int64_t(chunks.size())};
+      empty = false;
+    }
+    open.last_layer = net_.params[i].layer;
+    open.floats = offset + (size_t(numel(net_.params[i])) + 63) / 64 * 64 - open.offset;
+    // The same finish pass as without buckets, tensor by tensor (plan_optimizer's rule).
+    if (dtype_ == DType::f16 || g.raw != g.grad) {
+      std::vector<bool> take(slots_.size(), false);
+      take[size_t(g.slot)] = true;
+      const std::vector<TensorChunk> mine = chunks_of(slots_, take);
+      chunks.insert(chunks.end(), mine.begin(), mine.end());
+    }
+    if (open.floats >= limit) close();
+  }
+  if (!empty) close();
+  STOKER_CHECK(!buckets_.empty() &&
+               buckets_.back().offset + buckets_.back().floats == grad_floats_);
+  alloc(bucket_chunks_dev_, std::max<size_t>(1, chunks.size()) * sizeof(TensorChunk));
+  if (!chunks.empty())
+    STOKER_GPU(cudaMemcpyAsync(bucket_chunks_dev_.get(), chunks.data(),
+                               chunks.size() * sizeof(TensorChunk), cudaMemcpyHostToDevice,
+                               stream_));
+  STOKER_GPU(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+  for (Bucket& b : buckets_) STOKER_GPU(cudaEventCreateWithFlags(&b.ready, cudaEventDisableTiming));
+  STOKER_GPU(cudaEventCreateWithFlags(&reduced_, cudaEventDisableTiming));
+  STOKER_GPU(cudaStreamSynchronize(stream_));  // `chunks` goes out of scope
+}
+
+// Bucket b's gradients are all written: finish them (cast, layout, unscale) on the compute
+// stream, then fork the communication stream from there and start their sum over the ranks.
+void CudnnNet::start_bucket(size_t b) {
+  const Bucket& k = buckets_[b];
+  if (k.chunk_count > 0)
+    finish_gradients(slots_dev_.as<TensorSlot>(),
+                     bucket_chunks_dev_.as<TensorChunk>() + k.chunk_begin, k.chunk_count,
+                     dtype_ == DType::f16 ? loss_scale_device() : nullptr, overflow_.as<int32_t>(),
+                     stream_);
+  STOKER_GPU(cudaEventRecord(k.ready, stream_));
+  STOKER_GPU(cudaStreamWaitEvent(comm_, k.ready, 0));
+  config_.collective->allreduce_sum(grad_arena_.as<float>() + k.offset, k.floats,
+                                    CollectiveMemory{.device = true, .stream = comm_});
+}
+
+// The compute stream waits for every bucket's sum, then makes it the mean (what the update and
+// gradients() see). Each rank scales the same bits by the same factor: identical results.
+void CudnnNet::join_buckets() {
+  STOKER_GPU(cudaEventRecord(reduced_, comm_));
+  STOKER_GPU(cudaStreamWaitEvent(stream_, reduced_, 0));
+  const float mean = 1.0f / float(config_.collective->world());
+  STOKER_GPU(cublasSscal_64(cublas_, int64_t(grad_floats_), &mean, grad_arena_.as<float>(), 1));
 }
 
 void CudnnNet::upload(void* dst, const void* src, size_t bytes) const {
@@ -550,6 +642,11 @@ void CudnnNet::loss_and_backward() {
 
   std::fill(grad_written_.begin(), grad_written_.end(), false);
   grad_written_.back() = true;
+  // Data parallelism: each bucket is finished and its all-reduce started as soon as the
+  // backward has written it, while the backward goes on.
+  const bool reduce = !buckets_.empty();
+  size_t next_bucket = 0;
+  if (reduce) STOKER_GPU(cudaMemsetAsync(overflow_.get(), 0, sizeof(int32_t), stream_));
   for (size_t i = net_.layers.size(); i-- > 0;) {
     const Layer& l = net_.layers[i];
     GpuLayer& g = layers_[i];
@@ -618,6 +715,13 @@ void CudnnNet::loss_and_backward() {
         break;
     }
     if (in != 0) grad_written_[size_t(in)] = true;
+    while (next_bucket < buckets_.size() && buckets_[next_bucket].last_layer >= int(i))
+      start_bucket(next_bucket++);
+  }
+  if (reduce) {
+    STOKER_CHECK(next_bucket == buckets_.size());
+    join_buckets();
+    return;
   }
   STOKER_GPU(cudaMemsetAsync(overflow_.get(), 0, sizeof(int32_t), stream_));
   finish_gradients(slots_dev_.as<TensorSlot>(), finish_chunks_dev_.as<TensorChunk>(),

@@ -52,9 +52,10 @@ struct GpuLayer {
 };
 
 struct GpuParam {
-  DeviceBuffer value, grad, momentum;  // f32, torch's layout (grad/momentum: trainable only)
-  DeviceBuffer raw_storage;            // the library's gradient when it is not `grad`
-  DeviceBuffer compute_storage;        // the copy the layers read when it is not `value`
+  DeviceBuffer value, momentum;  // f32, torch's layout (momentum: trainable only)
+  float* grad = nullptr;         // f32, torch's layout, in the gradient arena (trainable only)
+  DeviceBuffer raw_storage;      // the library's gradient when it is not `grad`
+  DeviceBuffer compute_storage;  // the copy the layers read when it is not `value`
   void* raw = nullptr;
   void* compute = nullptr;  // what the layer reads: compute_storage or value
   int slot = -1;            // index into the optimiser's slots (trainable only)
@@ -72,10 +73,13 @@ class CudnnNet {
 
   // The programs (enqueue only).
   void forward(bool train);  // from tensor 0 (the converted input) to the logits
-  void loss_and_backward();  // loss (into loss_device), every gradient, unscale + overflow
-  void update();             // SGD on the masters (skipped on overflow), compute copies
-  void cast_weights();       // compute copies from the masters (after a load)
-  void count_batch();        // num_batches_tracked += 1 on every batch norm (host)
+  // Loss (into loss_device), every gradient, unscale + overflow; with a collective of world
+  // > 1 also the gradients' sum over the ranks (buckets all-reduced on a communication stream
+  // as the backward finishes them, joined back and scaled by 1 / world before returning).
+  void loss_and_backward();
+  void update();        // SGD on the masters (skipped on overflow), compute copies
+  void cast_weights();  // compute copies from the masters (after a load)
+  void count_batch();   // num_batches_tracked += 1 on every batch norm (host)
 
   // Device locations the backend copies in and out around the programs.
   void* input() const { return tensors_[0].act; }
@@ -127,6 +131,9 @@ class CudnnNet {
   void fc_backward(const Layer& l, float beta_dx);
   void trial_step();
   void set_fusion(bool on);  // which BN layers compute their ReLU (needs planned layers)
+  void plan_buckets();       // data parallelism: buckets, their finish chunks, the stream
+  void start_bucket(size_t b);
+  void join_buckets();
 
   Network net_;
   BackendConfig config_;
@@ -153,6 +160,25 @@ class CudnnNet {
   std::vector<TensorSlot> slots_;
   DeviceBuffer slots_dev_, chunks_dev_, finish_chunks_dev_;
   int64_t chunk_count_ = 0, finish_chunk_count_ = 0;
+  // Every trainable gradient in one arena, in the order the backward finishes them (layers
+  // from last to first), so that a bucket of data parallelism is one contiguous range.
+  DeviceBuffer grad_arena_;
+  size_t grad_floats_ = 0;
+  // Data parallelism (world > 1; planned after trial_step, which reduces nothing): bucket b
+  // holds arena floats [offset, offset + floats) and is complete once the backward has run
+  // layer `last_layer`; its finish chunks are [chunk_begin, chunk_begin + chunk_count) of
+  // bucket_chunks_dev_. comm_ runs the all-reduces; each bucket's `ready` event forks it
+  // from the compute stream, `reduced_` joins it back.
+  struct Bucket {
+    size_t offset = 0, floats = 0;
+    int last_layer = 0;
+    int64_t chunk_begin = 0, chunk_count = 0;
+    cudaEvent_t ready = nullptr;
+  };
+  std::vector<Bucket> buckets_;
+  DeviceBuffer bucket_chunks_dev_;
+  cudaStream_t comm_ = nullptr;
+  cudaEvent_t reduced_ = nullptr;
   size_t device_bytes_ = 0;
 };
 
