@@ -85,6 +85,29 @@ void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
   if (want(kNullFile))
     app.add_option("--null-file", null_file,
                    "With --source null: serve this file's bytes instead of the built-in JPEG");
+  if (want(kJitter))
+    app.add_option("--jitter", jitter,
+                   "Colour jitter B,C,S,H as torchvision's ColorJitter(brightness, contrast, "
+                   "saturation, hue): factors drawn per sample from [max(0,1-x), 1+x] (hue: "
+                   "[-H, H], H <= 0.5), the four ops in a random order; 0 leaves one out")
+        ->check(parsed_by(
+            [](const std::string& s) {
+              ColorConfig c;
+              parse_jitter(s, c);
+            },
+            "B,C,S,H"));
+  if (want(kGrayscale))
+    app.add_option("--grayscale", grayscale,
+                   "Probability of turning a sample grey (RandomGrayscale: 3 equal channels of "
+                   "its luma), after any jitter")
+        ->capture_default_str()
+        ->check(number_in(0.0, 1.0));
+  if (want(kResizeFilter))
+    app.add_option("--resize-filter", resize_filter,
+                   "fast (OpenCV bilinear, area averaging from 3x down, after DCT scaling) or "
+                   "antialias (Pillow's bilinear, as torchvision's default PIL path)")
+        ->capture_default_str()
+        ->check(parsed_by([](const std::string& s) { parse_resize_filter(s); }, "FILTER"));
 }
 
 LoaderConfig LoaderOptions::to_config() const {
@@ -100,6 +123,12 @@ LoaderConfig LoaderOptions::to_config() const {
   c.transform.size = size;
   c.transform.resize = size * 256 / 224;  // the usual 0.875 crop ratio: 256 for 224
   c.transform.flip = c.transform.kind == TransformKind::center_crop ? 0.0 : flip;
+  c.transform.filter = parse_resize_filter(resize_filter);
+  // Colour augmentation is training's, as the flip: evaluation's centre crop has none.
+  if (c.transform.kind != TransformKind::center_crop) {
+    if (!jitter.empty()) parse_jitter(jitter, c.transform.color);
+    c.transform.color.grayscale = grayscale;
+  }
   c.output.dtype = parse_dtype(dtype);
   c.output.layout = parse_layout(layout);
   c.output.width = c.output.height = size;

@@ -35,8 +35,11 @@ enum LoaderOption : uint32_t {
   kShuffleBuffer = 1u << 17,
   kSource = 1u << 18,
   kNullFile = 1u << 19,
+  kJitter = 1u << 20,
+  kGrayscale = 1u << 21,
+  kResizeFilter = 1u << 22,
 };
-constexpr uint32_t kAllLoaderOptions = (1u << 20) - 1;
+constexpr uint32_t kAllLoaderOptions = (1u << 23) - 1;
 
 struct LoaderOptions {
   size_t batch = 64;
@@ -59,6 +62,9 @@ struct LoaderOptions {
   size_t shuffle_buffer = 1000;
   std::string source = "auto";
   std::string null_file;
+  std::string jitter;  // "B,C,S,H" (empty: none)
+  double grayscale = 0;
+  std::string resize_filter = "fast";
 
   // Registers the options in `which` (LoaderOption bits); the others keep their values.
   void add_to(CLI::App& app, uint32_t which);
