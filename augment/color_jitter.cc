@@ -44,6 +44,13 @@ void each_pixel(cv::Mat& rgb, F&& f) {
   for (size_t i = 0; i < n; ++i, p += 3) f(p);
 }
 
+void apply_lut(cv::Mat& rgb, const std::array<uint8_t, 256>& lut) {
+  check_rgb(rgb);
+  uint8_t* p = rgb.ptr<uint8_t>();
+  const size_t n = rgb.total() * 3;
+  for (size_t i = 0; i < n; ++i) p[i] = lut[p[i]];
+}
+
 }  // namespace
 
 void parse_jitter(const std::string& text, ColorConfig& c) {
@@ -91,25 +98,27 @@ ColorDraw draw_color(const ColorConfig& c, Rng& rng) {
 }
 
 void adjust_brightness(cv::Mat& rgb, double factor) {
-  // Blended with black: the second term is (1 - f) * 0.
+  // Blended with black: the second term is (1 - f) * 0. A function of the value alone, so
+  // one table of the same float32 results.
   const float r = float(factor), o = float(1.0 - factor);
-  each_pixel(rgb, [&](uint8_t* p) {
-    for (int c = 0; c < 3; ++c) p[c] = blend(r, o, p[c], 0.0f);
-  });
+  std::array<uint8_t, 256> lut;
+  for (int x = 0; x < 256; ++x) lut[size_t(x)] = blend(r, o, uint8_t(x), 0.0f);
+  apply_lut(rgb, lut);
 }
 
 void adjust_contrast(cv::Mat& rgb, double factor) {
-  // Blended with the mean of the truncated luma. torch sums it in float32; the sum of up to
-  // 65793 values of at most 255 is an integer below 2^24, exact in float32 as in int64.
+  // Blended with the mean of the truncated luma. torch sums it in float32: for up to 65793
+  // pixels (256x256) the sum is an integer below 2^24, exact there as in our int64; for
+  // larger outputs torch's sum may round, which can move the mean by a last bit.
   check_rgb(rgb);
   int64_t sum = 0;
   const uint8_t* q = rgb.ptr<uint8_t>();
   for (size_t i = 0; i < rgb.total(); ++i, q += 3) sum += luma(q);
   const float mean = float(sum) / float(rgb.total());
   const float r = float(factor), o = float(1.0 - factor);
-  each_pixel(rgb, [&](uint8_t* p) {
-    for (int c = 0; c < 3; ++c) p[c] = blend(r, o, p[c], mean);
-  });
+  std::array<uint8_t, 256> lut;
+  for (int x = 0; x < 256; ++x) lut[size_t(x)] = blend(r, o, uint8_t(x), mean);
+  apply_lut(rgb, lut);
 }
 
 void adjust_saturation(cv::Mat& rgb, double factor) {
