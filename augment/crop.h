@@ -7,7 +7,9 @@
 
 #include <string>
 
+#include "augment/color_jitter.h"
 #include "augment/decoder.h"
+#include "augment/resize.h"
 #include "common/rng.h"
 
 namespace stoker {
@@ -26,6 +28,8 @@ struct TransformConfig {
   double ratio_lo = 3.0 / 4.0, ratio_hi = 4.0 / 3.0;  // random_resized_crop: aspect w/h
   int resize = 256;   // center_crop: short side before cropping (at least the larger output side)
   double flip = 0.5;  // probability of a horizontal flip
+  ResizeFilter filter = ResizeFilter::fast;  // how the region is resized
+  ColorConfig color;  // jitter and grayscale on the resized crop (none by default)
 
   int out_width() const { return size; }
   int out_height() const { return height > 0 ? height : size; }

@@ -3,11 +3,28 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "augment/resize_antialias.h"
+#include "common/error.h"
+
 namespace stoker {
 
-void resize_region(const cv::Mat& src, int out_w, int out_h, cv::Mat& dst) {
+ResizeFilter parse_resize_filter(const std::string& name) {
+  if (name == "fast") return ResizeFilter::fast;
+  if (name == "antialias") return ResizeFilter::antialias;
+  fail("unknown resize filter '{}': expected fast or antialias", name);
+}
+
+const char* resize_filter_name(ResizeFilter f) {
+  return f == ResizeFilter::antialias ? "antialias" : "fast";
+}
+
+void resize_region(const cv::Mat& src, int out_w, int out_h, cv::Mat& dst, ResizeFilter filter) {
   if (src.cols == out_w && src.rows == out_h) {
     src.copyTo(dst);
+    return;
+  }
+  if (filter == ResizeFilter::antialias) {
+    resize_antialias(src, out_w, out_h, dst);
     return;
   }
   // OpenCV's area averaging costs ~1.2 ms at non-integer ratios against ~0.15 ms for

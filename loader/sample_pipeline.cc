@@ -11,6 +11,7 @@
 #include <xxh_x86dispatch.h>
 #endif
 
+#include "augment/color_jitter.h"
 #include "augment/crop.h"
 #include "augment/resize.h"
 #include "common/clock.h"
@@ -97,7 +98,11 @@ uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer
   const CropPlan plan = plan_crop(recipe.transform, info.width, info.height, rng);
   const DecodedRegion& region = w.decoder.decode({plan.region, plan.out_w, plan.out_h});
   const int64_t t2 = now_ns();
-  resize_region(region.rgb, plan.out_w, plan.out_h, w.resized);
+  resize_region(region.rgb, plan.out_w, plan.out_h, w.resized, recipe.transform.filter);
+  if (recipe.transform.color.any()) {
+    Rng rng_c = color_rng(recipe.seed, epoch, idx, attempt);
+    apply_color(draw_color(recipe.transform.color, rng_c), w.resized);
+  }
   const int64_t t3 = now_ns();
   collate_sample(w.resized, plan.flip, normalizer, dst);
   const uint64_t hash = XXH3_64bits(dst, dst_bytes);

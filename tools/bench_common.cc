@@ -8,8 +8,10 @@
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
+#include <atomic>
 #include <ctime>
 #include <memory>
+#include <numeric>
 
 #include "common/error.h"
 #include "loader/index.h"
@@ -47,20 +49,51 @@ std::string short_name(const std::string& root) {
   return slash == std::string::npos ? r : r.substr(slash + 1);
 }
 
-void warm_page_cache(const Index& index) {
-  if (index.root.rfind("nfs://", 0) == 0) return;
+WarmStats warm_samples(const Index& index, std::span<const uint32_t> samples) {
+  if (index.root.rfind("nfs://", 0) == 0) return {};
   const std::unique_ptr<Source> source = make_pread_source({});
-  tbb::parallel_for(size_t{0}, index.size(), [&](size_t i) {
+  std::atomic<uint64_t> bytes{0};
+  tbb::parallel_for(size_t{0}, samples.size(), [&](size_t k) {
     thread_local std::unique_ptr<Source> mine;
     if (!mine) mine = source->clone();
     ReadBuffer buf;
     std::string scratch;
     try {
-      mine->read(locate_sample(index, i, scratch), buf);
+      bytes += mine->read(locate_sample(index, samples[k], scratch), buf).size();
     } catch (const Error&) {
       // Reported by the run itself, under the on-error policy.
     }
   });
+  return {samples.size(), bytes.load()};
+}
+
+WarmStats warm_page_cache(const Index& index) {
+  std::vector<uint32_t> all(index.size());
+  std::iota(all.begin(), all.end(), 0u);
+  return warm_samples(index, all);
+}
+
+std::vector<uint32_t> run_samples(const Index& index, const SamplerConfig& config, int epochs,
+                                  size_t max_batches) {
+  Sampler sampler(index.size(), config, index.shard, index.shards.size());
+  std::vector<uint32_t> out;
+  std::vector<bool> seen(index.size());
+  size_t left = max_batches ? max_batches : SIZE_MAX;
+  for (int e = 0; e < epochs && left > 0; ++e) {
+    sampler.set_epoch(uint64_t(e));
+    const size_t batches = std::min(sampler.batches(), left);
+    left -= batches;
+    const size_t end =
+        batches ? sampler.batch_begin(batches - 1) + sampler.batch_length(batches - 1) : 0;
+    for (size_t pos = 0; pos < end; ++pos) {
+      const uint32_t i = sampler.at(pos);
+      if (!seen[i]) {
+        seen[i] = true;
+        out.push_back(i);
+      }
+    }
+  }
+  return out;
 }
 
 // Versions are strings, xxhash's too: "0.8.1" (its number is 801).

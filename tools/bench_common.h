@@ -5,8 +5,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include <span>
 #include <string>
 #include <vector>
+
+#include "loader/sampler.h"
 
 namespace stoker {
 
@@ -18,9 +22,21 @@ std::string utc_now();
 std::vector<std::string> split(const std::string& s, char sep);
 // The last path component of a dataset root or nfs:// URL (its ?args dropped).
 std::string short_name(const std::string& root);
-// Reads every sample once so a warm run measures the loader, not the first touch of storage.
-// Local data only: a remote source (nfs://) has no page cache of ours to warm.
-void warm_page_cache(const Index& index);
+struct WarmStats {
+  size_t files = 0;    // samples read (a packed dataset's members, not its shard files)
+  uint64_t bytes = 0;  // bytes read
+};
+// Reads each of `samples` once so a warm run measures the loader, not the first touch of
+// storage. Local data only: a remote source (nfs://) has no page cache of ours to warm (then
+// nothing is read). Unreadable samples are left to the run's on-error policy.
+WarmStats warm_samples(const Index& index, std::span<const uint32_t> samples);
+// Every sample of the dataset (stoker study, whose cells differ in what they read).
+WarmStats warm_page_cache(const Index& index);
+// The distinct samples a run of `epochs` epochs under `sampler` reads in its first
+// `max_batches` batches (0: all of them), in first-read order: what `stoker bench` warms.
+// Replacements for bad samples are not included (found only by reading).
+std::vector<uint32_t> run_samples(const Index& index, const SamplerConfig& sampler, int epochs,
+                                  size_t max_batches);
 // {"libjpeg-turbo": ..., "opencv": ..., "onetbb": ..., "xxhash": ...} as bench reports them.
 nlohmann::json library_versions();
 

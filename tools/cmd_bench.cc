@@ -41,6 +41,7 @@ struct BenchOptions {
   std::string readers;
   int epochs = 1;
   size_t max_batches = 0;
+  double seconds = 0;  // 0: no time bound
   bool cold = false;
   std::string json;
   std::string default_root = "data/default";
@@ -96,11 +97,16 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   size_t done = 0;
   Utilisation use;
   int64_t first_arrival = 0;
+  const int64_t deadline = o.seconds > 0 ? t0 + int64_t(o.seconds * 1e9) : INT64_MAX;
+  bool out_of_time = false;
   // Ctrl-C ends the run at a batch boundary: what was measured until then is a valid row.
-  for (int e = 0; e < o.epochs && done < total && !interrupted(); ++e) {
+  // --seconds ends it at the first batch boundary past the deadline (after one batch at
+  // least), as Ctrl-C does.
+  for (int e = 0; e < o.epochs && done < total && !interrupted() && !out_of_time; ++e) {
     it.start_epoch(static_cast<uint64_t>(e));
     size_t in_epoch = 0;
-    while (done < total && in_epoch < per_epoch && !interrupted()) {
+    while (done < total && in_epoch < per_epoch && !interrupted() &&
+           !(out_of_time = done > 0 && now_ns() >= deadline)) {
       const int64_t w0 = now_ns();
       const Batch* b = it.next();
       STOKER_CHECK(b != nullptr);
@@ -137,7 +143,8 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   stats.wall_ns = t_end - t0;
   progress.finish();
   result = stats.to_json(it);
-  if (done < total) result["interrupted"] = true;
+  if (done < total && !out_of_time) result["interrupted"] = true;
+  if (out_of_time) result["stopped_after_seconds"] = o.seconds;
   iterator.reset();  // reaps worker processes, so their CPU time is counted
   stats.cpu_seconds = process_cpu_seconds() - cpu0;
   result["cpu_seconds"] = stats.cpu_seconds;
@@ -250,6 +257,7 @@ void run_bench(BenchOptions& o) {
       {"on_error", error_policy_name(base.on_error)},
       {"epochs", o.epochs},
       {"max_batches", o.max_batches},
+      {"seconds", o.seconds},
       {"page_cache", o.cold ? "cold" : "warm"},
       {"dct_scaling", base.decode.allow_dct_scaling},
       {"partial_decode", base.decode.allow_partial},
@@ -265,7 +273,7 @@ void run_bench(BenchOptions& o) {
              STOKER_LIBJPEG_TURBO_VERSION, CV_VERSION, TBB_VERSION_MAJOR, TBB_VERSION_MINOR);
   fmt::print(
       "# loader: {} {} flip {}, output {} {}, batch {}, prefetch {}, seed {}, shuffle {}, "
-      "on-error {}, epochs {}{}\n",
+      "on-error {}, epochs {}{}{}\n",
       transform_name(base.transform.kind),
       base.transform.height > 0
           ? fmt::format("{}x{}", base.transform.out_height(), base.transform.out_width())
@@ -273,7 +281,8 @@ void run_bench(BenchOptions& o) {
       base.transform.flip, dtype_name(base.output.dtype), layout_name(base.output.layout),
       base.sampler.batch_size, base.prefetch, base.sampler.seed,
       base.sampler.shuffle ? "on" : "off", error_policy_name(base.on_error), o.epochs,
-      o.max_batches ? fmt::format(", at most {} batches", o.max_batches) : "");
+      o.max_batches ? fmt::format(", at most {} batches", o.max_batches) : "",
+      o.seconds > 0 ? fmt::format(", at most {} s", o.seconds) : "");
   if (o.accelerator.enabled()) {
     fmt::print(
         "# consumer: emulated accelerator '{}', {:.0f} images/s ({:.1f} ms per batch of {}); "
@@ -292,7 +301,7 @@ void run_bench(BenchOptions& o) {
   fmt::print("# page cache: {}\n",
              o.cold ? "cold (files evicted with posix_fadvise(DONTNEED) before each run and "
                       "after each read)"
-                    : "warm (every file read once before the runs)");
+                    : "warm (each sample the runs will read, read once before them)");
   std::fflush(stdout);  // the context survives a redirect even if the run is cut short
 
   nlohmann::json results = nlohmann::json::array();
@@ -302,6 +311,7 @@ void run_bench(BenchOptions& o) {
     const Index index = open_index(root);
     const double index_s = (now_ns() - i0) * 1e-9;
     const uint64_t total = index.total_bytes();
+    WarmStats warm;
     fmt::print(
         "# dataset {}: {} images, {} classes, {:.1f} MB (mean {:.1f} KB), indexed in {:.3f} s\n",
         root, index.size(), index.classes.size(), total / 1e6,
@@ -317,7 +327,14 @@ void run_bench(BenchOptions& o) {
           "# nfs: page cache on the server, not evicted; one libnfs connection per "
           "thread or process\n");
     } else if (!o.cold) {
-      warm_page_cache(index);
+      // Only what the runs read: the samples of their batches in the sampler's order (with
+      // --seconds, all they could read within --epochs and --max-batches), not the dataset.
+      const int64_t w0 = now_ns();
+      warm = warm_samples(index, run_samples(index, base.sampler, o.epochs, o.max_batches));
+      fmt::print(
+          "# warm-up: read {} samples, {:.1f} MB in {:.2f} s (those the runs' batches read)\n",
+          warm.files, warm.bytes / 1e6, (now_ns() - w0) * 1e-9);
+      std::fflush(stdout);
     }
     for (const ReaderPolicy& reader : readers) {
       if (interrupted()) break;
@@ -347,6 +364,9 @@ void run_bench(BenchOptions& o) {
                       run_trace);
       ++runs;
       print_row(short_name(root), reader.text(), s, r);
+      if (r.contains("stopped_after_seconds"))
+        fmt::print("# stopped after {} s (--seconds) at a batch boundary: {} images\n", o.seconds,
+                   s.images);
       if (r.contains("interrupted"))
         fmt::print("# interrupted: the row above covers the first {} images of the run\n",
                    s.images);
@@ -354,6 +374,7 @@ void run_bench(BenchOptions& o) {
       r["dataset_images"] = index.size();
       r["dataset_bytes"] = total;
       r["index_seconds"] = index_s;
+      if (!o.cold) r["warm"] = {{"files", warm.files}, {"bytes", warm.bytes}};
       results.push_back(std::move(r));
       if (interrupted()) break;
     }
@@ -396,6 +417,10 @@ void add_bench_command(CLI::App& app) {
       ->check(integer_in(1, 1u << 20));
   cmd->add_option("--max-batches", o->max_batches, "Stop each run after this many batches")
       ->check(integer_in(1));
+  cmd->add_option("--seconds", o->seconds,
+                  "Stop each run at the first batch boundary after this many seconds (start-up "
+                  "included; with --max-batches, whichever comes first)")
+      ->check(number_in(1e-3, 1e9));
   cmd->add_flag("--cold", o->cold,
                 "Evict the dataset's files from the page cache before each run and after each "
                 "read (measure storage)");

@@ -404,7 +404,7 @@ class StudyRun {
   // Reads a local dataset once so its cells measure the loader, not first touches; again
   // only after a local-cold cell evicted it.
   void warm(const Index& index) {
-    if (warm_.insert(index.root).second) warm_page_cache(index);
+    if (warm_.insert(index.root).second) (void)warm_page_cache(index);
   }
 
   static const char* reader_kind(const ReaderPolicy& r) {

@@ -163,6 +163,30 @@ void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
   if (want(kNullFile))
     app.add_option("--null-file", null_file,
                    "With --source null: serve this file's bytes instead of the built-in JPEG");
+  if (want(kJitter))
+    app.add_option("--jitter", jitter,
+                   "Colour jitter B,C,S,H as torchvision's ColorJitter(brightness, contrast, "
+                   "saturation, hue): factors drawn per sample from [max(0,1-x), 1+x] (hue: "
+                   "[-H, H], H <= 0.5), the four ops in a random order; 0 leaves one out")
+        ->check(parsed_by(
+            [](const std::string& s) {
+              ColorConfig c;
+              parse_jitter(s, c);
+            },
+            "B,C,S,H"));
+  if (want(kGrayscale))
+    app.add_option("--grayscale", grayscale,
+                   "Probability of turning a sample grey (RandomGrayscale: 3 equal channels of "
+                   "its luma), after any jitter")
+        ->capture_default_str()
+        ->check(number_in(0.0, 1.0));
+  if (want(kResizeFilter))
+    app.add_option("--resize-filter", resize_filter,
+                   "fast (OpenCV bilinear, area averaging from 3x down, after DCT scaling) or "
+                   "antialias (Pillow's bilinear on a full-resolution decode: torchvision's "
+                   "default PIL path, pixel for pixel; slower)")
+        ->capture_default_str()
+        ->check(parsed_by([](const std::string& s) { parse_resize_filter(s); }, "FILTER"));
 }
 
 LoaderConfig LoaderOptions::to_config() const {
@@ -180,6 +204,12 @@ LoaderConfig LoaderOptions::to_config() const {
   // The usual 0.875 crop ratio (256 for 224), of the larger side for a non-square output.
   c.transform.resize = std::max(out_width(), out_height()) * 256 / 224;
   c.transform.flip = c.transform.kind == TransformKind::center_crop ? 0.0 : flip;
+  c.transform.filter = parse_resize_filter(resize_filter);
+  // Colour augmentation is training's, as the flip: evaluation's centre crop has none.
+  if (c.transform.kind != TransformKind::center_crop) {
+    if (!jitter.empty()) parse_jitter(jitter, c.transform.color);
+    c.transform.color.grayscale = grayscale;
+  }
   c.output.dtype = parse_dtype(dtype);
   c.output.layout = parse_layout(layout);
   c.output.width = out_width();
@@ -187,7 +217,10 @@ LoaderConfig LoaderOptions::to_config() const {
   c.output.mean = mean;
   c.output.std = std;
   c.decode.max_pixels = max_pixels;
-  c.decode.allow_dct_scaling = !no_dct_scaling;
+  // antialias is for parity with torchvision's PIL path, which filters the full-resolution
+  // image: a DCT-scaled decode pre-shrinks differently (mean ~2-4 levels off on fine texture),
+  // so that filter decodes at full resolution (rows and columns outside the crop still skipped).
+  c.decode.allow_dct_scaling = !no_dct_scaling && c.transform.filter != ResizeFilter::antialias;
   c.decode.allow_partial = !no_partial_decode;
   c.on_error = parse_error_policy(on_error);
   c.no_decode = no_decode;

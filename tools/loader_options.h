@@ -37,8 +37,11 @@ enum LoaderOption : uint32_t {
   kSource = 1u << 18,
   kNullFile = 1u << 19,
   kNormalize = 1u << 20,  // --mean, --std
+  kJitter = 1u << 21,
+  kGrayscale = 1u << 22,
+  kResizeFilter = 1u << 23,
 };
-constexpr uint32_t kAllLoaderOptions = (1u << 21) - 1;
+constexpr uint32_t kAllLoaderOptions = (1u << 24) - 1;
 
 struct LoaderOptions {
   size_t batch = 64;
@@ -63,6 +66,9 @@ struct LoaderOptions {
   size_t shuffle_buffer = 1000;
   std::string source = "auto";
   std::string null_file;
+  std::string jitter;  // "B,C,S,H" (empty: none)
+  double grayscale = 0;
+  std::string resize_filter = "fast";
 
   int out_width() const { return size; }
   int out_height() const { return height > 0 ? height : size; }

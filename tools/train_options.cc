@@ -190,7 +190,10 @@ nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l,
           {"flip", l.flip},
           {"seed", l.seed},
           {"no_shuffle", l.no_shuffle},
-          {"layout", l.layout}};
+          {"layout", l.layout},
+          {"jitter", l.jitter},
+          {"grayscale", l.grayscale},
+          {"resize_filter", l.resize_filter}};
 }
 
 namespace {
@@ -281,6 +284,11 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
     take(j, "seed", "--seed", l.seed, path, app);
     take(j, "no_shuffle", "--no-shuffle", l.no_shuffle, path, app);
     take(j, "layout", "--layout", l.layout, path, app);
+    // Checkpoints older than these options trained with none of them (their defaults).
+    if (j.contains("jitter")) take(j, "jitter", "--jitter", l.jitter, path, app);
+    if (j.contains("grayscale")) take(j, "grayscale", "--grayscale", l.grayscale, path, app);
+    if (j.contains("resize_filter"))
+      take(j, "resize_filter", "--resize-filter", l.resize_filter, path, app);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: the stored run options are not what stoker train writes: {}", path, e.what());
   }

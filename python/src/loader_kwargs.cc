@@ -171,6 +171,24 @@ const std::map<std::string, Setter>& setters() {
        }}},
       {"null_file", {[](O& o, C&, H v) { o.null_file = as_str("null_file", v); }}},
       {"warn", {[](O&, C& c, H v) { c.warn = as_bool("warn", v); }}},
+      {"jitter", {[](O& o, C&, H v) {
+         o.jitter = as_str("jitter", v);
+         check("jitter", o.jitter, [](const std::string& s) {
+           ColorConfig c;
+           parse_jitter(s, c);
+         });
+       }}},
+      {"grayscale", {[](O& o, C&, H v) {
+         if (PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())))
+           wrong_type("grayscale", "a float", v);
+         o.grayscale = v.cast<double>();
+         if (!(o.grayscale >= 0 && o.grayscale <= 1))
+           throw pyb::value_error(fmt::format("grayscale must be in [0, 1], got {}", o.grayscale));
+       }}},
+      {"resize_filter", {[](O& o, C&, H v) {
+         o.resize_filter = as_str("resize_filter", v);
+         check("resize_filter", o.resize_filter, parse_resize_filter);
+       }}},
   };
   return m;
 }
@@ -234,6 +252,9 @@ pyb::dict default_kwargs() {
   d["shard_order"] = o.shard_order;
   d["shuffle_buffer"] = o.shuffle_buffer;
   d["source_kind"] = o.source;
+  d["jitter"] = o.jitter;
+  d["grayscale"] = o.grayscale;
+  d["resize_filter"] = o.resize_filter;
   d["null_file"] = o.null_file;
   d["warn"] = true;
   return d;

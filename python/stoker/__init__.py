@@ -32,7 +32,8 @@ CLI_NAMES = {
     "dct_scaling": "--no-dct-scaling (inverted)",
     "partial_decode": "--no-partial-decode (inverted)", "decode": "--no-decode (inverted)",
     "direct": "--direct", "shard_order": "--shard-order", "shuffle_buffer": "--shuffle-buffer",
-    "source_kind": "--source", "null_file": "--null-file",
+    "source_kind": "--source", "null_file": "--null-file", "jitter": "--jitter",
+    "grayscale": "--grayscale", "resize_filter": "--resize-filter",
     "keep": None, "warn": None, "tensors": None,
 }
 

@@ -4,9 +4,11 @@
 // answers one line each, so the Python side can compare pixels and crop geometry with
 // torchvision. It is the library's code path, not a re-implementation; it is not a tool.
 //
-//   pixels IMAGE OUT X Y W H SIZE FLIP DCT  -> OUT: SIZE*SIZE*3 float32, NCHW, ImageNet-normalised;
-//                                               answers "scale_num filter" (filter:
-//                                               linear|area|copy)
+//   pixels IMAGE OUT X Y W H SIZE FLIP DCT [FILTER]
+//                                           -> OUT: SIZE*SIZE*3 float32, NCHW, ImageNet-normalised;
+//                                              answers "scale_num filter" (filter:
+//                                              linear|area|copy|antialias); FILTER: fast
+//                                              (default) or antialias, as --resize-filter
 //   pixels-hw IMAGE OUT X Y W H OW OH FLIP DCT MR MG MB SR SG SB
 //                                           -> OUT: OH*OW*3 float32, NCHW, normalised with
 //                                              mean (MR, MG, MB) and std (SR, SG, SB)
@@ -41,14 +43,17 @@ std::string pixels(std::istringstream& args) {
   std::string image, out;
   int x, y, w, h, size, flip, dct;
   if (!(args >> image >> out >> x >> y >> w >> h >> size >> flip >> dct)) {
-    stoker::fail("pixels: expected IMAGE OUT X Y W H SIZE FLIP DCT");
+    stoker::fail("pixels: expected IMAGE OUT X Y W H SIZE FLIP DCT [FILTER]");
   }
+  std::string filter_name = "fast";
+  args >> filter_name;
+  const stoker::ResizeFilter rf = stoker::parse_resize_filter(filter_name);
   const std::vector<uint8_t> bytes = read_file(image);
   stoker::Decoder decoder({.allow_dct_scaling = dct != 0});
   decoder.open(bytes, image);
   const stoker::DecodedRegion& region = decoder.decode({{x, y, w, h}, size, size});
   cv::Mat resized;
-  stoker::resize_region(region.rgb, size, size, resized);
+  stoker::resize_region(region.rgb, size, size, resized, rf);
   stoker::OutputSpec spec;
   spec.width = spec.height = size;
   const stoker::Normalizer norm(spec);
@@ -60,6 +65,7 @@ std::string pixels(std::istringstream& args) {
   // The same rule as resize_region's, to report which path the case exercised.
   const cv::Mat& s = region.rgb;
   const char* filter = s.cols == size && s.rows == size           ? "copy"
+                       : rf == stoker::ResizeFilter::antialias    ? "antialias"
                        : s.cols >= 3 * size || s.rows >= 3 * size ? "area"
                                                                   : "linear";
   return fmt::format("{} {}", region.scale_num, filter);
