@@ -326,7 +326,7 @@ void run_bench(BenchOptions& o) {
       fmt::print(
           "# nfs: page cache on the server, not evicted; one libnfs connection per "
           "thread or process\n");
-    } else if (!o.cold) {
+    } else if (!o.cold && index.size() > 0) {  // an empty dataset: the run names it below
       // Only what the runs read: the samples of their batches in the sampler's order (with
       // --seconds, all they could read within --epochs and --max-batches), not the dataset.
       const int64_t w0 = now_ns();

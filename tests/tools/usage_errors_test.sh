@@ -32,11 +32,11 @@ for opt in "--transform center" "--flip 0.5" "--seed 1" "--no-shuffle" "--drop-l
     "--no-decode" "--shard-order global" "--shuffle-buffer 10"; do
   # shellcheck disable=SC2086
   expect 2 "${opt%% *}" eval "$tmp/d" --checkpoint "$ck" $opt
-  "$stoker" eval --help | grep -q -- "${opt%% *}" && fail "eval --help offers ${opt%% *}"
+  "$stoker" eval --help | grep -c -- "${opt%% *}" >/dev/null && fail "eval --help offers ${opt%% *}"
 done
 for cmd in train peek; do
   expect 2 "--no-decode" $cmd "$tmp/d" --no-decode
-  "$stoker" $cmd --help | grep -q -- "--no-decode" && fail "$cmd --help offers --no-decode"
+  "$stoker" $cmd --help | grep -c -- "--no-decode" >/dev/null && fail "$cmd --help offers --no-decode"
 done
 expect 2 "--drop-last" train "$tmp/d" --drop-last
 for opt in "--reader serial" "--transform center" "--flip 0" "--epochs 2" "--no-shuffle"; do
@@ -46,7 +46,7 @@ done
 for opt in --dtype --layout --prefetch; do
   expect 2 -- "$opt" peek "$tmp/d" $opt 1
 done
-"$stoker" bench --help | grep -q -- "--no-decode" || fail "bench --help lost --no-decode"
+"$stoker" bench --help | grep -c -- "--no-decode" >/dev/null || fail "bench --help lost --no-decode"
 
 # Ranges and vocabularies: exit 2, naming the option and what it accepts.
 expect 2 "--steps: '0' is not an integer >= 1" train "$tmp/d" --steps 0
