@@ -84,7 +84,7 @@ struct LoopConfig {
 // [begin_ns, end_ns): wait, stage, forward_backward, update.
 struct StepRecord {
   double wait = 0, stage = 0, forward = 0, backward = 0, update = 0, total = 0;
-  double backend_stage = 0;  // the backend's own figure for the input conversion / copy
+  double backend_stage = 0;   // the backend's own figure for the input conversion / copy
   double allreduce_wait = 0;  // data parallelism: the exposed gradient all-reduce (StepTimes)
   float loss = 0;
   double lr = 0;
