@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "mpi_world.h"
 #include "train/dist/collectives.h"
 
 namespace stoker {
@@ -49,18 +50,6 @@ TEST(HostCollective, MatchesTheLauncher) {
   EXPECT_EQ(c->world(), 1);
 }
 
-// One MPI collective for the whole process (MPI starts once), ended before main returns.
-class MpiWorld : public ::testing::Environment {
- public:
-  static Collective* get() { return collective.get(); }
-  void SetUp() override {
-    if (mpirun_world() && mpi_built()) collective = make_host_collective();
-  }
-  void TearDown() override { collective.reset(); }
-
- private:
-  static inline std::unique_ptr<Collective> collective;
-};
 ::testing::Environment* const mpi_env = ::testing::AddGlobalTestEnvironment(new MpiWorld);
 
 class Mpi : public ::testing::Test {

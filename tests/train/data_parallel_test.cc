@@ -15,6 +15,7 @@
 
 #include "backend_cases.h"
 #include "common/error.h"
+#include "mpi_world.h"
 #include "train/backend.h"
 #include "train/cpu/cpu_backend.h"
 #include "train/dist/collectives.h"
@@ -27,18 +28,6 @@ using test::values;
 
 constexpr int64_t kBatch = 4, kSize = 32, kClasses = 10;
 
-// One MPI collective for the whole process (MPI starts once), ended before main returns.
-class MpiWorld : public ::testing::Environment {
- public:
-  static Collective* get() { return collective.get(); }
-  void SetUp() override {
-    if (mpirun_world() && mpi_built()) collective = make_host_collective();
-  }
-  void TearDown() override { collective.reset(); }
-
- private:
-  static inline std::unique_ptr<Collective> collective;
-};
 ::testing::Environment* const mpi_env = ::testing::AddGlobalTestEnvironment(new MpiWorld);
 
 BackendConfig config(Collective* c, bool sync_bn, size_t bucket_bytes) {
