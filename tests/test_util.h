@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "skip_policy.h"
 
 // The statement (the arguments after `text`) must throw stoker::Error whose message contains
 // `text`: the file, option or value a user needs to see, not merely an error of some kind.
@@ -86,25 +87,6 @@ inline int run(const std::string& command, std::string* output = nullptr) {
 inline bool have_tool(const std::string& name) {
   return run("command -v " + name + " >/dev/null") == 0;
 }
-
-// Under CI=true, or STOKER_REQUIRE_ORACLES=1 (scripts/test.sh sets it), whatever
-// scripts/deps.sh --test installs (oracles, tools, libraries, test images) must be there: a
-// test that misses one fails instead of skipping, so a half-skipped run cannot look green.
-inline bool require_oracles() {
-  const char* ci = std::getenv("CI");
-  const char* req = std::getenv("STOKER_REQUIRE_ORACLES");
-  return (ci && std::string(ci) == "true") || (req && std::string(req) == "1");
-}
-
-// In a test body or SetUp(): `reason` names what is missing and the package that has it.
-// A skip where it may be missing; a failure where the set-up must have installed it.
-#define STOKER_SKIP_IF_OPTIONAL(reason)                                            \
-  do {                                                                             \
-    if (::stoker::test::require_oracles()) {                                       \
-      FAIL() << "required here (CI=true or STOKER_REQUIRE_ORACLES=1): " << reason; \
-    }                                                                              \
-    GTEST_SKIP() << reason;                                                        \
-  } while (0)
 
 // A PPM/PGM written by djpeg, as HxWx3 RGB (grey expanded).
 inline cv::Mat read_pnm_rgb(const std::string& path) {

@@ -27,14 +27,16 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from skip_policy import skip  # noqa: E402
+
 try:
     import numpy as np
     import torch
     import torchvision.transforms.functional as F
     from PIL import Image
 except Exception as e:  # noqa: BLE001 - any import failure means "no oracle here"
-    print(f"SKIP: torchvision is not importable ({e}); install python3-torchvision")
-    sys.exit(77)
+    skip(f"torchvision is not importable ({e}); install python3-torchvision")
 
 PHOTOS = "/usr/share/doc/opencv-doc/examples/data"
 NAMES = ["baboon.jpg", "fruits.jpg", "HappyFish.jpg", "building.jpg"]
@@ -214,8 +216,7 @@ def check_resize(drv, images):
 with tempfile.TemporaryDirectory() as tmp:
     images = photos()
     if len(images) < 2:
-        print(f"SKIP: fewer than two photographs in {PHOTOS} (Debian: opencv-doc)")
-        sys.exit(77)
+        skip(f"fewer than two photographs in {PHOTOS} (Debian: opencv-doc)")
     drv = Driver(driver, tmp)
     check_ops(drv, images)
     check_jitter(drv, images)

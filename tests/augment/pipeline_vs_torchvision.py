@@ -32,6 +32,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from skip_policy import skip  # noqa: E402
+
 try:
     import numpy as np
     import torch
@@ -41,8 +44,7 @@ try:
     from PIL import Image
     from torchvision.transforms import InterpolationMode
 except Exception as e:  # noqa: BLE001 - any import failure means "no oracle here"
-    print(f"SKIP: torchvision is not importable ({e}); install python3-torchvision")
-    sys.exit(77)
+    skip(f"torchvision is not importable ({e}); install python3-torchvision")
 
 driver = sys.argv[1]
 failures = []

@@ -82,12 +82,12 @@ class NfsServer {
 };
 
 // In a test body or SetUp(): skips (with the reason) or fails unless `server` runs.
-#define STOKER_REQUIRE_NFS(server)                                                 \
-  do {                                                                             \
-    if (!(server).ok()) {                                                          \
-      if (!(server).skip_reason().empty()) GTEST_SKIP() << (server).skip_reason(); \
-      FAIL() << (server).error();                                                  \
-    }                                                                              \
+#define STOKER_REQUIRE_NFS(server)                                                          \
+  do {                                                                                      \
+    if (!(server).ok()) {                                                                   \
+      if (!(server).skip_reason().empty()) STOKER_SKIP_IF_OPTIONAL((server).skip_reason()); \
+      FAIL() << (server).error();                                                           \
+    }                                                                                       \
   } while (0)
 
 }  // namespace stoker::test

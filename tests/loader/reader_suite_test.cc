@@ -295,7 +295,7 @@ bool uring_works() {
 
 TEST_P(ReaderSuite, CleanDataGivesSerialsChecksums) {
   std::string root;
-  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
   const Index index = open_index(root);
   const Outcome& want = this->want();
   if (reader().rfind("uring", 0) == 0 && uring_works()) {  // a threads:T fallback passes too
@@ -308,11 +308,12 @@ TEST_P(ReaderSuite, CleanDataGivesSerialsChecksums) {
 }
 
 TEST_P(ReaderSuite, CorruptedDataIsDeterministicAndEqualsSerial) {
-  if (!source().reads_files) GTEST_SKIP() << "the null source serves fixed bytes: nothing is bad";
+  if (!source().reads_files)
+    STOKER_SKIP_HONEST("not-applicable", "the null source serves fixed bytes: nothing is bad");
   const Corrupted& set = corrupted_set();
   if (set.root.empty()) STOKER_SKIP_IF_OPTIONAL("no photographs (Debian: opencv-doc)");
   std::string root;
-  if (!prepare(set.root, root)) GTEST_SKIP() << skip_;
+  if (!prepare(set.root, root)) STOKER_SKIP_IF_OPTIONAL(skip_);
   const Index index = open_index(root);
   ASSERT_EQ(index.size(), 120u);
   const Outcome& want = this->want();
@@ -329,11 +330,12 @@ TEST_P(ReaderSuite, CorruptedDataIsDeterministicAndEqualsSerial) {
 }
 
 TEST_P(ReaderSuite, FailPolicyStopsNamingABadFile) {
-  if (!source().reads_files) GTEST_SKIP() << "the null source serves fixed bytes: nothing is bad";
+  if (!source().reads_files)
+    STOKER_SKIP_HONEST("not-applicable", "the null source serves fixed bytes: nothing is bad");
   const Corrupted& set = corrupted_set();
   if (set.root.empty()) STOKER_SKIP_IF_OPTIONAL("no photographs (Debian: opencv-doc)");
   std::string root;
-  if (!prepare(set.root, root)) GTEST_SKIP() << skip_;
+  if (!prepare(set.root, root)) STOKER_SKIP_IF_OPTIONAL(skip_);
   const Index index = open_index(root);
   const Outcome& want = this->want();
   LoaderConfig c = config(reader(), source().kind);
@@ -355,7 +357,7 @@ TEST_P(ReaderSuite, FailPolicyStopsNamingABadFile) {
 
 TEST_P(ReaderSuite, ResumeMidEpochGivesExactlyTheRemainingBatches) {
   std::string root;
-  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
   const Index index = open_index(root);
   const LoaderConfig c = config(reader(), source().kind);
   Iterator whole(index, c);
@@ -379,7 +381,7 @@ TEST_P(ReaderSuite, ResumeMidEpochGivesExactlyTheRemainingBatches) {
 // one is bit for bit the uninterrupted run's. Then a stop inside epoch 0, too.
 TEST_P(ReaderSuite, ResumeAtAnEpochBoundaryGivesExactlyTheNextEpoch) {
   std::string root;
-  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
   const Index index = open_index(root);
   const LoaderConfig c = config(reader(), source().kind);
   Iterator whole(index, c);

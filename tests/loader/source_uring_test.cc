@@ -51,7 +51,8 @@ bool have_uring() {
 class UringFaults : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_uring()) GTEST_SKIP() << "no io_uring here (the fallback is tested below)";
+    if (!have_uring())
+      STOKER_SKIP_HONEST("no-io-uring", "no io_uring here (the fallback is tested below)");
     // Photographs of 160 px: 10-30 KB each, several 4 KiB blocks (O_DIRECT, short reads).
     root = test::make_dataset(dir, GenPattern::photo, 160, 3, 7);
     index = open_index(root);
@@ -98,7 +99,8 @@ TEST_F(UringFaults, ShortReadsAreContinued) {
 }
 
 TEST_F(UringFaults, DirectShortReadsAlignedAndUnalignedGiveTheWholeFile) {
-  if (!direct_supported()) GTEST_SKIP() << "O_DIRECT is not supported on " << dir.path();
+  if (!direct_supported())
+    STOKER_SKIP_HONEST("no-o-direct", "O_DIRECT is not supported on " << dir.path());
   // 4096: aligned, asked for again with O_DIRECT; 5000: unaligned, the rest read buffered,
   // where an EINTR must not cut the file short.
   for (const int max : {4096, 5000}) {

@@ -119,7 +119,8 @@ class Uring : public ::testing::Test {
 TEST_F(Uring, IoUringRunsWhereTheKernelHasIt) {
   if (!build_has_uring()) STOKER_SKIP_IF_OPTIONAL("this build has no liburing (liburing-dev)");
   const std::string refused = kernel_refuses_uring();
-  if (!refused.empty()) GTEST_SKIP() << "the kernel refuses io_uring here (" << refused << ")";
+  if (!refused.empty())
+    STOKER_SKIP_HONEST("no-io-uring", "the kernel refuses io_uring here (" << refused << ")");
   const Index index = open_index(root);
   EXPECT_FALSE(io_uring_fd_open());
   const RunResult u = run(index, config("uring:8:2"), 1);
@@ -129,7 +130,8 @@ TEST_F(Uring, IoUringRunsWhereTheKernelHasIt) {
 }
 
 TEST_F(Uring, DirectIoGivesTheSameBatches) {
-  if (!direct_supported()) GTEST_SKIP() << "O_DIRECT is not supported on " << dir.path();
+  if (!direct_supported())
+    STOKER_SKIP_HONEST("no-o-direct", "O_DIRECT is not supported on " << dir.path());
   const Index index = open_index(root);
   const RunResult serial = run(index, config("serial"), 1);
   LoaderConfig c = config("uring:8:2");

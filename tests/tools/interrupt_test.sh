@@ -6,6 +6,7 @@
 # gives the same bytes as a run that was never interrupted. A second Ctrl-C exits at once.
 set -euo pipefail
 stoker=$1
+. "$(dirname "$0")/../skip_policy.sh"
 tmp=$(mktemp -d)
 pid=""
 trap '[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT  # no run outlives a failure
@@ -55,7 +56,7 @@ pid=$!
 wait_for "$tmp/t.out" "^# run:" && sleep 0.3 && kill -INT $pid
 set +e; wait $pid; rc=$?; set -e; pid=""
 if [ "$rc" = 1 ] && grep -q "not built in" "$tmp/t.err"; then
-  echo "SKIP (train): this build has no CPU backend (oneDNN)"; exit 77
+  skip "train: this build has no CPU backend (oneDNN; Debian: libdnnl-dev)"
 fi
 [ "$rc" = 130 ] || { cat "$tmp/t.out" "$tmp/t.err"; fail "train after SIGINT: exit $rc, expected 130"; }
 grep -q "^# checkpoint: .*cut.safetensors" "$tmp/t.out" || { cat "$tmp/t.out"; fail "no checkpoint"; }

@@ -6,10 +6,11 @@
 # count (report_chromium_dom.py computes them from the JSON), or an external resource. It
 # first proves it can fail: a copy of the page with a script error must be caught.
 # Also renders an interrupted copy and checks its banner. Usage: STOKER FIXTURE [PYTHON]
-# Set STOKER_REPORT_SHOTS=DIR to keep the screenshots. Skips (77) without chromium, unless CI=true.
+# Set STOKER_REPORT_SHOTS=DIR to keep the screenshots. Skips without chromium (tests/skip_policy.sh: a failure where oracles are required).
 set -euo pipefail
 stoker=$1 fixture=$2 python=${3:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../skip_policy.sh"
 
 # The command's own errors first (they need no browser): exit 2 for usage, 1 naming the file.
 errdir=$(mktemp -d)
@@ -34,12 +35,7 @@ rm -rf "$errdir"
 
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium" ]; then
-  if [ "${CI:-}" = true ]; then
-    echo "FAIL: chromium is not installed (scripts/deps.sh --test installs it)" >&2
-    exit 1
-  fi
-  echo "SKIP: chromium is not installed (scripts/deps.sh --test installs it)" >&2
-  exit 77
+  skip "chromium is not installed (scripts/deps.sh --test installs it)"
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

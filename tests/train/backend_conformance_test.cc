@@ -16,6 +16,7 @@
 #include "augment/collate.h"
 #include "common/error.h"
 #include "models/normal.h"
+#include "tests/skip_policy.h"
 #include "tests/train/backend_cases.h"
 #include "train/backend.h"
 #include "train/reference/network.h"
@@ -45,7 +46,7 @@ std::unique_ptr<Backend> try_make(const std::string& name, const Network& net,
 #define MAKE_OR_SKIP(var, name, net, config)                             \
   std::string var##_why;                                                 \
   std::unique_ptr<Backend> var = try_make(name, net, config, var##_why); \
-  if (!var) GTEST_SKIP() << name << ": " << var##_why
+  if (!var) STOKER_SKIP_UNAVAILABLE(std::string(var##_why))
 
 // f32 (with TF32 off) on a GPU sums in other orders with other algorithms than oneDNN.
 double tolerance(const std::string& backend) {
@@ -303,7 +304,7 @@ TEST_P(Contract, UnsupportedPrecisionIsAnErrorNamingIt) {
     try {
       std::string why;
       std::unique_ptr<Backend> b = try_make(GetParam(), net, c, why);
-      if (!b) GTEST_SKIP() << GetParam() << ": " << why;
+      if (!b) STOKER_SKIP_UNAVAILABLE(why);
       EXPECT_FALSE(cpu_refuses) << precision_name(p) << " accepted";
     } catch (const Error& e) {
       const std::string m = e.what();

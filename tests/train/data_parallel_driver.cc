@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Driver for data_parallel_vs_torch.py, run under mpirun: STEPS SGD steps of a small ResNet-18
 // on the CPU backend, data-parallel with synchronised batch norm (each rank one slice of every
-// global batch), and the same steps in one process at the global batch. Rank 0 writes the
-// starting weights, the global batches and both runs' losses and final state, for the script
-// to hold the difference to torch's own fp32-vs-fp64 difference. Not a test by itself.
+// global batch), and the same steps in one process at the global batch. Teacher-forced: step k
+// of both runs starts from the same state (the one-process run's state after step k-1), so
+// each step is compared on its own and a rounding difference of one step (a ReLU input near
+// zero taking the other side) cannot grow over the next ones. Rank 0 writes, per step, the
+// state both started from, the global batch, and both runs' loss and state after the step.
+// Not a test by itself.
 // Usage: data_parallel_driver OUTDIR STEPS PER_RANK_BATCH LR
 #include <fmt/format.h>
 
@@ -29,6 +32,32 @@ void append(Checkpoint& out, const Checkpoint& in, const std::string& prefix) {
   }
 }
 
+struct GlobalBatch {
+  std::vector<float> images;  // [global, 3, kSize, kSize], N(0, 1)
+  std::vector<int32_t> labels;
+};
+
+// The same on every rank (one seed); rank r trains on slice r.
+std::vector<GlobalBatch> make_batches(int steps, int64_t global) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> normal;
+  std::vector<GlobalBatch> out(static_cast<size_t>(steps));
+  for (GlobalBatch& g : out) {
+    g.images.resize(size_t(global * 3 * kSize * kSize));
+    for (float& x : g.images) x = normal(rng);
+    for (int64_t i = 0; i < global; ++i) g.labels.push_back(int32_t(rng() % kClasses));
+  }
+  return out;
+}
+
+Checkpoint batch_tensors(const GlobalBatch& g, int64_t global) {
+  Checkpoint c;
+  c.tensors.push_back(make_f32_tensor("images", {global, 3, kSize, kSize}, g.images));
+  c.tensors.push_back(
+      make_i64_tensor("labels", {global}, std::vector<int64_t>(g.labels.begin(), g.labels.end())));
+  return c;
+}
+
 int run(int argc, char** argv) {
   if (argc != 5) {
     fmt::print(stderr, "usage: {} OUTDIR STEPS PER_RANK_BATCH LR\n", argv[0]);
@@ -40,31 +69,11 @@ int run(int argc, char** argv) {
   const float lr = std::stof(argv[4]);
   std::unique_ptr<Collective> coll = make_host_collective();
   const int rank = coll->rank(), world = coll->world();
-  const int64_t global = b * world;
+  const int64_t global = b * world, image = 3 * kSize * kSize;
   const Network net = test::resnet(18, kClasses);
-  const Checkpoint init = test::tame_init(net, 11);
   SgdConfig sgd;  // torch.optim.SGD(momentum=0.9, weight_decay=1e-4) on every parameter
   sgd.weight_decay = 1e-4f;
-
-  // The global batches: the same on every rank (one seed), rank r trains on slice r.
-  std::mt19937 rng(42);
-  std::normal_distribution<float> normal;
-  const int64_t image = 3 * kSize * kSize;
-  std::vector<std::vector<float>> images(static_cast<size_t>(steps));
-  std::vector<std::vector<int32_t>> labels(static_cast<size_t>(steps));
-  Checkpoint batches;
-  for (int k = 0; k < steps; ++k) {
-    images[size_t(k)].resize(size_t(global * image));
-    for (float& x : images[size_t(k)]) x = normal(rng);
-    std::vector<int64_t> l64;
-    for (int64_t i = 0; i < global; ++i) {
-      labels[size_t(k)].push_back(int32_t(rng() % kClasses));
-      l64.push_back(labels[size_t(k)].back());
-    }
-    batches.tensors.push_back(
-        make_f32_tensor(fmt::format("images.{}", k), {global, 3, kSize, kSize}, images[size_t(k)]));
-    batches.tensors.push_back(make_i64_tensor(fmt::format("labels.{}", k), {global}, l64));
-  }
+  const std::vector<GlobalBatch> batches = make_batches(steps, global);
 
   BackendConfig bc;
   bc.height = bc.width = kSize;
@@ -77,31 +86,35 @@ int run(int argc, char** argv) {
   bc.collective = nullptr;
   bc.sync_bn = false;
   auto one = make_backend("cpu", net, bc);
-  dp->load(init, "init");
-  one->load(init, "init");
-  std::vector<float> dp_losses, one_losses;
+  Checkpoint start = test::tame_init(net, 11);
   for (int k = 0; k < steps; ++k) {
-    float loss = test::step(*dp, images[size_t(k)].data() + rank * b * image,
-                            labels[size_t(k)].data() + rank * b, b);
+    const GlobalBatch& g = batches[size_t(k)];
+    dp->load(start, "start");
+    one->load(start, "start");
+    float dp_loss =
+        test::step(*dp, g.images.data() + rank * b * image, g.labels.data() + rank * b, b);
     dp->update(sgd, lr);
-    coll->allreduce_sum(&loss, 1);  // the global batch's mean: the mean of the ranks' means
-    dp_losses.push_back(loss / float(world));
-    one_losses.push_back(
-        test::step(*one, images[size_t(k)].data(), labels[size_t(k)].data(), global));
+    coll->allreduce_sum(&dp_loss, 1);  // the global batch's mean: the mean of the ranks' means
+    const float one_loss = test::step(*one, g.images.data(), g.labels.data(), global);
     one->update(sgd, lr);
+    Checkpoint after = one->save();
+    if (rank == 0) {
+      Checkpoint out = batch_tensors(g, global);
+      out.tensors.push_back(
+          make_f32_tensor("dp.loss", {1}, std::vector<float>{dp_loss / float(world)}));
+      out.tensors.push_back(make_f32_tensor("one.loss", {1}, std::vector<float>{one_loss}));
+      append(out, start, "start.");
+      append(out, dp->save(), "dp.");
+      append(out, after, "one.");
+      save_checkpoint(fmt::format("{}/step{}.safetensors", dir, k), out);
+    }
+    start = std::move(after);
   }
-  if (rank == 0) {
-    save_checkpoint(dir + "/init.safetensors", init);
-    save_checkpoint(dir + "/batches.safetensors", batches);
-    Checkpoint out;
-    out.tensors.push_back(make_f32_tensor("dp.losses", {steps}, dp_losses));
-    out.tensors.push_back(make_f32_tensor("one.losses", {steps}, one_losses));
-    append(out, dp->save(), "dp.");
-    append(out, one->save(), "one.");
-    save_checkpoint(dir + "/result.safetensors", out);
-    fmt::print("{} ranks x batch {} with sync BN and 1 process x batch {}: {} steps ({})\n", world,
-               b, global, steps, coll->describe());
-  }
+  if (rank == 0)
+    fmt::print(
+        "{} ranks x batch {} with sync BN and 1 process x batch {}: {} steps, each from "
+        "the same state ({})\n",
+        world, b, global, steps, coll->describe());
   coll->barrier();
   return 0;
 }

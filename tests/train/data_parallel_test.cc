@@ -16,6 +16,7 @@
 #include "backend_cases.h"
 #include "common/error.h"
 #include "mpi_world.h"
+#include "tests/skip_policy.h"
 #include "train/backend.h"
 #include "train/cpu/cpu_backend.h"
 #include "train/dist/collectives.h"
@@ -73,7 +74,8 @@ std::vector<float> flatten(const Checkpoint& c, bool with_running_stats) {
 class Mpi : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!mpirun_world()) GTEST_SKIP() << "not under mpirun (scripts/mpirun_local.sh 2 ...)";
+    if (!mpirun_world())
+      STOKER_SKIP_HONEST("not-applicable", "not under mpirun (scripts/mpirun_local.sh 2 ...)");
     c = MpiWorld::get();
     ASSERT_NE(c, nullptr);
     ASSERT_GT(c->world(), 1);

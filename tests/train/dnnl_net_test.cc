@@ -19,6 +19,8 @@
 #include "common/error.h"
 #include "models/normal.h"
 #include "models/resnet.h"
+#include "models/shapes.h"
+#include "tests/skip_policy.h"
 #include "tests/train/backend_cases.h"
 #include "train/cpu/cpu_backend.h"
 #include "train/reference/network.h"
@@ -71,8 +73,13 @@ bool onednn_has_winograd() {
 // oneDNN's slow reference kernels, fixed:direct never runs Winograd, and fixed:winograd runs
 // it on every pass of every 3x3 stride-1 conv and nowhere else (where oneDNN has a Winograd
 // kernel at all; elsewhere the plan falls back to direct). Returns how many passes ran it.
+// One exception, oneDNN's and not the plan's: below AVX-512, oneDNN 2.6 has no JIT
+// backward-weights kernel for a conv whose input is smaller than its kernel (layer4's 3x3
+// convs at 2x2 on the small inputs here), whatever the layout: the reference one runs there.
 int expect_algorithms(const Network& net, const std::vector<ConvChoice>& choices,
-                      const std::string& policy) {
+                      const std::string& policy, int64_t height, int64_t width) {
+  const std::vector<ActShape> shapes = infer_shapes(net, height, width);
+  const bool avx512 = cpu_isa_name().rfind("avx512", 0) == 0;
   int convs = 0;
   for (const Layer& l : net.layers) convs += l.kind == LayerKind::conv;
   EXPECT_EQ(int(choices.size()), 3 * convs - 1) << policy;
@@ -84,7 +91,12 @@ int expect_algorithms(const Network& net, const std::vector<ConvChoice>& choices
     if (it == net.layers.end()) continue;
     const std::string what = c.layer + " " + c.pass + ": " + c.algorithm;
     EXPECT_FALSE(c.algorithm.empty()) << what;
-    EXPECT_EQ(c.algorithm.rfind("ref", 0), std::string::npos) << policy << ", " << what;
+    const ActShape& input = shapes[size_t(it->inputs[0])];
+    const bool no_jit =
+        !avx512 && c.pass == "backward_weights" && std::min(input.h, input.w) < int64_t(it->kernel);
+    if (!no_jit) {
+      EXPECT_EQ(c.algorithm.rfind("ref", 0), std::string::npos) << policy << ", " << what;
+    }
     const bool is_wino = c.algorithm.find("wino") != std::string::npos;
     const bool can = it->kernel == 3 && it->stride == 1;
     eligible += can;
@@ -170,7 +182,7 @@ TEST_P(DnnlVsReference, EveryLayerForwardAndBackward) {
       net.name, cs.batch, cs.size, cs.size, cs.nhwc ? "NHWC" : "NCHW", worst_act, worst_dact,
       worst_grad, backend->describe());
   // The numbers above came from the algorithms the case names, not from the default.
-  expect_algorithms(net, backend->algorithms(), cs.algo);
+  expect_algorithms(net, backend->algorithms(), cs.algo, cs.size, cs.size);
   if (std::string(cs.algo) == "fixed:winograd" && !onednn_has_winograd()) {
     fmt::print("NOTE: no Winograd kernel for {}: this case ran direct convolutions only\n",
                cpu_isa_name());
@@ -204,12 +216,14 @@ TEST(CpuBackend, FixedAlgorithmsRunWhatTheySay) {
   const std::vector<ConvChoice> w = make_cpu_backend(net, wino)->algorithms();
   const std::vector<ConvChoice> d = make_cpu_backend(net, direct)->algorithms();
   ASSERT_EQ(w.size(), d.size());
-  EXPECT_EQ(expect_algorithms(net, d, "fixed:direct"), 0);
-  expect_algorithms(net, make_cpu_backend(net, base)->algorithms(), "heuristic");
-  expect_algorithms(net, w, "fixed:winograd");
+  EXPECT_EQ(expect_algorithms(net, d, "fixed:direct", 64, 64), 0);
+  expect_algorithms(net, make_cpu_backend(net, base)->algorithms(), "heuristic", 64, 64);
+  expect_algorithms(net, w, "fixed:winograd", 64, 64);
   if (!onednn_has_winograd()) {
-    GTEST_SKIP() << "oneDNN has no Winograd kernel for " << cpu_isa_name()
-                 << ": fixed:winograd fell back to direct on every pass";
+    STOKER_SKIP_HONEST("not-applicable",
+                       "oneDNN has no Winograd kernel for "
+                           << cpu_isa_name()
+                           << ": fixed:winograd fell back to direct on every pass");
   }
 }
 
@@ -282,8 +296,9 @@ struct ScopedEnv {
 // so and skips (ONEDNN_MAX_CPU_ISA=AVX2 shows that case on any x86 machine).
 TEST(CpuBackend, Bf16TracksTheF32Reference) {
   if (!cpu_has_native_bf16() && cpu_isa_name().rfind("avx512", 0) != 0) {
-    GTEST_SKIP() << "oneDNN has no bf16 kernels for " << cpu_isa_name()
-                 << " (native bf16 or AVX-512 emulation needed)";
+    STOKER_SKIP_HONEST("not-applicable", "oneDNN has no bf16 kernels for "
+                                             << cpu_isa_name()
+                                             << " (native bf16 or AVX-512 emulation needed)");
   }
   const Network net = resnet(18, 10);
   const Checkpoint init = tame_init(net, 11);
@@ -338,7 +353,7 @@ TEST(CpuBackend, Bf16TracksTheF32Reference) {
 }
 
 TEST(CpuBackend, Bf16IsRefusedWithoutNativeSupport) {
-  if (cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has native bf16";
+  if (cpu_has_native_bf16()) STOKER_SKIP_HONEST("not-applicable", "this CPU has native bf16");
   try {
     make_cpu_backend(resnet(18, 4),
                      {.batch = 2, .height = 32, .width = 32, .precision = Precision::bf16});

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "models/normal.h"
 #include "models/resnet.h"
+#include "tests/skip_policy.h"
 #include "train/backend.h"
 #include "train/gpu/cuda_backend.h"
 #include "train/gpu/cudnn_net.h"
@@ -25,10 +26,10 @@
 namespace stoker::gpu {
 namespace {
 
-#define SKIP_WITHOUT_DEVICE()                                            \
-  do {                                                                   \
-    const std::string why = device_unavailable_reason(0);                \
-    if (!why.empty()) GTEST_SKIP() << why; /* starts "no CUDA device" */ \
+#define SKIP_WITHOUT_DEVICE()                                    \
+  do {                                                           \
+    const std::string why = device_unavailable_reason(0);        \
+    if (!why.empty()) STOKER_SKIP_HONEST("no-cuda-device", why); \
   } while (0)
 
 double error(std::span<const float> ref, std::span<const float> got) {
@@ -67,7 +68,7 @@ Network resnet18(int classes) {
 }
 
 TEST(CudaWithoutDevice, CountIsZeroAndAskingIsAOneLineError) {
-  if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is present";
+  if (cuda_device_count() > 0) STOKER_SKIP_HONEST("not-applicable", "a CUDA device is present");
   const std::string why = device_unavailable_reason(0);
   EXPECT_TRUE(why.starts_with("no CUDA device")) << why;
   const Network net = resnet18(4);

@@ -144,13 +144,13 @@ void check_backend(Collective& host, Collective& gpus, int device) {
 int run() {
   const std::string why = gpu::device_unavailable_reason(0);
   if (!why.empty()) {
-    fmt::print("SKIP: {}\n", why);  // "no CUDA device: ..."
+    fmt::print("SKIP[no-cuda-device]: {}\n", why);
     return kSkip;
   }
   const std::optional<LaunchWorld> launched = mpirun_world();
   const int ranks = launched ? launched->world : 1;
   if (gpu::cuda_device_count() < ranks) {
-    fmt::print("SKIP: {} ranks need one CUDA device each; {} visible\n", ranks,
+    fmt::print("SKIP[no-cuda-device]: {} ranks need one CUDA device each; {} visible\n", ranks,
                gpu::cuda_device_count());
     return kSkip;
   }
