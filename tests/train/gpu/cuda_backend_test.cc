@@ -237,8 +237,11 @@ TEST_F(CudaContract, StepsAreRepeatableAndUpdateIsTorchSgd) {
   // algorithms first, and max pooling's backward ours (cuDNN's adds with atomics).
   EXPECT_EQ(step(*b, false), loss);
   const Checkpoint g2 = b->gradients();
-  for (const Param& p : net.params)
-    if (p.trainable) EXPECT_EQ(values(g1, p.name), values(g2, p.name)) << p.name;
+  for (const Param& p : net.params) {
+    if (p.trainable) {
+      EXPECT_EQ(values(g1, p.name), values(g2, p.name)) << p.name;
+    }
+  }
   // update() on those gradients = train/sgd.cc on the host (first step: no momentum yet).
   const Checkpoint before = b->save();
   b->update(sgd, 0.1f);
