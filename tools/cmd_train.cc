@@ -269,8 +269,9 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   LoaderFeed* loader_feed = nullptr;
   int64_t per_epoch = 0;  // synthetic data has no epochs
   if (o.synthetic) {
+    // In the backend's memory (pinned for a device), as a loader's batches are.
     feed = std::make_unique<SyntheticFeed>(batch, height, width, t.classes, lc.sampler.seed,
-                                           bc.input.type);
+                                           bc.input.type, backend->host_memory());
   } else {
     lc.memory = loader_memory(backend->host_memory());  // pinned for a device
     iterator = std::make_unique<Iterator>(*index, lc);
@@ -537,6 +538,13 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
                      {"max", 1e-3 * h.quantile_ns(1.0)},
                      {"mean", 1e-3 * h.mean_ns()}}}};
     }
+    const DeviceReport dev = backend->device_report();
+    nlohmann::json device_json = nullptr;
+    if (dev.device)
+      device_json = {{"planned_bytes", dev.planned_bytes},
+                     {"peak_in_use_bytes", dev.peak_in_use_bytes},
+                     {"total_bytes", dev.total_bytes},
+                     {"activity_records_lost", dev.activity_lost}};
     const nlohmann::json doc = {
         {"tool", "stoker train"},
         {"version", STOKER_VERSION},
@@ -575,6 +583,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
           {"update", timed_upd}}},
         {"input", bc.input.type == InputType::u8 ? "u8" : "f32"},
         {"gaps", gaps_json},
+        {"device_memory", device_json},
         {"conv_algorithms", algos},
         {"step_ms", ms_stats(total)},
         {"data_wait_ms", ms_stats(wait)},

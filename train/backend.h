@@ -95,7 +95,10 @@ struct BackendConfig {
 // Seconds each phase of one step took on the compute engine. A GPU measures with events on
 // its stream, a CPU with the wall clock around the work.
 struct StepTimes {
-  double stage = 0;  // host-to-device copy and input conversion (0 on a CPU fed f32)
+  // Host-to-device copy and input conversion (0 on a CPU fed f32). A GPU copies on its own
+  // stream while the previous step computes: this is the copy's own duration plus the
+  // conversion's, not wall time the step waited.
+  double stage = 0;
   double forward = 0;
   double backward = 0;
   double update = 0;
@@ -148,6 +151,17 @@ struct HostBatch {
 struct ActivityTimeline {
   uint32_t compute_stream = 0;  // ActivityRecord::stream of the compute engine's work
   bool asynchronous = false;
+};
+
+// What a device backend reports about itself after running, for the JSON summary.
+struct DeviceReport {
+  bool device = false;       // false: a CPU backend (the fields below are 0)
+  size_t planned_bytes = 0;  // device memory the backend allocated while planning
+  // The most device memory in use seen (cudaMemGetInfo's total - free, sampled after planning
+  // and at every collect(): the whole device, CUDA context and libraries' own included).
+  size_t peak_in_use_bytes = 0;
+  size_t total_bytes = 0;      // the device's memory
+  uint64_t activity_lost = 0;  // activity records lost (dropped or incomplete), when recording
 };
 
 class Backend {
@@ -205,6 +219,8 @@ class Backend {
   virtual ActivityTimeline activity_timeline() const { return {}; }
   // What each convolution ran, for the JSON; empty if the library does not say.
   virtual std::vector<ConvChoice> algorithms() const = 0;
+  // Memory and recording figures of a device backend; a CPU's says device = false.
+  virtual DeviceReport device_report() const { return {}; }
 };
 
 // The backends this build has, by name: "cpu" (oneDNN) and "cuda" (cuDNN + cuBLAS) when

@@ -43,6 +43,15 @@ class Collective {
   virtual void broadcast(void* data, size_t bytes, int root, CollectiveMemory where = {}) = 0;
   virtual void barrier() = 0;
 
+  // Device collectives, whose work runs on streams the host waits on elsewhere: throws
+  // stoker::Error naming the rank and the reason when an operation failed asynchronously
+  // (a peer gone, a network error), after aborting the communicator so that its kernels end
+  // and the streams they hold can be synchronised and destroyed. Host collectives: nothing.
+  virtual void check_async() {}
+  // Ends the communicator's work now (its kernels return) without ending the process: for a
+  // caller that gave up waiting on a stream holding collective work. Host collectives: nothing.
+  virtual void abort_communicator() {}
+
   // Ends the whole job now, from any rank, with `code` as the exit status: what a rank does
   // when it cannot go on, so that no other rank waits forever in a collective.
   [[noreturn]] virtual void abort(int code) = 0;

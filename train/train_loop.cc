@@ -70,18 +70,26 @@ void merge(GapStats& into, const GapStats& g) {
 }  // namespace
 
 SyntheticFeed::SyntheticFeed(int64_t batch, int64_t height, int64_t width, int classes,
-                             uint64_t seed, InputType type)
-    : type_(type), labels_(size_t(batch)) {
+                             uint64_t seed, InputType type, const HostMemory& memory)
+    : memory_(memory), labels_(size_t(batch)) {
   Rng rng(seed);
   const size_t n = size_t(batch * 3 * height * width);
+  const size_t bytes = n * (type == InputType::u8 ? 1 : sizeof(float));
+  images_ = memory_.allocate ? memory_.allocate(bytes) : ::operator new(bytes);
   if (type == InputType::u8) {
-    bytes_.resize(n);
-    for (uint8_t& b : bytes_) b = uint8_t(rng.next() >> 56);
+    auto* b = static_cast<uint8_t*>(images_);
+    for (size_t i = 0; i < n; ++i) b[i] = uint8_t(rng.next() >> 56);
   } else {
-    images_.resize(n);
-    fill_normal(rng, 1.0, images_);
+    fill_normal(rng, 1.0, std::span<float>(static_cast<float*>(images_), n));
   }
   for (int32_t& y : labels_) y = int32_t(rng.next() % uint64_t(classes));
+}
+
+SyntheticFeed::~SyntheticFeed() {
+  if (memory_.release)
+    memory_.release(images_);
+  else
+    ::operator delete(images_);
 }
 
 LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {

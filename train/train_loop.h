@@ -33,21 +33,21 @@ class BatchFeed {
 };
 
 // Random images and labels, drawn once: times compute alone. f32: standard normal; u8:
-// uniform bytes. NCHW or NHWC is only a matter of interpretation for random data.
+// uniform bytes. NCHW or NHWC is only a matter of interpretation for random data. The images
+// live in `memory` (the backend's host_memory(): pinned for a device, so that staging them is
+// an asynchronous copy as a loader's batches are, not a synchronous pageable one).
 class SyntheticFeed final : public BatchFeed {
  public:
   SyntheticFeed(int64_t batch, int64_t height, int64_t width, int classes, uint64_t seed,
-                InputType type = InputType::f32);
-  HostBatch next() override {
-    return {type_ == InputType::u8 ? static_cast<const void*>(bytes_.data())
-                                   : static_cast<const void*>(images_.data()),
-            labels_.data(), int64_t(labels_.size())};
-  }
+                InputType type = InputType::f32, const HostMemory& memory = {});
+  ~SyntheticFeed() override;
+  SyntheticFeed(const SyntheticFeed&) = delete;
+  SyntheticFeed& operator=(const SyntheticFeed&) = delete;
+  HostBatch next() override { return {images_, labels_.data(), int64_t(labels_.size())}; }
 
  private:
-  InputType type_;
-  std::vector<float> images_;
-  std::vector<uint8_t> bytes_;
+  HostMemory memory_;
+  void* images_ = nullptr;  // batch x 3 x height x width, f32 or u8
   std::vector<int32_t> labels_;
 };
 

@@ -174,7 +174,9 @@ class Contract : public ::testing::TestWithParam<std::string> {
 };
 
 // Batch statistics make a second forward on the same batch identical; gradients are
-// written, not summed.
+// written, not summed. The same bits on every backend under the default (heuristic)
+// algorithm policy: a GPU picks deterministic convolution algorithms first and computes max
+// pooling's backward without atomics (train/README.md, "Reproducibility").
 TEST_P(Contract, StepsAreRepeatableAndWriteGradients) {
   MAKE_OR_SKIP(b, GetParam(), net, config());
   b->load(init, "init");

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Collective over NCCL (train/dist/collective_nccl.h). allreduce_sum enqueues
 // ncclAllReduce(float, sum) on the given stream and returns; start_allreduce_sum does the same
-// and records an event, which wait() synchronises the host with. Every rank gets
+// and records an event, which wait() synchronises the host with. check_async() polls NCCL's
+// asynchronous error (the GPU backend calls it while it waits on its streams) and aborts the
+// communicator on one, so that no destructor then blocks on kernels waiting for a dead peer.
+// Every rank gets
 // bit-identical sums: NCCL reduces each element along one ring or tree order shared by all
 // ranks and sends the result back out. Host memory is refused (the host collective takes it).
 #include "train/dist/collective_nccl.h"
@@ -39,9 +42,15 @@ class NcclCollective final : public Collective {
     version_ = fmt::format("{}.{}.{}", version / 10000, version / 100 % 100, version % 100);
   }
 
+  // ncclCommDestroy waits for the communicator's pending work, which never ends when a peer
+  // failed: a communicator in error (or ours already aborted) is aborted, as torch's c10d does.
   ~NcclCollective() override {
     for (auto& [ticket, event] : pending_) cudaEventDestroy(event);
-    if (comm_) ncclCommDestroy(comm_);
+    if (!comm_) return;
+    if (async_error() == ncclSuccess)
+      ncclCommDestroy(comm_);
+    else
+      ncclCommAbort(comm_);
   }
 
   int rank() const override { return host_.rank(); }
@@ -75,7 +84,20 @@ class NcclCollective final : public Collective {
       cudaEventDestroy(event);
       STOKER_GPU(st);
     }
-    check(async_error(), "an earlier NCCL operation");
+    check_async();
+  }
+
+  void check_async() override {
+    const ncclResult_t st = async_error();
+    if (st == ncclSuccess || st == ncclInProgress) return;
+    const std::string why = error_text(st);
+    abort_communicator();
+    fail("NCCL: an operation failed asynchronously on rank {} of {} (device {}): {}", rank(),
+         world(), device_, why);
+  }
+
+  void abort_communicator() override {
+    if (comm_) ncclCommAbort(std::exchange(comm_, nullptr));
   }
 
   void broadcast(void* data, size_t bytes, int root, CollectiveMemory where) override {
@@ -109,12 +131,16 @@ class NcclCollective final : public Collective {
     return st;
   }
 
+  std::string error_text(ncclResult_t st) const {
+    const char* last = ncclGetLastError(comm_);
+    return fmt::format("{}{}{}", ncclGetErrorString(st), last != nullptr && *last ? ": " : "",
+                       last != nullptr ? last : "");
+  }
+
   void check(ncclResult_t st, const char* what) const {
     if (st == ncclSuccess) return;
-    const char* last = ncclGetLastError(comm_);
-    fail("NCCL: {} failed on rank {} of {} (device {}): {}{}{}", what, host_.rank(), host_.world(),
-         device_, ncclGetErrorString(st), last != nullptr && *last ? ": " : "",
-         last != nullptr ? last : "");
+    fail("NCCL: {} failed on rank {} of {} (device {}): {}", what, host_.rank(), host_.world(),
+         device_, error_text(st));
   }
 
   Collective& host_;

@@ -127,7 +127,8 @@ void AlgoCache::clear() {
   entries_.clear();
 }
 
-// One entry per line: key, TAB, algo, TAB, workspace bytes, TAB, milliseconds.
+// One entry per line: key, TAB, algo, TAB, workspace bytes, TAB, milliseconds, TAB, math type
+// (files written before the math type was kept lack it: -1, the planned one).
 size_t AlgoCache::load(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -143,10 +144,16 @@ size_t AlgoCache::load(const std::string& path) {
     const size_t tab = line.find('\t');
     AlgoEntry e;
     std::istringstream rest(tab == std::string::npos ? std::string() : line.substr(tab + 1));
-    if (tab == 0 || tab == std::string::npos ||
-        !(rest >> e.algo >> e.workspace_bytes >> e.measured_ms) || e.algo < 0)
-      fail("algorithm cache {}:{}: expected 'key<TAB>algo<TAB>workspace<TAB>ms', found '{}'", path,
-           number, line);
+    bool ok = tab != 0 && tab != std::string::npos &&
+              (rest >> e.algo >> e.workspace_bytes >> e.measured_ms) && e.algo >= 0;
+    // The math type is optional; when present it must be the last field.
+    if (ok && !(rest >> std::ws).eof())
+      ok = (rest >> e.math) && e.math >= -1 && (rest >> std::ws).eof();
+    if (!ok)
+      fail(
+          "algorithm cache {}:{}: expected 'key<TAB>algo<TAB>workspace<TAB>ms[<TAB>math]', found "
+          "'{}'",
+          path, number, line);
     read[line.substr(0, tab)] = e;
     ++count;
   }
@@ -167,7 +174,7 @@ void AlgoCache::save(const std::string& path) const {
     if (!out) fail("algorithm cache {}: cannot write: {}", tmp, errno_text(errno));
     for (const auto& [k, e] : sorted)
       out << k << '\t' << e.algo << '\t' << e.workspace_bytes << '\t'
-          << fmt::format("{:.6g}", e.measured_ms) << '\n';
+          << fmt::format("{:.6g}", e.measured_ms) << '\t' << e.math << '\n';
     out.flush();
     if (!out) fail("algorithm cache {}: write failed: {}", tmp, errno_text(errno));
   }

@@ -2,7 +2,7 @@
 // The convolution algorithm policy of the GPU backend, host side only: parsing
 // "heuristic" | "exhaustive" | "fixed:<name>", cuDNN's algorithm names per pass, the key that
 // identifies one convolution pass (shape, dtype, layout, math), and the process-wide cache of
-// measured choices (optionally persisted to a file, one "key algo workspace ms" per line).
+// measured choices (optionally persisted to a file, one "key algo workspace ms math" per line).
 // No cuDNN calls here: conv_cudnn.cc asks cuDNN and consults this.
 #pragma once
 
@@ -53,6 +53,9 @@ struct AlgoEntry {
   int algo = -1;
   size_t workspace_bytes = 0;
   double measured_ms = 0;
+  // The math type (cudnnMathType_t value) cuDNN ranked the algorithm with, which the pass
+  // must run under for the measured kernel to be the one that runs; -1: the planned one.
+  int math = -1;
 };
 
 // Measured choices by key, shared by every backend in the process (thread-safe).

@@ -8,22 +8,27 @@
 
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
+#include "train/gpu/gpu_policy.h"
 
 namespace stoker::gpu {
 namespace {
 
-// The first ranked result within the limit. The heuristic prefers a deterministic one (the
-// same step twice gives the same bits, as the contract tests expect and reproducible runs
-// want); measurement keeps the fastest, as torch's cudnn.benchmark does.
+// The first ranked result within the limit whose math type the precision allows. The
+// heuristic prefers a deterministic one (the same step twice gives the same bits, as the
+// contract tests expect and reproducible runs want); measurement keeps the fastest, as
+// torch's cudnn.benchmark does.
 template <class Perf>
-int first_fitting(const Perf* perf, int count, size_t limit, bool deterministic_first) {
+int first_fitting(const Perf* perf, int count, size_t limit, cudnnMathType_t planned,
+                  bool deterministic_first) {
+  const auto fits = [&](const Perf& p) {
+    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit &&
+           math_type_allowed(planned, p.mathType);
+  };
   if (deterministic_first)
     for (int i = 0; i < count; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit &&
-          perf[i].determinism == CUDNN_DETERMINISTIC)
-        return i;
+      if (fits(perf[i]) && perf[i].determinism == CUDNN_DETERMINISTIC) return i;
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) return i;
+    if (fits(perf[i])) return i;
   return -1;
 }
 
@@ -32,7 +37,13 @@ struct Context {
   const ConvPlan* plan;
   const ConvScratch* scratch;
   size_t limit;
+  cudnnMathType_t planned;
 };
+
+template <class Perf>
+AlgoEntry entry_of(const Perf& p, bool measured) {
+  return {int(p.algo), p.memory, measured ? double(p.time) : 0.0, int(p.mathType)};
+}
 
 // Each returns {algo, workspace, ms}; `measure`: cudnnFind*Ex, else the _v7 heuristic.
 AlgoEntry rank(const Context& c, ConvPass pass, bool measure) {
@@ -46,42 +57,42 @@ AlgoEntry rank(const Context& c, ConvPass pass, bool measure) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       if (measure)
         STOKER_GPU(cudnnFindConvolutionForwardAlgorithmEx(
-            c.handle, p.x.get(), s.x, p.w.get(), s.w, p.conv.get(), p.y.get(), s.y,
+            c.handle, p.x.get(), s.x, p.w.get(), s.w, p.desc(pass), p.y.get(), s.y,
             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf, s.workspace, find_ws));
       else
         STOKER_GPU(cudnnGetConvolutionForwardAlgorithm_v7(
-            c.handle, p.x.get(), p.w.get(), p.conv.get(), p.y.get(),
+            c.handle, p.x.get(), p.w.get(), p.desc(pass), p.y.get(),
             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-      if ((i = first_fitting(perf, count, c.limit, !measure)) >= 0)
-        e = {int(perf[i].algo), perf[i].memory, measure ? double(perf[i].time) : 0.0};
+      if ((i = first_fitting(perf, count, c.limit, c.planned, !measure)) >= 0)
+        e = entry_of(perf[i], measure);
       break;
     }
     case ConvPass::backward_data: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       if (measure)
         STOKER_GPU(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            c.handle, p.w.get(), s.w, p.y.get(), s.y, p.conv.get(), p.x.get(), s.dx,
+            c.handle, p.w.get(), s.w, p.y.get(), s.y, p.desc(pass), p.x.get(), s.dx,
             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, s.workspace, find_ws));
       else
         STOKER_GPU(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            c.handle, p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
+            c.handle, p.w.get(), p.y.get(), p.desc(pass), p.x.get(),
             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-      if ((i = first_fitting(perf, count, c.limit, !measure)) >= 0)
-        e = {int(perf[i].algo), perf[i].memory, measure ? double(perf[i].time) : 0.0};
+      if ((i = first_fitting(perf, count, c.limit, c.planned, !measure)) >= 0)
+        e = entry_of(perf[i], measure);
       break;
     }
     case ConvPass::backward_weights: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       if (measure)
         STOKER_GPU(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            c.handle, p.x.get(), s.x, p.y.get(), s.y, p.conv.get(), p.w.get(), s.dw,
+            c.handle, p.x.get(), s.x, p.y.get(), s.y, p.desc(pass), p.w.get(), s.dw,
             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf, s.workspace, find_ws));
       else
         STOKER_GPU(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            c.handle, p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
+            c.handle, p.x.get(), p.y.get(), p.desc(pass), p.w.get(),
             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-      if ((i = first_fitting(perf, count, c.limit, !measure)) >= 0)
-        e = {int(perf[i].algo), perf[i].memory, measure ? double(perf[i].time) : 0.0};
+      if ((i = first_fitting(perf, count, c.limit, c.planned, !measure)) >= 0)
+        e = entry_of(perf[i], measure);
       break;
     }
   }
@@ -95,23 +106,36 @@ std::optional<size_t> workspace_of(const Context& c, ConvPass pass, int algo) {
   cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
   switch (pass) {
     case ConvPass::forward:
-      st = cudnnGetConvolutionForwardWorkspaceSize(c.handle, p.x.get(), p.w.get(), p.conv.get(),
+      st = cudnnGetConvolutionForwardWorkspaceSize(c.handle, p.x.get(), p.w.get(), p.desc(pass),
                                                    p.y.get(), cudnnConvolutionFwdAlgo_t(algo),
                                                    &bytes);
       break;
     case ConvPass::backward_data:
       st = cudnnGetConvolutionBackwardDataWorkspaceSize(
-          c.handle, p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
+          c.handle, p.w.get(), p.y.get(), p.desc(pass), p.x.get(),
           cudnnConvolutionBwdDataAlgo_t(algo), &bytes);
       break;
     case ConvPass::backward_weights:
       st = cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          c.handle, p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
+          c.handle, p.x.get(), p.y.get(), p.desc(pass), p.w.get(),
           cudnnConvolutionBwdFilterAlgo_t(algo), &bytes);
       break;
   }
   if (st != CUDNN_STATUS_SUCCESS) return std::nullopt;
   return bytes;
+}
+
+// A convolution descriptor of `g` (f32 accumulation for every data type: cuDNN's PSEUDO_HALF /
+// PSEUDO_BFLOAT16 configurations) with math type `math`.
+ConvDesc make_conv_desc(const ConvGeometry& g, cudnnMathType_t math) {
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  STOKER_GPU(cudnnCreateConvolutionDescriptor(&conv));
+  ConvDesc out(conv);
+  STOKER_GPU(cudnnSetConvolution2dDescriptor(conv, g.pad, g.pad, g.stride, g.stride, 1, 1,
+                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  STOKER_GPU(cudnnSetConvolutionGroupCount(conv, g.groups));
+  STOKER_GPU(cudnnSetConvolutionMathType(conv, math));
+  return out;
 }
 
 }  // namespace
@@ -137,9 +161,10 @@ TensorDesc make_tensor_desc(DType t, bool nhwc, int64_t n, int64_t c, int64_t h,
 }
 
 ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeometry& g,
-                   DType dtype, bool nhwc, bool tf32, bool need_bwd_data, const ConvPolicy& policy,
-                   size_t workspace_limit, const std::string& key_prefix,
+                   DType dtype, bool nhwc, Precision precision, bool need_bwd_data,
+                   const ConvPolicy& policy, size_t workspace_limit, const std::string& key_prefix,
                    const ConvScratch& scratch) {
+  const bool tf32 = precision == Precision::tf32;
   ConvPlan p;
   p.x = make_tensor_desc(dtype, nhwc, g.n, g.c, g.h, g.w);
   p.y = make_tensor_desc(dtype, nhwc, g.n, g.k, g.oh, g.ow);
@@ -149,21 +174,12 @@ ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeo
   STOKER_GPU(cudnnSetFilter4dDescriptor(w, cudnn_dtype(dtype),
                                         nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, int(g.k),
                                         int(g.c / g.groups), int(g.r), int(g.s)));
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  STOKER_GPU(cudnnCreateConvolutionDescriptor(&conv));
-  p.conv.reset(conv);
-  // Accumulate in f32 for every data type (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configs).
-  STOKER_GPU(cudnnSetConvolution2dDescriptor(conv, g.pad, g.pad, g.stride, g.stride, 1, 1,
-                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  STOKER_GPU(cudnnSetConvolutionGroupCount(conv, g.groups));
-  // f32: FMA only (cuDNN would otherwise use TF32 tensor cores on Ampere and later).
-  const cudnnMathType_t math = dtype != DType::f32 ? CUDNN_TENSOR_OP_MATH
-                               : tf32              ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                   : CUDNN_FMA_MATH;
-  STOKER_GPU(cudnnSetConvolutionMathType(conv, math));
+  const cudnnMathType_t planned = conv_math_type(precision);
+  for (ConvDesc& d : p.conv) d = make_conv_desc(g, planned);
+  p.math = {planned, planned, planned};
   p.has_bwd_data = need_bwd_data;
 
-  const Context ctx{handle, &p, &scratch, workspace_limit};
+  const Context ctx{handle, &p, &scratch, workspace_limit, planned};
   const std::string_view dtype_name = dtype == DType::f16    ? "f16"
                                       : dtype == DType::bf16 ? "bf16"
                                                              : "f32";
@@ -214,6 +230,14 @@ ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeo
           "within the workspace limit of {} bytes",
           layer, pass_name(pass), g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride, workspace_limit);
     p.workspace[size_t(pass)] = e.workspace_bytes;
+    // The pass runs under the math type its algorithm was ranked (and measured) with.
+    if (e.math >= 0 && cudnnMathType_t(e.math) != planned) {
+      if (!math_type_allowed(planned, cudnnMathType_t(e.math)))
+        fail("{}: the cached {} choice has math type {}, which {} does not allow", layer,
+             pass_name(pass), e.math, precision_name(precision));
+      p.math[size_t(pass)] = cudnnMathType_t(e.math);
+      STOKER_GPU(cudnnSetConvolutionMathType(p.conv[size_t(pass)].get(), p.math[size_t(pass)]));
+    }
     switch (pass) {
       case ConvPass::forward:
         p.fwd = cudnnConvolutionFwdAlgo_t(e.algo);

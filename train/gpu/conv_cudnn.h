@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuDNN descriptors as owning handles, and the convolution planning of the GPU backend: the
-// descriptors of one convolution (tensors, filter, math type) and the algorithm of each pass
+// descriptors of one convolution (tensors, filter, one convolution descriptor per pass carrying
+// the math type cuDNN ranked that pass's algorithm with) and the algorithm of each pass
 // chosen by the policy (heuristic: cuDNN's first ranked choice within the workspace limit;
 // exhaustive: measured by cudnnFind*Ex once per key, process-wide cache; fixed:<name>: that
 // algorithm where cuDNN supports it within the limit, else the heuristic, said in the choice).
@@ -74,7 +75,12 @@ struct ConvScratch {
 struct ConvPlan {
   TensorDesc x, y;
   FilterDesc w;
-  ConvDesc conv;
+  // By ConvPass: cuDNN pairs each ranked algorithm with a math type (its perf results'
+  // mathType), and the kernel that runs is chosen by both, so each pass has its own.
+  std::array<ConvDesc, 3> conv;
+  std::array<cudnnMathType_t, 3> math = {CUDNN_DEFAULT_MATH, CUDNN_DEFAULT_MATH,
+                                         CUDNN_DEFAULT_MATH};
+  cudnnConvolutionDescriptor_t desc(ConvPass pass) const { return conv[size_t(pass)].get(); }
   cudnnConvolutionFwdAlgo_t fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   cudnnConvolutionBwdFilterAlgo_t bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
@@ -83,12 +89,13 @@ struct ConvPlan {
   std::vector<ConvChoice> choices;
 };
 
-// Descriptors and algorithms of one convolution. `key_prefix` names the device and library
-// version (cache keys must not be shared across them). stoker::Error naming the layer when
-// cuDNN offers no algorithm within the limit.
+// Descriptors and algorithms of one convolution; the math type planned is gpu_policy.h's
+// conv_math_type(precision). `key_prefix` names the device and library version (cache keys
+// must not be shared across them). stoker::Error naming the layer when cuDNN offers no
+// algorithm within the limit.
 ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeometry& g,
-                   DType dtype, bool nhwc, bool tf32, bool need_bwd_data, const ConvPolicy& policy,
-                   size_t workspace_limit, const std::string& key_prefix,
+                   DType dtype, bool nhwc, Precision precision, bool need_bwd_data,
+                   const ConvPolicy& policy, size_t workspace_limit, const std::string& key_prefix,
                    const ConvScratch& scratch);
 
 }  // namespace stoker::gpu

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstring>
 #include <utility>
 
 #include "common/error.h"
@@ -15,11 +17,15 @@
 #include "train/gpu/cupti_activity.h"
 #include "train/gpu/cupti_records.h"
 #include "train/gpu/gpu_memory.h"
+#include "train/gpu/gpu_policy.h"
 
 namespace stoker::gpu {
 namespace {
 
 constexpr int64_t kRing = Backend::kMaxPendingSteps;
+// Staged batches whose copy times are kept: a step reads its batch's, and at most kRing steps
+// are uncollected plus one batch staged ahead.
+constexpr int64_t kStageRing = kRing + 2;
 // Eager steps before a CUDA Graph is captured: the libraries' lazy set-up (handles, kernels
 // loaded on first use) happens outside the capture.
 constexpr int kWarmSteps = 2;
@@ -47,20 +53,29 @@ class CudaBackend final : public Backend {
 
   void plan(const Network& net, const BackendConfig& config) {
     STOKER_GPU(cudaSetDevice(config.device));
+    // Host waits block on a primitive instead of spinning a core: the loader's decoders need
+    // the cores, and the loader is what limits a GPU run.
+    STOKER_GPU(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
     STOKER_GPU(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     STOKER_GPU(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     for (auto& step : events_)
-      for (cudaEvent_t& e : step) STOKER_GPU(cudaEventCreate(&e));
+      for (cudaEvent_t& e : step) STOKER_GPU(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
+    for (auto& pair : copy_events_)
+      for (cudaEvent_t& e : pair) STOKER_GPU(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
+    constexpr unsigned kSyncOnly = cudaEventBlockingSync | cudaEventDisableTiming;
     for (int s = 0; s < 2; ++s) {
-      STOKER_GPU(cudaEventCreateWithFlags(&copied_[size_t(s)], cudaEventDisableTiming));
-      STOKER_GPU(cudaEventCreateWithFlags(&consumed_[size_t(s)], cudaEventDisableTiming));
+      STOKER_GPU(cudaEventCreateWithFlags(&copied_[size_t(s)], kSyncOnly));
+      STOKER_GPU(cudaEventCreateWithFlags(&consumed_[size_t(s)], kSyncOnly));
     }
+    STOKER_GPU(cudaEventCreateWithFlags(&drain_, kSyncOnly));
     net_ = std::make_unique<CudnnNet>(net, config, compute_);
     const size_t image_bytes =
         size_t(config.batch * 3 * config.height * config.width) * config.input.element_bytes();
     for (int s = 0; s < 2; ++s) {
       stage_images_[size_t(s)] = DeviceBuffer(image_bytes);
       stage_labels_[size_t(s)] = DeviceBuffer(size_t(config.batch) * sizeof(int32_t));
+      // Labels go through pinned memory: a pageable copy would be staged synchronously.
+      pinned_labels_[size_t(s)] = PinnedBuffer(size_t(config.batch) * sizeof(int32_t));
     }
     ring_ = PinnedBuffer(size_t(kRing) * sizeof(StepStatus));
     hyper_ring_ = PinnedBuffer(size_t(kRing) * sizeof(SgdHyper));
@@ -77,11 +92,24 @@ class CudaBackend final : public Backend {
       conversion_.inv_std[c] = 1.0f / config.input.std[size_t(c)];
     }
     if (config.record_activity) cupti_ = std::make_unique<CuptiRecorder>(compute_, copy_);
+    if (config.collective != nullptr && config.collective->world() > 1)
+      timeout_s_ = collective_timeout_s();
+    sample_memory();
   }
 
   // Everything the backend holds, in reverse order of creation; safe on a partial plan.
   void release() {
     cupti_.reset();
+    // Collective work may wait forever for a failed peer: poll for it (aborting the
+    // communicator on an error or timeout) before anything synchronises.
+    if (compute_ && net_) {
+      try {
+        wait_stream(compute_);
+        if (net_->comm_stream()) wait_stream(net_->comm_stream());
+      } catch (const Error&) {
+        // Destructors do not throw; the communicator is aborted and its kernels have ended.
+      }
+    }
     if (compute_) cudaStreamSynchronize(compute_);
     if (copy_) cudaStreamSynchronize(copy_);
     if (graph_) cudaGraphExecDestroy(graph_);
@@ -90,7 +118,10 @@ class CudaBackend final : public Backend {
     for (auto& step : events_)
       for (cudaEvent_t& e : step)
         if (e) cudaEventDestroy(std::exchange(e, nullptr));
-    for (cudaEvent_t* e : {&copied_[0], &copied_[1], &consumed_[0], &consumed_[1]})
+    for (auto& pair : copy_events_)
+      for (cudaEvent_t& e : pair)
+        if (e) cudaEventDestroy(std::exchange(e, nullptr));
+    for (cudaEvent_t* e : {&copied_[0], &copied_[1], &consumed_[0], &consumed_[1], &drain_})
       if (*e) cudaEventDestroy(std::exchange(*e, nullptr));
     if (copy_) cudaStreamDestroy(std::exchange(copy_, nullptr));
     if (compute_) cudaStreamDestroy(std::exchange(compute_, nullptr));
@@ -114,7 +145,7 @@ class CudaBackend final : public Backend {
   void load(const Checkpoint& ckpt, std::string_view source) override {
     flush_pending();
     check_checkpoint(ckpt, net_->network(), source);
-    STOKER_GPU(cudaStreamSynchronize(compute_));
+    wait_stream(compute_);
     const Network& net = net_->network();
     std::vector<bool> momentum(net.params.size(), false);
     std::vector<float> values;
@@ -138,14 +169,16 @@ class CudaBackend final : public Backend {
       net_->upload(g.momentum.get(), values.data(), values.size() * sizeof(float));
     }
     net_->set_momentum_flags(momentum);
-    net_->reset_loss_scale();
+    // f16: the loss scale where the checkpoint left it (torch restores GradScaler's state
+    // with the optimiser's); a checkpoint without one starts afresh, as a new GradScaler.
+    net_->set_loss_scale(read_grad_scaler(ckpt, source).value_or(LossScale{}));
     net_->cast_weights();
-    STOKER_GPU(cudaStreamSynchronize(compute_));
+    wait_stream(compute_);
   }
 
   Checkpoint save() const override {
     const_cast<CudaBackend*>(this)->flush_pending();
-    STOKER_GPU(cudaStreamSynchronize(compute_));
+    wait_stream(compute_);
     const Network& net = net_->network();
     Checkpoint out;
     for (size_t i = 0; i < net.params.size(); ++i) {
@@ -162,12 +195,14 @@ class CudaBackend final : public Backend {
         out.tensors.push_back(make_f32_tensor(std::string(kMomentumPrefix) + p.name, p.shape,
                                               download(net_->param(int(i)).momentum)));
     }
+    if (config_.precision == Precision::f16)
+      out.metadata[std::string(kGradScalerKey)] = grad_scaler_metadata(net_->loss_scale());
     return out;
   }
 
   Checkpoint gradients() const override {
     const_cast<CudaBackend*>(this)->flush_pending();
-    STOKER_GPU(cudaStreamSynchronize(compute_));
+    wait_stream(compute_);
     const Network& net = net_->network();
     Checkpoint out;
     for (size_t i = 0; i < net.params.size(); ++i) {
@@ -189,15 +224,23 @@ class CudaBackend final : public Backend {
              batch.labels[n], n, classes);
     const size_t slot = size_t(next_stage_);
     next_stage_ ^= 1;
+    // The pinned labels of this slot were copied two batches ago (long done): wait for that
+    // copy before they are overwritten.
+    STOKER_GPU(cudaEventSynchronize(copied_[slot]));
+    std::memcpy(pinned_labels_[slot].get(), batch.labels, size_t(batch.count) * sizeof(int32_t));
     // The buffer's previous batch must have been converted before it is overwritten.
     STOKER_GPU(cudaStreamWaitEvent(copy_, consumed_[slot], 0));
+    auto& times = copy_events_[size_t(stages_ % kStageRing)];
+    STOKER_GPU(cudaEventRecord(times[0], copy_));
     STOKER_GPU(cudaMemcpyAsync(stage_images_[slot].get(), batch.images, stage_images_[slot].bytes(),
                                cudaMemcpyHostToDevice, copy_));
-    STOKER_GPU(cudaMemcpyAsync(stage_labels_[slot].get(), batch.labels,
+    STOKER_GPU(cudaMemcpyAsync(stage_labels_[slot].get(), pinned_labels_[slot].get(),
                                size_t(batch.count) * sizeof(int32_t), cudaMemcpyHostToDevice,
                                copy_));
+    STOKER_GPU(cudaEventRecord(times[1], copy_));
     STOKER_GPU(cudaEventRecord(copied_[slot], copy_));
     staged_ = int(slot);
+    staged_index_ = stages_++;
   }
 
   void release_input() override {
@@ -213,6 +256,7 @@ class CudaBackend final : public Backend {
     ++begun_;
     updated_[slot_] = false;
     graphed_[slot_] = false;
+    step_stage_[slot_] = staged_index_;
     record(kBegin);
     if (cupti_) {
       step_marker(compute_);
@@ -281,17 +325,21 @@ class CudaBackend final : public Backend {
     for (; collected_ < begun_; ++collected_) {
       const size_t s = size_t(collected_ % kRing);
       auto& e = events_[s];
-      STOKER_GPU(cudaEventSynchronize(updated_[s] ? e[kUpdated] : e[kBackward]));
+      wait_event(updated_[s] ? e[kUpdated] : e[kBackward]);
       const StepStatus& st = ring_.as<StepStatus>()[s];
       StepResult r;
       r.loss = st.loss;
       r.skipped = updated_[s] && st.skipped != 0;
-      r.times.stage = seconds(e[kBegin], e[kStaged]);
+      // The batch's copy on the copy stream (before this step began, overlapping the previous
+      // one) plus its conversion on the compute stream: backend.h's definition of stage.
+      const auto& copy = copy_events_[size_t(step_stage_[s] % kStageRing)];
+      r.times.stage = seconds(copy[0], copy[1]) + seconds(e[kBegin], e[kStaged]);
       r.times.forward = seconds(e[kStaged], e[kForward]);
       r.times.backward = seconds(e[kForward], e[kBackward]);
       r.times.update = updated_[s] ? seconds(e[kBackward], e[kUpdated]) : 0;
       out.push_back(r);
     }
+    sample_memory();
     return out;
   }
 
@@ -305,14 +353,16 @@ class CudaBackend final : public Backend {
     flush_pending();
     STOKER_GPU(cudaMemcpyAsync(logits_.get(), net_->logits_device(), logits_.bytes(),
                                cudaMemcpyDeviceToHost, compute_));
-    STOKER_GPU(cudaStreamSynchronize(compute_));
+    wait_stream(compute_);
     return {logits_.as<const float>(), logits_.bytes() / sizeof(float)};
   }
 
   std::vector<ActivityRecord> take_activity() override {
     if (!cupti_) return {};
     flush_pending();
-    STOKER_GPU(cudaStreamSynchronize(compute_));
+    // Every stream that ran recorded work, so that CUPTI's buffers hold complete records.
+    wait_stream(compute_);
+    if (net_->comm_stream()) wait_stream(net_->comm_stream());
     STOKER_GPU(cudaStreamSynchronize(copy_));
     std::vector<ActivityRecord> records = cupti_->take();
     const size_t used = assign_steps(records, marker_steps_);
@@ -326,10 +376,63 @@ class CudaBackend final : public Backend {
 
   std::vector<ConvChoice> algorithms() const override { return net_->choices(); }
 
+  DeviceReport device_report() const override {
+    DeviceReport r;
+    r.device = true;
+    r.planned_bytes = net_->device_bytes();
+    r.peak_in_use_bytes = peak_in_use_;
+    r.total_bytes = device_total_;
+    r.activity_lost = cupti_ ? cupti_->dropped() : 0;
+    return r;
+  }
+
   CudnnNet& net() { return *net_; }
 
  private:
   void record(StepEvent e) { STOKER_GPU(cudaEventRecord(events_[slot_][e], compute_)); }
+
+  // Waits for `event`. With a collective of world > 1 the wait polls NCCL's asynchronous error
+  // (a failed peer would otherwise hang this rank in cudaEventSynchronize, silently) and gives
+  // up after collective_timeout_s(), aborting the communicator; alone, it blocks.
+  void wait_event(cudaEvent_t event) const {
+    Collective* c = config_.collective;
+    if (timeout_s_ <= 0 || c == nullptr) {
+      STOKER_GPU(cudaEventSynchronize(event));
+      return;
+    }
+    const bool done = wait_polling(
+        [&] {
+          const cudaError_t st = cudaEventQuery(event);
+          if (st == cudaErrorNotReady) return false;
+          STOKER_GPU(st);
+          return true;
+        },
+        [&] { c->check_async(); }, timeout_s_, std::chrono::microseconds(200));
+    if (!done) {
+      c->abort_communicator();
+      fail(
+          "cuda backend: rank {} of {} waited {:.0f} s for the device without progress; the "
+          "communicator was aborted (a peer rank may have failed; STOKER_NCCL_TIMEOUT_S sets "
+          "the limit)",
+          c->rank(), c->world(), timeout_s_);
+    }
+  }
+  void wait_stream(cudaStream_t stream) const {
+    if (timeout_s_ <= 0) {
+      STOKER_GPU(cudaStreamSynchronize(stream));
+      return;
+    }
+    STOKER_GPU(cudaEventRecord(drain_, stream));
+    wait_event(drain_);
+  }
+
+  // Device memory in use now (the whole device), kept as the high-water mark.
+  void sample_memory() {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return;
+    device_total_ = total;
+    peak_in_use_ = std::max(peak_in_use_, total - free);
+  }
 
   // The staged batch into the network's input (compute dtype and layout) and labels.
   void consume_input() {
@@ -392,6 +495,11 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CudnnNet> net_;
   InputConversion conversion_;
   std::array<DeviceBuffer, 2> stage_images_, stage_labels_;
+  std::array<PinnedBuffer, 2> pinned_labels_;
+  // Copy stream events around each staged batch's copy (begin, end), by stage count.
+  std::array<std::array<cudaEvent_t, 2>, kStageRing> copy_events_{};
+  int64_t stages_ = 0, staged_index_ = -1;
+  std::array<int64_t, kRing> step_stage_{};  // the stage count of each step's batch
   std::array<cudaEvent_t, 2> copied_{}, consumed_{};
   int next_stage_ = 0, staged_ = -1;
   std::array<std::array<cudaEvent_t, kEvents>, kRing> events_{};
@@ -404,6 +512,9 @@ class CudaBackend final : public Backend {
   cudaGraphExec_t graph_ = nullptr;
   std::unique_ptr<CuptiRecorder> cupti_;
   std::vector<int64_t> marker_steps_;  // steps whose marker CUPTI has not returned yet
+  double timeout_s_ = 0;               // > 0: data parallel, waits poll the collective (wait_event)
+  cudaEvent_t drain_ = nullptr;        // recorded at the end of a stream that wait_stream drains
+  size_t peak_in_use_ = 0, device_total_ = 0;
 
   std::vector<float> download(const DeviceBuffer& b) const {
     return download(b.as<const float>(), int64_t(b.bytes() / sizeof(float)));

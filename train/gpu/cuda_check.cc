@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "train/gpu/gpu_policy.h"
 
 namespace stoker::gpu {
 namespace {
@@ -31,8 +32,10 @@ void check(cudnnStatus_t status, const char* call, const char* file, int line) {
   cudnnGetLastErrorString(detail, sizeof(detail));
   for (char& ch : detail)
     if (ch == '\n' || ch == '\r') ch = ' ';  // errors are one line
-  fail("cuDNN: {} failed: {}{}{} at {}:{}", call, cudnnGetErrorString(status),
-       detail[0] ? ": " : "", detail, base(file), line);
+  throw CudnnStatusError(
+      fmt::format("cuDNN: {} failed: {}{}{} at {}:{}", call, cudnnGetErrorString(status),
+                  detail[0] ? ": " : "", detail, base(file), line),
+      status);
 }
 
 const char* cublas_status_name(cublasStatus_t status) {

@@ -12,7 +12,8 @@
 
 namespace stoker::gpu {
 
-// Each throws stoker::Error when `status` is not success.
+// Each throws stoker::Error when `status` is not success (for cuDNN a CudnnStatusError,
+// gpu_policy.h, which keeps the status).
 void check(cudaError_t status, const char* call, const char* file, int line);
 void check(cudnnStatus_t status, const char* call, const char* file, int line);
 void check(cublasStatus_t status, const char* call, const char* file, int line);

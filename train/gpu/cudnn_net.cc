@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
+#include "train/gpu/gpu_policy.h"
 
 namespace stoker::gpu {
 namespace {
@@ -101,9 +103,9 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
   cudaDeviceProp prop{};
   STOKER_GPU(cudaGetDeviceProperties(&prop, device));
   device_name_ = prop.name;
-  STOKER_GPU(cudnnCreate(&cudnn_));
+  STOKER_GPU(cudnnCreate(cudnn_.out()));
   STOKER_GPU(cudnnSetStream(cudnn_, stream_));
-  STOKER_GPU(cublasCreate(&cublas_));
+  STOKER_GPU(cublasCreate(cublas_.out()));
   STOKER_GPU(cublasSetStream(cublas_, stream_));
   // Graph capture needs cuBLAS to own its workspace (no allocation while capturing).
   alloc(cublas_workspace_, size_t(32) << 20);
@@ -139,25 +141,28 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
 // its shapes once (so an unsupported combination fails here, naming the call, and lazy
 // library set-up happens before any graph capture). Parameters are loaded afterwards.
 void CudnnNet::trial_step() {
-  // Fastest first: fused BN+ReLU, then persistent BN alone, then plain BN.
-  for (;;) {
-    try {
-      forward(true);
-      loss_and_backward();
-      STOKER_GPU(cudaStreamSynchronize(stream_));
-      return;
-    } catch (const Error& e) {
-      cudaGetLastError();
-      if (fuse_bn_relu_) {
-        set_fusion(false);
-      } else if (bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
-        bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
-      } else {
-        fail("{} {} on {}: the planning step failed: {}", dtype_name(dtype_),
-             nhwc_ ? "NHWC" : "NCHW", device_name_, e.what());
-      }
-    }
-  }
+  // Fastest first: fused BN+ReLU, then persistent BN alone, then plain BN; a slower one only
+  // where cuDNN said the faster is not supported (gpu_policy.h), and the first failure is what
+  // the user reads.
+  run_with_fallbacks(
+      fmt::format("{} {} on {}: the planning step failed", dtype_name(dtype_),
+                  nhwc_ ? "NHWC" : "NCHW", device_name_),
+      [this] {
+        forward(true);
+        loss_and_backward();
+        STOKER_GPU(cudaStreamSynchronize(stream_));
+      },
+      [this]() -> std::string {
+        if (fuse_bn_relu_) {
+          set_fusion(false);
+          return "batch norm and ReLU unfused";
+        }
+        if (bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
+          bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
+          return "plain (non-persistent) batch norm";
+        }
+        return {};
+      });
 }
 
 void CudnnNet::set_fusion(bool on) {
@@ -182,15 +187,12 @@ bool CudnnNet::overwritten(int id) const {
                      [id](const GpuTensor& t) { return t.alias_of == id; });
 }
 
+// The handles, streams and events destroy themselves (handles.h), after the buffers. A
+// collective that failed has aborted its communicator before anything gets here (its
+// check_async), so the communication stream's kernels have ended.
 CudnnNet::~CudnnNet() {
   if (stream_) cudaStreamSynchronize(stream_);
   if (comm_) cudaStreamSynchronize(comm_);
-  for (Bucket& b : buckets_)
-    if (b.ready) cudaEventDestroy(b.ready);
-  if (reduced_) cudaEventDestroy(reduced_);
-  if (comm_) cudaStreamDestroy(comm_);
-  if (cublas_) cublasDestroy(cublas_);
-  if (cudnn_) cudnnDestroy(cudnn_);
 }
 
 void* CudnnNet::alloc(DeviceBuffer& b, size_t bytes) {
@@ -318,8 +320,8 @@ void CudnnNet::plan_layers() {
                                     find_ws.get(),
                                     find_ws.bytes()};
           g.conv =
-              plan_conv(cudnn_, l.name, geo, dtype_, nhwc_, config_.precision == Precision::tf32,
-                        l.inputs[0] != 0, policy, config_.workspace_limit, key_prefix, scratch);
+              plan_conv(cudnn_, l.name, geo, dtype_, nhwc_, config_.precision, l.inputs[0] != 0,
+                        policy, config_.workspace_limit, key_prefix, scratch);
           for (size_t b : g.conv.workspace) workspace = std::max(workspace, b);
           choices_.insert(choices_.end(), g.conv.choices.begin(), g.conv.choices.end());
           break;
@@ -439,7 +441,7 @@ void CudnnNet::plan_buckets() {
   bool empty = true;
   const auto close = [&] {
     open.chunk_count = int64_t(chunks.size()) - open.chunk_begin;
-    buckets_.push_back(open);
+    buckets_.push_back(std::move(open));
     empty = true;
   };
   for (size_t i : order) {
@@ -468,9 +470,10 @@ void CudnnNet::plan_buckets() {
     STOKER_GPU(cudaMemcpyAsync(bucket_chunks_dev_.get(), chunks.data(),
                                chunks.size() * sizeof(TensorChunk), cudaMemcpyHostToDevice,
                                stream_));
-  STOKER_GPU(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
-  for (Bucket& b : buckets_) STOKER_GPU(cudaEventCreateWithFlags(&b.ready, cudaEventDisableTiming));
-  STOKER_GPU(cudaEventCreateWithFlags(&reduced_, cudaEventDisableTiming));
+  STOKER_GPU(cudaStreamCreateWithFlags(comm_.out(), cudaStreamNonBlocking));
+  for (Bucket& b : buckets_)
+    STOKER_GPU(cudaEventCreateWithFlags(b.ready.out(), cudaEventDisableTiming));
+  STOKER_GPU(cudaEventCreateWithFlags(reduced_.out(), cudaEventDisableTiming));
   STOKER_GPU(cudaStreamSynchronize(stream_));  // `chunks` goes out of scope
 }
 
@@ -481,12 +484,12 @@ void CudnnNet::start_bucket(size_t b) {
   if (k.chunk_count > 0)
     finish_gradients(slots_dev_.as<TensorSlot>(),
                      bucket_chunks_dev_.as<TensorChunk>() + k.chunk_begin, k.chunk_count,
-                     dtype_ == DType::f16 ? loss_scale_device() : nullptr, overflow_.as<int32_t>(),
+                     dtype_ == DType::f16 ? loss_scale_device() : nullptr, nonfinite_flag(),
                      stream_);
   STOKER_GPU(cudaEventRecord(k.ready, stream_));
   STOKER_GPU(cudaStreamWaitEvent(comm_, k.ready, 0));
   config_.collective->allreduce_sum(grad_arena_.as<float>() + k.offset, k.floats,
-                                    CollectiveMemory{.device = true, .stream = comm_});
+                                    CollectiveMemory{.device = true, .stream = comm_.get()});
 }
 
 // The compute stream waits for every bucket's sum, then makes it the mean (what the update and
@@ -496,6 +499,10 @@ void CudnnNet::join_buckets() {
   STOKER_GPU(cudaStreamWaitEvent(stream_, reduced_, 0));
   const float mean = 1.0f / float(config_.collective->world());
   STOKER_GPU(cublasSscal_64(cublas_, int64_t(grad_floats_), &mean, grad_arena_.as<float>(), 1));
+}
+
+int32_t* CudnnNet::nonfinite_flag() const {
+  return skips_nonfinite_step(config_.precision) ? overflow_.as<int32_t>() : nullptr;
 }
 
 void CudnnNet::upload(void* dst, const void* src, size_t bytes) const {
@@ -509,9 +516,19 @@ void CudnnNet::download(void* dst, const void* src, size_t bytes) const {
 }
 
 void CudnnNet::reset_loss_scale() {
-  LossScale s;
-  if (dtype_ != DType::f16) s.scale = 1.0f;
+  set_loss_scale(LossScale{});
+}
+
+void CudnnNet::set_loss_scale(const LossScale& scale) {
+  LossScale s = scale;
+  if (dtype_ != DType::f16) s = LossScale{.scale = 1.0f};  // no scaling
   upload(scale_.get(), &s, sizeof(s));
+}
+
+LossScale CudnnNet::loss_scale() const {
+  LossScale s;
+  download(&s, scale_.get(), sizeof(s));
+  return s;
 }
 
 bool CudnnNet::has_momentum(int i) const {
@@ -580,10 +597,10 @@ void CudnnNet::forward(bool train) {
     GpuTensor& y = tensors_[size_t(l.output)];
     switch (l.kind) {
       case LayerKind::conv:
-        STOKER_GPU(cudnnConvolutionForward(cudnn_, &kOne, g.conv.x.get(), x.act, g.conv.w.get(),
-                                           params_[size_t(l.weight)].compute, g.conv.conv.get(),
-                                           g.conv.fwd, workspace_.get(), workspace_.bytes(), &kZero,
-                                           g.conv.y.get(), y.act));
+        STOKER_GPU(cudnnConvolutionForward(
+            cudnn_, &kOne, g.conv.x.get(), x.act, g.conv.w.get(), params_[size_t(l.weight)].compute,
+            g.conv.desc(ConvPass::forward), g.conv.fwd, workspace_.get(), workspace_.bytes(),
+            &kZero, g.conv.y.get(), y.act));
         break;
       case LayerKind::batchnorm: {
         const void* scale = params_[size_t(l.weight)].value.get();
@@ -660,14 +677,14 @@ void CudnnNet::loss_and_backward() {
       case LayerKind::conv: {
         const GpuParam& w = params_[size_t(l.weight)];
         STOKER_GPU(cudnnConvolutionBackwardFilter(
-            cudnn_, &kOne, g.conv.x.get(), x.act, g.conv.y.get(), y.dact, g.conv.conv.get(),
-            g.conv.bwd_filter, workspace_.get(), workspace_.bytes(), &kZero, g.conv.w.get(),
-            w.raw));
+            cudnn_, &kOne, g.conv.x.get(), x.act, g.conv.y.get(), y.dact,
+            g.conv.desc(ConvPass::backward_weights), g.conv.bwd_filter, workspace_.get(),
+            workspace_.bytes(), &kZero, g.conv.w.get(), w.raw));
         if (g.conv.has_bwd_data)
           STOKER_GPU(cudnnConvolutionBackwardData(
-              cudnn_, &kOne, g.conv.w.get(), w.compute, g.conv.y.get(), y.dact, g.conv.conv.get(),
-              g.conv.bwd_data, workspace_.get(), workspace_.bytes(), &beta, g.conv.x.get(),
-              x.dact));
+              cudnn_, &kOne, g.conv.w.get(), w.compute, g.conv.y.get(), y.dact,
+              g.conv.desc(ConvPass::backward_data), g.conv.bwd_data, workspace_.get(),
+              workspace_.bytes(), &beta, g.conv.x.get(), x.dact));
         break;
       }
       case LayerKind::batchnorm:
@@ -704,7 +721,15 @@ void CudnnNet::loss_and_backward() {
           grad_written_[size_t(t)] = true;
         }
         break;
-      case LayerKind::maxpool:
+      case LayerKind::maxpool: {
+        // Not cuDNN's: its max-pool backward adds with atomics (not reproducible).
+        const ActShape& in_shape = shapes_[size_t(in)];
+        const ActShape& out_shape = shapes_[size_t(l.output)];
+        const MaxPoolShape ps{config_.batch, in_shape.c, in_shape.h, in_shape.w, out_shape.h,
+                              out_shape.w,   l.kernel,   l.stride,   l.padding};
+        maxpool_backward(dtype_, nhwc_, ps, x.act, y.dact, x.dact, beta != 0.0f, stream_);
+        break;
+      }
       case LayerKind::global_avgpool:
         STOKER_GPU(cudnnPoolingBackward(cudnn_, g.pool.get(), &kOne, y.desc.get(), y.act,
                                         y.desc.get(), y.dact, x.desc.get(), x.act, &beta,
@@ -726,7 +751,7 @@ void CudnnNet::loss_and_backward() {
   STOKER_GPU(cudaMemsetAsync(overflow_.get(), 0, sizeof(int32_t), stream_));
   finish_gradients(slots_dev_.as<TensorSlot>(), finish_chunks_dev_.as<TensorChunk>(),
                    finish_chunk_count_, dtype_ == DType::f16 ? loss_scale_device() : nullptr,
-                   overflow_.as<int32_t>(), stream_);
+                   nonfinite_flag(), stream_);
 }
 
 void CudnnNet::update() {

@@ -21,6 +21,7 @@
 #include "train/backend.h"
 #include "train/gpu/conv_cudnn.h"
 #include "train/gpu/gpu_memory.h"
+#include "train/gpu/handles.h"
 #include "train/gpu/kernels/kernels.h"
 
 namespace stoker::gpu {
@@ -96,7 +97,11 @@ class CudnnNet {
   GpuParam& param(int i) { return params_[size_t(i)]; }
   bool has_momentum(int i) const;
   void set_momentum_flags(const std::vector<bool>& flags);  // by param index
+  // f16's dynamic loss scale (step_math.h; other precisions keep 1): torch's initial state,
+  // or one restored from a checkpoint, and the current one. Synchronous.
   void reset_loss_scale();
+  void set_loss_scale(const LossScale& s);
+  LossScale loss_scale() const;
   // Host <-> device copies ordered with the compute stream (which does not synchronise with
   // the legacy default stream that plain cudaMemcpy uses); return when done.
   void upload(void* dst, const void* src, size_t bytes) const;
@@ -119,6 +124,8 @@ class CudnnNet {
   bool bn_persistent() const { return bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT; }
   size_t workspace_bytes() const { return workspace_.bytes(); }
   size_t device_bytes() const { return device_bytes_; }
+  // The stream the gradient all-reduces run on (data parallelism), else null.
+  cudaStream_t comm_stream() const { return comm_; }
   const std::string& device_name() const { return device_name_; }
 
  private:
@@ -134,14 +141,17 @@ class CudnnNet {
   void plan_buckets();       // data parallelism: buckets, their finish chunks, the stream
   void start_bucket(size_t b);
   void join_buckets();
+  // Where the gradient finish flags a non-finite gradient: the overflow flag under f16 (the
+  // step is skipped, gpu_policy.h), null otherwise (the step applies, as torch's).
+  int32_t* nonfinite_flag() const;
 
   Network net_;
   BackendConfig config_;
   DType dtype_ = DType::f32;
   bool nhwc_ = false;
   cudaStream_t stream_ = nullptr;
-  cudnnHandle_t cudnn_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
+  CudnnHandle cudnn_;
+  CublasHandle cublas_;
   cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
   bool fuse_bn_relu_ = false;  // NHWC f16/bf16 with persistent BN: cuDNN's fused kernels
   ActivationDesc relu_desc_;
@@ -173,12 +183,12 @@ class CudnnNet {
     size_t offset = 0, floats = 0;
     int last_layer = 0;
     int64_t chunk_begin = 0, chunk_count = 0;
-    cudaEvent_t ready = nullptr;
+    EventHandle ready;
   };
   std::vector<Bucket> buckets_;
   DeviceBuffer bucket_chunks_dev_;
-  cudaStream_t comm_ = nullptr;
-  cudaEvent_t reduced_ = nullptr;
+  StreamHandle comm_;
+  EventHandle reduced_;
   size_t device_bytes_ = 0;
 };
 

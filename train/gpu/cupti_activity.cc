@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "common/clock.h"
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/cupti_records.h"
@@ -24,7 +23,8 @@ struct Shared {
   std::mutex mutex;
   RecordContext ctx;
   std::vector<ActivityRecord> records;
-  uint64_t dropped = 0;
+  uint64_t dropped = 0;     // CUPTI's count: records lost for lack of buffer space
+  uint64_t incomplete = 0;  // kernel/memcpy/memset records delivered without timestamps
   bool active = false;
 };
 Shared& shared() {
@@ -45,8 +45,12 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     std::lock_guard lock(s.mutex);
     CUpti_Activity* record = nullptr;
     // Errors here cannot be thrown across CUPTI's thread: a bad buffer ends this one.
-    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
-      if (auto r = convert_record(*record, s.ctx)) s.records.push_back(std::move(*r));
+    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      if (auto r = convert_record(*record, s.ctx))
+        s.records.push_back(std::move(*r));
+      else if (is_interval_kind(record->kind))
+        ++s.incomplete;
+    }
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS)
       s.dropped += dropped;
@@ -57,10 +61,19 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                          CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
+// The id CUPTI's records carry for `stream`: CUPTI's own (cuptiGetStreamIdEx, documented as
+// the stream's id in activity records), not the runtime's cudaStreamGetId, which CUPTI does
+// not promise to match (tests/train/gpu/gpu_facts.cc prints both on a device).
 uint32_t stream_id(cudaStream_t stream) {
-  unsigned long long id = 0;
-  STOKER_GPU(cudaStreamGetId(stream, &id));
-  return uint32_t(id);
+  uint32_t id = 0;
+  STOKER_GPU(cuptiGetStreamIdEx(nullptr, stream, 0, &id));
+  return id;
+}
+
+// CUPTI's timestamps on the host steady clock itself (every record, GPU ones converted by
+// CUPTI), instead of CLOCK_REALTIME plus an offset measured once that NTP slews would move.
+uint64_t CUPTIAPI steady_timestamp() {
+  return cupti_steady_timestamp();
 }
 
 }  // namespace
@@ -76,16 +89,15 @@ CuptiRecorder::CuptiRecorder(cudaStream_t compute, cudaStream_t copy) {
     RecordContext ctx;
     ctx.compute_stream = stream_id(compute);
     ctx.copy_stream = stream_id(copy);
-    uint64_t cupti_now = 0;
-    const int64_t before = now_ns();
-    STOKER_GPU(cuptiGetTimestamp(&cupti_now));
-    const int64_t after = now_ns();
-    ctx.clock = calibrate(before, cupti_now, after);
+    // Before any kind is enabled (CUPTI's rule), so that every record uses it.
+    STOKER_GPU(cuptiActivityRegisterTimestampCallback(steady_timestamp));
+    ctx.clock = ClockOffset{};  // the timestamps are the steady clock's already
     {
       std::lock_guard lock(s.mutex);
       s.ctx = ctx;
       s.records.clear();
       s.dropped = 0;
+      s.incomplete = 0;
     }
     STOKER_GPU(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     for (CUpti_ActivityKind kind : kKinds) STOKER_GPU(cuptiActivityEnable(kind));
@@ -107,7 +119,10 @@ CuptiRecorder::~CuptiRecorder() {
 }
 
 std::vector<ActivityRecord> CuptiRecorder::take() {
-  STOKER_GPU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  // A default flush: the caller synchronised every stream, so the buffers are complete, and
+  // CUPTI delivers only complete ones (a forced flush, meant for the end of a session, would
+  // hand over records still lacking timestamps). The destructor forces the rest out.
+  STOKER_GPU(cuptiActivityFlushAll(0));
   std::vector<ActivityRecord> out;
   {
     Shared& s = shared();
@@ -123,7 +138,7 @@ std::vector<ActivityRecord> CuptiRecorder::take() {
 uint64_t CuptiRecorder::dropped() const {
   Shared& s = shared();
   std::lock_guard lock(s.mutex);
-  return s.dropped;
+  return s.dropped + s.incomplete;
 }
 
 }  // namespace stoker::gpu

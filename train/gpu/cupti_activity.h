@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Records every kernel, memcpy and memset the process runs through CUPTI's Activity API, as
-// ActivityRecords on the host steady clock (conversion in cupti_records.h). CUPTI's activity
+// ActivityRecords on the host steady clock (CUPTI takes its timestamps from it through
+// cuptiActivityRegisterTimestampCallback; conversion in cupti_records.h). CUPTI's activity
 // buffers are process-wide, so one recorder may be active at a time. Not a profiler of
 // anything else (no metrics, no callbacks on API calls).
 #pragma once
@@ -24,10 +25,11 @@ class CuptiRecorder {
   CuptiRecorder(const CuptiRecorder&) = delete;
   CuptiRecorder& operator=(const CuptiRecorder&) = delete;
 
-  // Flushes CUPTI's buffers (records of finished work only: call after a synchronisation)
+  // Flushes CUPTI's completed buffers (call after synchronising every stream that ran work)
   // and returns the records since the last call, sorted by begin time.
   std::vector<ActivityRecord> take();
-  // Records CUPTI dropped for lack of buffer space since the recorder started.
+  // Records lost since the recorder started: dropped by CUPTI for lack of buffer space, or
+  // delivered without timestamps. Gap figures over-state idle time by what these covered.
   uint64_t dropped() const;
 };
 

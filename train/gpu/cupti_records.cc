@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "common/clock.h"
+
 namespace stoker::gpu {
 namespace {
 
@@ -41,6 +43,15 @@ std::string_view memcpy_kind_name(uint8_t kind) {
 ClockOffset calibrate(int64_t steady_before, uint64_t cupti_ns, int64_t steady_after) {
   const int64_t mid = steady_before + (steady_after - steady_before) / 2;
   return {mid - int64_t(cupti_ns), (steady_after - steady_before + 1) / 2};
+}
+
+uint64_t cupti_steady_timestamp() {
+  return uint64_t(now_ns());
+}
+
+bool is_interval_kind(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_KERNEL || kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+         kind == CUPTI_ACTIVITY_KIND_MEMCPY || kind == CUPTI_ACTIVITY_KIND_MEMSET;
 }
 
 uint32_t map_stream(const RecordContext& ctx, uint32_t cupti_stream) {

@@ -44,6 +44,13 @@ uint32_t map_stream(const RecordContext& ctx, uint32_t cupti_stream);
 // return type, template arguments and parameters dropped, at most 96 characters.
 std::string short_kernel_name(std::string_view name);
 
+// The host steady clock (common/clock.h) in ns, as CUPTI's timestamp callback returns it.
+uint64_t cupti_steady_timestamp();
+
+// Whether records of this kind are intervals convert_record turns into ActivityRecords
+// (kernel, concurrent kernel, memcpy, memset).
+bool is_interval_kind(CUpti_ActivityKind kind);
+
 // A kernel, memcpy or memset record as an ActivityRecord on the steady clock; nullopt for
 // every other kind (and for records whose end precedes their start).
 std::optional<ActivityRecord> convert_record(const CUpti_Activity& record,

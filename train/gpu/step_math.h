@@ -32,6 +32,74 @@ STOKER_HD float add_rn(float a, float b) {
 #endif
 }
 
+// ReLU as torch and oneDNN compute it: NaN propagates (fmaxf(x, 0) would return 0 for a NaN,
+// CUDA's math functions treating NaN as missing data, and a diverged run would keep a finite
+// loss while NaN reached the weights through batch norm's gradients).
+STOKER_HD float relu_value(float x) {
+  return x > 0.0f || x != x ? x : 0.0f;
+}
+// Its gradient from the output y, as torch's threshold_backward(dy, y, 0): dy where y is not
+// <= 0 (so a NaN output passes the gradient on), else 0.
+STOKER_HD float relu_gradient(float y, float dy) {
+  return y <= 0.0f ? 0.0f : dy;
+}
+
+// The outputs of a pooling window (kernel k, stride s, padding p, `out` outputs along this
+// axis) that contain input position i: [*lo, *hi], empty when *lo > *hi. Output o covers
+// inputs [o * s - p, o * s - p + k).
+STOKER_HD void pool_outputs_containing(int64_t i, int64_t k, int64_t s, int64_t p, int64_t out,
+                                       int64_t* lo, int64_t* hi) {
+  const int64_t a = i + p - k + 1;  // o * s >= a
+  int64_t first = a <= 0 ? 0 : (a + s - 1) / s;
+  int64_t last = (i + p) / s;  // o * s <= i + p
+  if (last > out - 1) last = out - 1;
+  if (first < 0) first = 0;
+  *lo = first;
+  *hi = last;
+}
+
+// Whether a value read later in a max-pool window's scan replaces the best so far: larger, or
+// NaN (torch's CUDA max_pool2d rule: NaN propagates; among equal values the first wins).
+STOKER_HD bool pool_takes(float value, float best) {
+  return value > best || value != value;
+}
+
+// The input position (row * w + col) of the maximum of output (orow, ocol)'s window, scanning
+// rows then columns with pool_takes. `x(row, col)` reads the input plane (h x w).
+template <class Read>
+STOKER_HD int64_t pool_window_argmax(const Read& x, int64_t h, int64_t w, int64_t k, int64_t s,
+                                     int64_t p, int64_t orow, int64_t ocol) {
+  const int64_t r0 = orow * s - p, c0 = ocol * s - p;
+  float best = 0;
+  int64_t arg = -1;
+  for (int64_t r = r0 < 0 ? 0 : r0; r < r0 + k && r < h; ++r)
+    for (int64_t c = c0 < 0 ? 0 : c0; c < c0 + k && c < w; ++c) {
+      const float v = x(r, c);
+      if (arg < 0 || pool_takes(v, best)) {
+        best = v;
+        arg = r * w + c;
+      }
+    }
+  return arg;
+}
+
+// Max pooling's input gradient at (row, col), gathered: the sum of dy(orow, ocol) over the
+// windows whose maximum is there, in a fixed order (no atomics, the same bits every run).
+// x, dy: readers of the input plane (h x w) and the output gradient plane (oh x ow).
+template <class Read, class ReadGrad>
+STOKER_HD float pool_input_gradient(const Read& x, const ReadGrad& dy, int64_t h, int64_t w,
+                                    int64_t oh, int64_t ow, int64_t k, int64_t s, int64_t p,
+                                    int64_t row, int64_t col) {
+  int64_t r_lo, r_hi, c_lo, c_hi;
+  pool_outputs_containing(row, k, s, p, oh, &r_lo, &r_hi);
+  pool_outputs_containing(col, k, s, p, ow, &c_lo, &c_hi);
+  float g = 0;
+  for (int64_t orow = r_lo; orow <= r_hi; ++orow)
+    for (int64_t ocol = c_lo; ocol <= c_hi; ++ocol)
+      if (pool_window_argmax(x, h, w, k, s, p, orow, ocol) == row * w + col) g += dy(orow, ocol);
+  return g;
+}
+
 // Index in cuDNN's NHWC filter layout (K x R x S x C) of plain index i (K x C x R x S, torch's),
 // for a filter of c input channels and rs = R * S taps.
 STOKER_HD int64_t krsc_index(int64_t i, int64_t c, int64_t rs) {

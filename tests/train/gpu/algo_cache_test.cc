@@ -121,7 +121,7 @@ TEST_F(AlgoCacheFile, PutFindSaveLoad) {
   EXPECT_FALSE(cache.find("a").has_value());
   cache.put("H100 cudnn91900 sm90 forward n1", {1, 4096, 0.25});
   cache.put("H100 cudnn91900 sm90 backward_data n1", {5, 0, 1.5});
-  cache.put("H100 cudnn91900 sm90 forward n1", {6, 8192, 0.125});  // replaces
+  cache.put("H100 cudnn91900 sm90 forward n1", {6, 8192, 0.125, 1});  // replaces
   EXPECT_EQ(cache.size(), 2u);
   const auto hit = cache.find("H100 cudnn91900 sm90 forward n1");
   ASSERT_TRUE(hit.has_value());
@@ -136,8 +136,23 @@ TEST_F(AlgoCacheFile, PutFindSaveLoad) {
   EXPECT_EQ(other.size(), 2u);
   EXPECT_EQ(other.find("H100 cudnn91900 sm90 backward_data n1")->algo, 5);
   EXPECT_DOUBLE_EQ(other.find("H100 cudnn91900 sm90 backward_data n1")->measured_ms, 1.5);
+  // The math type cuDNN ranked each with travels too (-1: the planned one).
+  EXPECT_EQ(other.find("H100 cudnn91900 sm90 forward n1")->math, 1);
+  EXPECT_EQ(other.find("H100 cudnn91900 sm90 backward_data n1")->math, -1);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   EXPECT_EQ(other.load((dir / "missing.tsv").string()), 0u);
+}
+
+// Files written before the math type was kept have four fields: read with the planned one.
+TEST_F(AlgoCacheFile, FourFieldLinesReadWithThePlannedMathType) {
+  const std::string path = (dir / "old.tsv").string();
+  std::ofstream(path) << "key one\t1\t0\t0.5\nkey two\t2\t64\t1\t3\n";
+  AlgoCache cache;
+  EXPECT_EQ(cache.load(path), 2u);
+  EXPECT_EQ(cache.find("key one")->math, -1);
+  EXPECT_EQ(cache.find("key two")->math, 3);
+  std::ofstream(path) << "key one\t1\t0\t0.5\t2\tjunk\n";
+  EXPECT_NE(error_of([&] { cache.load(path); }).find(path + ":1"), std::string::npos);
 }
 
 TEST_F(AlgoCacheFile, MalformedLineNamesFileAndLine) {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Throughput of the GPU backend alone, for a machine with a GPU: one synthetic batch (u8 or
 // f32, staged every step as a loader would), N warm-up and M timed training steps, then one
-// JSON line: images/s over the timed steps (wall clock, one collect at the end), mean phase
-// times from the device's events, the backend's description and, with --activity, the
-// kernel count and busy share of the compute stream. Not a test (it asserts nothing); the
-// figures go to docs/PERFORMANCE.md. Usage:
+// JSON line: images/s over the timed steps (wall clock), mean phase times from the device's
+// events over every timed step, peak device memory, the backend's description and, with
+// --activity, the kernel count, busy share and lost records of the compute stream. Not a test (it
+// asserts nothing); the figures go to docs/PERFORMANCE.md. Usage:
 //   cuda_step_driver [--arch resnet50] [--batch 256] [--size 224] [--precision f16]
 //                    [--layout auto] [--algo heuristic] [--graph] [--f32-input] [--activity]
 //                    [--steps 50] [--warmup 10]
@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "models/resnet.h"
+#include "tests/train/timed_steps.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/gpu/cupti_records.h"
@@ -114,27 +115,12 @@ int run(const Options& o) {
     for (size_t i = 0; i < pixels; ++i) static_cast<uint8_t*>(images)[i] = uint8_t(i * 31 % 251);
 
   const SgdConfig sgd;
-  const auto step = [&](int k) {
-    b->stage({images, labels.data(), o.batch});
-    b->release_input();
-    b->forward_backward();
-    b->update(sgd, 0.1f);
-    if ((k + 1) % 64 == 0) b->collect();  // stay within kMaxPendingSteps
-  };
-  for (int k = 0; k < o.warmup; ++k) step(k);
-  b->collect();
+  const HostBatch batch{images, labels.data(), o.batch};
+  test::run_steps(*b, batch, o.warmup, 64, sgd, 0.1f);
   b->take_activity();
   const int64_t t0 = now_ns();
-  std::vector<StepResult> results;
-  for (int k = 0; k < o.steps; ++k) {
-    step(k);
-    if ((k + 1) % 64 == 0) {
-      auto r = b->collect();
-      results.insert(results.end(), r.begin(), r.end());
-    }
-  }
-  auto r = b->collect();
-  results.insert(results.end(), r.begin(), r.end());
+  // Every timed step's result, collected every 64 steps (within kMaxPendingSteps).
+  const std::vector<StepResult> results = test::run_steps(*b, batch, o.steps, 64, sgd, 0.1f);
   const double wall = double(now_ns() - t0) * 1e-9;
   StepTimes mean;
   for (const StepResult& s : results) {
@@ -159,17 +145,20 @@ int run(const Options& o) {
       if (a.end_ns > from) busy += a.end_ns - from;
       reach = std::max(reach, a.end_ns);
     }
-    activity = fmt::format(R"({{"compute_records":{},"busy_share":{:.4f}}})", kernels,
-                           end > begin ? double(busy) / double(end - begin) : 0.0);
+    activity = fmt::format(R"({{"compute_records":{},"busy_share":{:.4f},"records_lost":{}}})",
+                           kernels, end > begin ? double(busy) / double(end - begin) : 0.0,
+                           b->device_report().activity_lost);
   }
   fmt::print(R"({{"arch":"{}","batch":{},"size":{},"precision":"{}","layout":"{}","algo":"{}",)"
              R"("graph":{},"input":"{}","plan_s":{:.2f},"steps":{},"images_per_s":{:.1f},)"
              R"("stage_ms":{:.3f},"forward_ms":{:.3f},"backward_ms":{:.3f},"update_ms":{:.3f},)"
-             R"("activity":{},"last_loss":{:.4f},"backend":"{}"}})"
+             R"("activity":{},"peak_in_use_mib":{},"planned_mib":{},"last_loss":{:.4f},)"
+             R"("backend":"{}"}})"
              "\n",
              o.arch, o.batch, o.size, o.precision, o.layout, o.algo, o.graph,
              o.f32_input ? "f32" : "u8", plan_s, results.size(), double(o.batch) * o.steps / wall,
              mean.stage * 1e3, mean.forward * 1e3, mean.backward * 1e3, mean.update * 1e3, activity,
+             b->device_report().peak_in_use_bytes >> 20, b->device_report().planned_bytes >> 20,
              results.empty() ? 0.0 : results.back().loss, b->describe());
   mem.release(images);
   return 0;

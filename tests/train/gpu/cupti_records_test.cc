@@ -8,6 +8,8 @@
 
 #include <cstring>
 
+#include "common/clock.h"
+
 namespace stoker::gpu {
 namespace {
 
@@ -23,6 +25,29 @@ TEST(Calibrate, MidpointOfTheSteadyWindow) {
   const ClockOffset o = calibrate(1'000'000, 40'000, 1'000'100);
   EXPECT_EQ(o.offset_ns, 1'000'050 - 40'000);
   EXPECT_EQ(o.uncertainty_ns, 50);
+}
+
+// The timestamp callback CUPTI is given (cuptiActivityRegisterTimestampCallback) is the steady
+// clock the loop's windows use, not CLOCK_REALTIME: read between two steady reads, and it
+// never goes back.
+TEST(CuptiTimestamp, IsTheSteadyClock) {
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t before = now_ns();
+    const uint64_t t = cupti_steady_timestamp();
+    const int64_t after = now_ns();
+    ASSERT_LE(before, int64_t(t));
+    ASSERT_LE(int64_t(t), after);
+  }
+}
+
+// Which records count as lost when they arrive without timestamps.
+TEST(IntervalKinds, KernelsCopiesAndSetsOnly) {
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                               CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET})
+    EXPECT_TRUE(is_interval_kind(k)) << int(k);
+  for (CUpti_ActivityKind k :
+       {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER})
+    EXPECT_FALSE(is_interval_kind(k)) << int(k);
 }
 
 TEST(MapStream, ComputeCopyOther) {

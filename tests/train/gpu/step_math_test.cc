@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "common/rng.h"
@@ -84,6 +85,85 @@ TEST(LossScale, StartsAt2To16HalvesOnOverflowDoublesAfter2000CleanSteps) {
   EXPECT_EQ(s.scale, 32768.0f);
   loss_scale_after_step(s, false);
   EXPECT_EQ(s.scale, 65536.0f);
+}
+
+// torch.relu and its backward (threshold_backward(dy, y, 0)) on [nan, -1, 0, 2], printed by
+// Debian's torch: y = [nan, 0, 0, 2], dx = [1, 0, 0, 1] for dy = 1. fmaxf(x, 0) would give 0
+// for the NaN, and a diverged run would keep a finite loss.
+TEST(Relu, NanPropagatesForwardAndItsGradientPasses) {
+  const float nan = std::nanf("");
+  EXPECT_TRUE(std::isnan(relu_value(nan)));
+  EXPECT_EQ(relu_value(-1.0f), 0.0f);
+  EXPECT_EQ(relu_value(0.0f), 0.0f);
+  EXPECT_EQ(relu_value(2.0f), 2.0f);
+  EXPECT_EQ(relu_value(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(relu_gradient(nan, 1.0f), 1.0f);
+  EXPECT_EQ(relu_gradient(0.0f, 1.0f), 0.0f);
+  EXPECT_EQ(relu_gradient(2.0f, 1.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(relu_gradient(2.0f, nan)));  // a NaN gradient passes on too
+}
+
+// Max pooling's backward as the kernel gathers it (pool_input_gradient) against the scatter it
+// replaces (each window's maximum gets the window's gradient), on planes with ties and NaNs,
+// for ResNet's stem pool (3x3, stride 2, padding 1) and others. The gather adds in a fixed
+// order; the scatter is exact here (small integers), so the two must agree exactly.
+TEST(MaxPoolBackward, GatherEqualsScatter) {
+  struct Geo {
+    int64_t h, w, k, s, p;
+  };
+  Rng rng(5);
+  for (const Geo g : {Geo{9, 9, 3, 2, 1}, Geo{8, 8, 3, 2, 1}, Geo{7, 5, 2, 2, 0},
+                      Geo{6, 6, 3, 1, 1}, Geo{5, 7, 3, 3, 0}, Geo{4, 4, 1, 1, 0}}) {
+    const int64_t oh = (g.h + 2 * g.p - g.k) / g.s + 1, ow = (g.w + 2 * g.p - g.k) / g.s + 1;
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> x(size_t(g.h * g.w)), dy(size_t(oh * ow));
+      for (float& v : x) v = float(rng.next() % 4);  // many ties
+      if (trial % 4 == 0) x[rng.next() % x.size()] = std::nanf("");
+      for (float& v : dy) v = float(rng.next() % 7) - 3.0f;
+      const auto read_x = [&](int64_t r, int64_t c) { return x[size_t(r * g.w + c)]; };
+      const auto read_dy = [&](int64_t r, int64_t c) { return dy[size_t(r * ow + c)]; };
+      std::vector<float> scatter(x.size(), 0.0f);
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t c = 0; c < ow; ++c)
+          scatter[size_t(pool_window_argmax(read_x, g.h, g.w, g.k, g.s, g.p, r, c))] +=
+              read_dy(r, c);
+      for (int64_t r = 0; r < g.h; ++r)
+        for (int64_t c = 0; c < g.w; ++c)
+          ASSERT_EQ(pool_input_gradient(read_x, read_dy, g.h, g.w, oh, ow, g.k, g.s, g.p, r, c),
+                    scatter[size_t(r * g.w + c)])
+              << g.h << "x" << g.w << " k" << g.k << " s" << g.s << " p" << g.p << " at " << r
+              << "," << c;
+    }
+  }
+}
+
+// The window rule is torch's (max_pool2d's indices, printed by Debian's torch): the first of
+// equal maxima; NaN wins, the last NaN in scan order.
+TEST(MaxPoolBackward, TiesAndNanAsTorch) {
+  const float nan = std::nanf("");
+  const std::vector<float> ties = {5, 5, 1, 5, 2, 0, 0, 0, 1};      // torch: index 0
+  const std::vector<float> nans = {1, nan, 3, 3, 2, nan, 0, 3, 1};  // torch: index 5
+  const auto at = [](const std::vector<float>& v) {
+    return [&v](int64_t r, int64_t c) { return v[size_t(r * 3 + c)]; };
+  };
+  EXPECT_EQ(pool_window_argmax(at(ties), 3, 3, 3, 1, 0, 0, 0), 0);
+  EXPECT_EQ(pool_window_argmax(at(nans), 3, 3, 3, 1, 0, 0, 0), 5);
+}
+
+TEST(MaxPoolBackward, OutputsContainingAnInputMatchTheirWindows) {
+  for (int64_t k = 1; k <= 4; ++k)
+    for (int64_t s = 1; s <= 3; ++s)
+      for (int64_t p = 0; p < k; ++p) {
+        const int64_t n = 11, out = (n + 2 * p - k) / s + 1;
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t lo = 0, hi = -1;
+          pool_outputs_containing(i, k, s, p, out, &lo, &hi);
+          for (int64_t o = 0; o < out; ++o) {
+            const bool covers = o * s - p <= i && i < o * s - p + k;
+            EXPECT_EQ(covers, lo <= o && o <= hi) << k << s << p << " i" << i << " o" << o;
+          }
+        }
+      }
 }
 
 // The layouts the kernels convert between, against loops that spell them out.

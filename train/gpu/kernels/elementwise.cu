@@ -35,13 +35,13 @@ __global__ void convert_input_kernel(InputConversion c, const S* src, T* dst) {
 
 template <class T>
 __global__ void relu_forward_kernel(const T* x, T* y, int64_t n) {
-  STOKER_GRID_STRIDE(i, n) store_f(y, i, fmaxf(load_f(x, i), 0.0f));
+  STOKER_GRID_STRIDE(i, n) store_f(y, i, relu_value(load_f(x, i)));  // NaN propagates
 }
 
 template <class T>
 __global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n, bool acc) {
   STOKER_GRID_STRIDE(i, n) {
-    const float g = load_f(y, i) > 0.0f ? load_f(dy, i) : 0.0f;
+    const float g = relu_gradient(load_f(y, i), load_f(dy, i));
     store_f(dx, i, acc ? load_f(dx, i) + g : g);
   }
 }

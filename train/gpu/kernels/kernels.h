@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Launchers of Stoker's own CUDA kernels, for what no cuDNN or cuBLAS call fits: the input
 // conversion (u8/f32, NCHW/NHWC -> normalised compute dtype and layout), elementwise ReLU and
-// residual add, the FC bias, the softmax cross-entropy with label smoothing (forward and
-// backward in one pass), and the multi-tensor optimiser kernels (gradient finish: cast,
-// unscale, overflow check; SGD with the weights' low-precision copies written in the same
-// pass; the loss scale's state machine). Plain C++ declarations: callable from .cc files.
-// Every launcher only enqueues on `stream` and checks the launch (STOKER_GPU_LAUNCHED).
+// residual add, max pooling's backward (deterministic), the FC bias, the softmax cross-entropy with
+// label smoothing (forward and backward in one pass), and the multi-tensor optimiser kernels
+// (gradient finish: cast, unscale, overflow check; SGD with the weights' low-precision copies
+// written in the same pass; the loss scale's state machine). Plain C++ declarations: callable from
+// .cc files. Every launcher only enqueues on `stream` and checks the launch (STOKER_GPU_LAUNCHED).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -32,7 +32,8 @@ struct InputConversion {
 };
 void convert_input(const InputConversion& c, const void* src, void* dst, cudaStream_t stream);
 
-// y = max(x, 0) (may be in place); dx = y > 0 ? dy : 0, added to dx when accumulate.
+// y = max(x, 0), NaN kept (may be in place); dx = y <= 0 ? 0 : dy, added to dx when
+// accumulate (step_math.h: relu_value, relu_gradient, torch's semantics).
 void relu_forward(DType t, const void* x, void* y, int64_t n, cudaStream_t stream);
 void relu_backward(DType t, const void* y, const void* dy, void* dx, int64_t n, bool accumulate,
                    cudaStream_t stream);
@@ -40,6 +41,17 @@ void relu_backward(DType t, const void* y, const void* dy, void* dx, int64_t n, 
 void add_forward(DType t, const void* a, const void* b, void* y, int64_t n, cudaStream_t stream);
 void pass_gradient(DType t, const void* src, void* dst, int64_t n, bool accumulate,
                    cudaStream_t stream);
+
+// Max pooling's gradient, deterministic (kernels/pool.cu: cuDNN's is not): dx (+)= for each
+// input element, the sum of dy over the windows whose maximum it is (first maximum in scan
+// order; NaN wins, as torch). x is the pool's input, all in `t` and NCHW or NHWC.
+struct MaxPoolShape {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t oh = 0, ow = 0;              // output
+  int64_t k = 1, stride = 1, pad = 0;  // square window
+};
+void maxpool_backward(DType t, bool nhwc, const MaxPoolShape& s, const void* x, const void* dy,
+                      void* dx, bool accumulate, cudaStream_t stream);
 
 // logits [n, classes] f32 += bias; dbias[c] = sum over rows of dlogits (f32), in row order.
 void add_bias(float* logits, const float* bias, int64_t n, int64_t classes, cudaStream_t stream);
@@ -90,7 +102,8 @@ struct TensorChunk {
 };
 
 // grad = float(raw) * (1 / scale) (cast and KRSC -> KCRS where the slot says), for every
-// chunk; sets *overflow to 1 when any result is not finite. `scale` null: 1.
+// chunk; sets *overflow to 1 when any result is not finite (overflow null: no check, the
+// step applies whatever it holds; gpu_policy.h's skips_nonfinite_step). `scale` null: 1.
 void finish_gradients(const TensorSlot* slots, const TensorChunk* chunks, int64_t chunk_count,
                       const LossScale* scale, int32_t* overflow, cudaStream_t stream);
 // One SGD step (step_math.h) on every chunk unless *overflow, then writes the compute copies.

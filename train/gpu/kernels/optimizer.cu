@@ -45,7 +45,8 @@ __global__ void finish_kernel(const TensorSlot* slots, const TensorChunk* chunks
     bad |= !isfinite(g);
     s.grad[i] = g;
   }
-  if (__syncthreads_or(bad) && threadIdx.x == 0) atomicOr(overflow, 1);
+  // Uniform across the block (a kernel argument): every thread reaches the barrier or none.
+  if (overflow != nullptr && __syncthreads_or(bad) && threadIdx.x == 0) atomicOr(overflow, 1);
 }
 
 __global__ void sgd_kernel(const TensorSlot* slots, const TensorChunk* chunks,
