@@ -73,7 +73,7 @@ def stoker_row(work, tag, args, rc, idle):
     if r:
         gaps = r.get("gaps") or {}
         row.update(images_per_s=round(r.get("images_per_s", 0), 1),
-                   step_ms_p50=(r.get("step_ms") or {}).get("p50"),
+                   step_ms_median=(r.get("step_ms") or {}).get("median"),
                    data_wait_share=round(r.get("data_wait_fraction", 0), 4),
                    kernel_gap_share=round(gaps["share"], 4) if "share" in gaps else None,
                    backend=r.get("backend"), steps=r.get("steps"))

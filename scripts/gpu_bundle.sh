@@ -151,6 +151,7 @@ need_ver() {
   echo "glibcxx $(need_ver GLIBCXX)"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
   echo "cuda_archs $archs"
+  echo "from_the_system $(printf '%s\n' "${!base[@]}" | grep -v '^/\|vdso' | sort | tr '\n' ' ')"
   echo "commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
 } >"$out/BUILD_INFO.txt"
 

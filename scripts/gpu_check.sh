@@ -246,7 +246,8 @@ step_loader() {
       [ "$r" = serial ] && n=$serial_steps
       local trace=()
       # Traces of the largest size, serial against the first parallel reader: 2 files.
-      local traced_readers=" $(cut -d" " -f1-2 <<<"$readers") "
+      local traced_readers
+      traced_readers=" $(cut -d" " -f1-2 <<<"$readers") "
       [ "$px" = "${gen_sizes##*,}" ] && [[ $traced_readers == *" $r "* ]] &&
         trace=(--trace "$out/trace_loader_${tag}.json" --trace-steps 1:3)
       echo "-- loader $tag"

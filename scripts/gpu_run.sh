@@ -91,6 +91,13 @@ if [ -n "$have_glibc" ] && [ -n "$need_glibc" ] && ! at_least "$have_glibc" "$ne
   sys_note="glibc $have_glibc is older than the $need_glibc the bundle was built against"
 fi
 
+# libstdc++ likewise: the newest GLIBCXX symbol version the bundle needs must be in the system's.
+need_cxx=$(awk '$1 == "glibcxx" { print $2 }' "$bundle/BUILD_INFO.txt")
+sys_cxx=$(ldconfig -p 2>/dev/null | awk '$1 == "libstdc++.so.6" && /x86-64/ && !p { p = $NF } END { print p }')
+if [ -n "$need_cxx" ] && [ -n "$sys_cxx" ] && ! grep -qa "GLIBCXX_$need_cxx" "$sys_cxx"; then
+  sys_note="${sys_note:+$sys_note; }$sys_cxx lacks GLIBCXX_$need_cxx, which the bundle needs"
+fi
+
 ld_path=$bundle/lib
 [ "$unpacked" = "$bundle/lib" ] || ld_path=$unpacked:$ld_path
 for d in $(printf '%s\n' "${path_dirs[@]}" | awk '!seen[$0]++'); do ld_path=$ld_path:$d; done
