@@ -158,7 +158,7 @@ if [ "$dry" = 1 ]; then
   gen_sizes="32,48" per_class=4 classes=2 readers="serial threads:2 processes:2"
   loader_steps=1 serial_steps=1 dry_rate=500
 else
-  backend=cuda arch=resnet50 batch=256 size=224 steps=30 warmup=5 torch_device=cuda
+  backend=cuda arch=resnet50 batch=256 size=224 steps=20 warmup=3 torch_device=cuda
   gen_sizes="256,512,1024" per_class=256 classes=10
   readers="serial processes:16 threads:16 processes:8 threads:8 processes:4 threads:4"
   loader_steps=10 serial_steps=3
@@ -267,9 +267,9 @@ echo "gpu_check: $( ((dry)) && echo "DRY RUN (cpu backend, tiny sizes)" || echo 
   "${build:-$here}; results in $out"
 step env 30
 step tests 100
-step stoker 130
-step torch 120
-step loader 200
+step stoker 160
+step torch 110
+step loader 180
 "$python" "$here/bench/gpu_check_summary.py" --work "$work" --out "$out/gpu_check.json" \
   --dry-run "$dry" --seconds $(($(date +%s) - start))
 summary_rc=$?
