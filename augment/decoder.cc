@@ -2,8 +2,10 @@
 #include "augment/decoder.h"
 
 #include <opencv2/core/utils/logger.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#ifdef STOKER_HAVE_IMGCODECS
+#include <opencv2/imgcodecs.hpp>
+#endif
 
 #include "augment/decode_jpeg.h"
 #include "common/error.h"
@@ -63,20 +65,7 @@ ImageInfo Decoder::open(std::span<const uint8_t> bytes, std::string_view name) {
          format_name(info_.format));
   }
   if (info_.format != ImageFormat::jpeg) {
-    const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
-    cv::Mat bgr;
-    try {
-      bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
-    } catch (const cv::Exception& e) {
-      fail("{}: OpenCV could not decode this {} file: {}", name, format_name(info_.format), e.err);
-    }
-    if (bgr.empty()) {
-      fail("{}: OpenCV could not decode this {} file (corrupt or truncated data)", name,
-           format_name(info_.format));
-    }
-    cv::cvtColor(bgr, other_, cv::COLOR_BGR2RGB);
-    info_.width = other_.cols;
-    info_.height = other_.rows;
+    decode_other(bytes, name);
     check_size();
   }
   if (info_.width <= 0 || info_.height <= 0) {
@@ -85,6 +74,32 @@ ImageInfo Decoder::open(std::span<const uint8_t> bytes, std::string_view name) {
   }
   return info_;
 }
+
+#ifdef STOKER_HAVE_IMGCODECS
+void Decoder::decode_other(std::span<const uint8_t> bytes, std::string_view name) {
+  const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
+  cv::Mat bgr;
+  try {
+    bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  } catch (const cv::Exception& e) {
+    fail("{}: OpenCV could not decode this {} file: {}", name, format_name(info_.format), e.err);
+  }
+  if (bgr.empty()) {
+    fail("{}: OpenCV could not decode this {} file (corrupt or truncated data)", name,
+         format_name(info_.format));
+  }
+  cv::cvtColor(bgr, other_, cv::COLOR_BGR2RGB);
+  info_.width = other_.cols;
+  info_.height = other_.rows;
+}
+#else
+void Decoder::decode_other(std::span<const uint8_t>, std::string_view name) {
+  fail(
+      "{}: a {} file, and this build decodes JPEG only (built with STOKER_WITH_IMGCODECS=OFF, "
+      "as the GPU bundle is); convert the dataset to JPEG or use a full build",
+      name, format_name(info_.format));
+}
+#endif
 
 const DecodedRegion& Decoder::decode(const DecodeRequest& request) {
   STOKER_CHECK(info_.format != ImageFormat::unknown);

@@ -58,6 +58,10 @@ class Decoder {
   const DecodeOptions& options() const { return options_; }
 
  private:
+  // A non-JPEG image, decoded whole by OpenCV's imgcodecs into other_ (info_ gets its size);
+  // a build without imgcodecs refuses it, naming the file and the format.
+  void decode_other(std::span<const uint8_t> bytes, std::string_view name);
+
   DecodeOptions options_;
   std::unique_ptr<JpegDecoder> jpeg_;
   ImageInfo info_;

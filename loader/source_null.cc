@@ -2,12 +2,10 @@
 // The null source, as fio's null engine: no I/O, every sample is the same bytes (a built-in
 // JPEG, or one file read once), so a run measures the loader's own overhead plus decode.
 // Synchronous and asynchronous: submit completes at once, reap returns what was submitted.
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-
 #include <cstring>
 #include <deque>
 
+#include "augment/encode_jpeg.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "loader/source.h"
@@ -17,16 +15,18 @@ namespace stoker {
 std::span<const uint8_t> null_source_jpeg() {
   static const std::vector<uint8_t> jpeg = [] {
     // A smooth colour gradient: decodes like a photo, compresses like one (about 10 KB).
-    cv::Mat bgr(256, 256, CV_8UC3);
-    for (int y = 0; y < bgr.rows; ++y) {
-      for (int x = 0; x < bgr.cols; ++x) {
-        bgr.at<cv::Vec3b>(y, x) = {static_cast<uint8_t>(x), static_cast<uint8_t>(y),
-                                   static_cast<uint8_t>((x + y) / 2)};
+    // (Blue x, green y, red (x+y)/2: the bytes it had when OpenCV encoded it from BGR.)
+    constexpr int kSide = 256;
+    std::vector<uint8_t> rgb(kSide * kSide * 3);
+    for (int y = 0; y < kSide; ++y) {
+      for (int x = 0; x < kSide; ++x) {
+        uint8_t* p = &rgb[(static_cast<size_t>(y) * kSide + x) * 3];
+        p[0] = static_cast<uint8_t>((x + y) / 2);
+        p[1] = static_cast<uint8_t>(y);
+        p[2] = static_cast<uint8_t>(x);
       }
     }
-    std::vector<uint8_t> out;
-    STOKER_CHECK(cv::imencode(".jpg", bgr, out, {cv::IMWRITE_JPEG_QUALITY, 90}));
-    return out;
+    return encode_jpeg_rgb(rgb.data(), kSide, kSide, kSide * 3, 90);
   }();
   return jpeg;
 }

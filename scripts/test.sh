@@ -11,6 +11,11 @@ export STOKER_REQUIRE_ORACLES=${STOKER_REQUIRE_ORACLES:-1}
 scripts/deps.sh --test
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=ON > /dev/null
 cmake --build build
+# The lean GPU bundle, before the tests (tests/tools/gpu_bundle_chroot_test.sh runs it on a
+# bare Debian): its own smaller build, made here rather than inside a test that runs beside others.
+if [ -x build/tests/cuda_backend_test ]; then
+  scripts/gpu_bundle.sh --out build/gpu-bundle --build-dir build/bundle-build >/dev/null
+fi
 rc=0
 ctest --test-dir build --output-on-failure -j "$(nproc)" --output-junit ctest-junit.xml || rc=$?
 # The skipped tests and why (ctest's summary names them, not the reason); with oracles

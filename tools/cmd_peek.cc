@@ -2,12 +2,16 @@
 // stoker peek: a PNG contact sheet of one augmented batch, each tile captioned with its
 // class and sample index, so a user sees what the network will see.
 #include <fmt/format.h>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#ifdef STOKER_HAVE_IMGCODECS
+#include <opencv2/imgcodecs.hpp>
+#endif
 
 #include <cmath>
+#include <fstream>
 #include <memory>
 
+#include "augment/encode_jpeg.h"
 #include "common/error.h"
 #include "loader/index.h"
 #include "loader/iterator.h"
@@ -27,6 +31,29 @@ struct PeekOptions {
   size_t batch_number = 0;
   LoaderOptions loader;
 };
+
+// PNG (or any format OpenCV writes) through imgcodecs; a build without it (the GPU
+// bundle's) writes JPEG only, with libjpeg-turbo.
+void write_sheet(const cv::Mat& bgr, const std::string& path) {
+#ifdef STOKER_HAVE_IMGCODECS
+  if (!cv::imwrite(path, bgr)) fail("peek: cannot write '{}'", path);
+#else
+  const bool jpeg = path.ends_with(".jpg") || path.ends_with(".jpeg");
+  if (!jpeg) {
+    usage_fail(
+        "peek: --out '{}': this build writes JPEG only (built with STOKER_WITH_IMGCODECS=OFF); "
+        "name a .jpg file",
+        path);
+  }
+  cv::Mat rgb;
+  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  const std::vector<uint8_t> bytes = encode_jpeg_rgb(rgb.data, rgb.cols, rgb.rows, rgb.step, 95);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out) fail("peek: cannot write '{}': {}", path, errno_text(errno));
+#endif
+}
 
 void run_peek(const PeekOptions& o) {
   check_writable("--out", o.out);
@@ -63,7 +90,7 @@ void run_peek(const PeekOptions& o) {
     cv::putText(sheet, text, cv::Point(x + 2, y + size_h + kCaption - 6), cv::FONT_HERSHEY_SIMPLEX,
                 font, cv::Scalar(235, 235, 235), 1, cv::LINE_AA);
   }
-  if (!cv::imwrite(o.out, sheet)) fail("peek: cannot write '{}'", o.out);
+  write_sheet(sheet, o.out);
   fmt::print("{}: {} samples of batch {} (epoch {}), {} {}x{}, {} bad files skipped\n", o.out, n,
              o.batch_number, o.epoch, transform_name(config.transform.kind), size, size_h,
              it.bad_samples().count());

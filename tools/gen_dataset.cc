@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
+#include <opencv2/core.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "augment/encode_jpeg.h"
 #include "common/error.h"
 #include "common/progress.h"
 #include "common/rng.h"
@@ -159,10 +159,9 @@ GenResult generate_dataset(const GenConfig& c) {
         index_colour(static_cast<uint32_t>(i), col);
         rgb = cv::Mat(h, w, CV_8UC3, cv::Scalar(col[0], col[1], col[2]));
       }
-      cv::Mat bgr;
-      cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
-      std::vector<uint8_t> jpeg;
-      cv::imencode(".jpg", bgr, jpeg, {cv::IMWRITE_JPEG_QUALITY, c.quality});
+      STOKER_CHECK(rgb.type() == CV_8UC3);
+      const std::vector<uint8_t> jpeg =
+          encode_jpeg_rgb(rgb.data, rgb.cols, rgb.rows, rgb.step, c.quality);
       write_file(fmt::format("{}/class_{:03d}/img_{:06d}.jpg", root, label, j), jpeg);
       bytes += jpeg.size();
       progress.add(1, jpeg.size());
