@@ -2,7 +2,8 @@
 // The facts about a machine's CUDA stack that reading the code could not settle (issue 23,
 // item 10), printed as one JSON document for the first GPU run to answer. Not a test: it
 // asserts nothing, and a fact it cannot establish is printed with the reason. Usage:
-//   gpu_facts > facts.json      (exit 77, "no CUDA device: ...", where no device can run)
+//   gpu_facts > facts.json      (exit code 77 and "SKIP[no-cuda-device]: ..." where no device can
+//   run)
 // Facts: library versions; the id CUPTI's records give a stream (cuptiGetStreamIdEx, which
 // the backend maps by) against cudaStreamGetId, for eager and graph-launched kernels; whether
 // CUPTI's timestamps are the steady clock once the backend's callback is registered; which
@@ -357,7 +358,7 @@ int main(int argc, char**) {
   }
   const std::string why = device_unavailable_reason(0);
   if (!why.empty()) {
-    std::fprintf(stderr, "gpu_facts: SKIP: %s\n", why.c_str());
+    std::fprintf(stderr, "SKIP[no-cuda-device]: gpu_facts: %s\n", why.c_str());
     return 77;
   }
   nlohmann::json out = {{"tool", "gpu_facts"}};
