@@ -11,7 +11,8 @@
 # Caps (oneDNN's ONEDNN_MAX_CPU_ISA): SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI
 # AVX512_CORE_BF16, and default. A cap above what the CPU has changes nothing (not run), nor
 # does its best one beside the default (run once).
-# Exits 1 if any run fails, 2 on a usage error.
+# Each cap's full output is kept in BUILD/isas/CAP.log. Exits 1 if any run fails, 2 on a usage
+# error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build
@@ -19,7 +20,7 @@ caps=()
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) build=${2:?--build-dir needs a directory}; shift 2 ;;
-    -h|--help) sed -n '3,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,15p' "$0"; exit 0 ;;
     --other) caps+=(other); shift ;;
     SSE41|AVX|AVX2|AVX512_CORE|AVX512_CORE_VNNI|AVX512_CORE_BF16|default) caps+=("$1"); shift ;;
     *) echo "test_isas.sh: usage error: unknown cap or option '$1' (caps: SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16 default, or --other)" >&2; exit 2 ;;
@@ -74,6 +75,8 @@ for cap in "${caps[@]}"; do
     ONEDNN_MAX_CPU_ISA=$cap ctest --test-dir "$build" -L numerics -j "$(nproc)" --output-on-failure || { rc=1; failed+=("$cap"); }
   fi
   ran+=("$cap ($((SECONDS - start)) s)")
+  # Every test's whole output, for the errors and bounds the oracles print.
+  mkdir -p "$build/isas" && cp "$build/Testing/Temporary/LastTest.log" "$build/isas/$cap.log"
 done
 echo "# numerics under oneDNN caps: ran ${ran[*]:-none}; failed ${failed[*]:-none}; not supported here ${unsupported[*]:-none}"
 exit "$rc"
