@@ -179,11 +179,22 @@ struct Planner {
               memory::desc(dims(out), d.act_type, tag::any), strides, pad, pad),
           attr, d.engine));
       // The master weights take the layout backward-weights writes gradients in (f32).
-      auto bww = STOKER_DNNL(dnnl::convolution_backward_weights::primitive_desc(
-          dnnl::convolution_backward_weights::desc(algo, fwd.src_desc(),
-                                                   memory::desc(w, dt::f32, tag::any),
-                                                   fwd.dst_desc(), strides, pad, pad),
-          attr, d.engine, fwd));
+      const auto backward_weights = [&](const memory::desc& x, const memory::desc& dy) {
+        return STOKER_DNNL(dnnl::convolution_backward_weights::primitive_desc(
+            dnnl::convolution_backward_weights::desc(algo, x, memory::desc(w, dt::f32, tag::any),
+                                                     dy, strides, pad, pad),
+            attr, d.engine, fwd));
+      };
+      auto bww = backward_weights(fwd.src_desc(), fwd.dst_desc());
+      // Below AVX-512, oneDNN 2.6 has no JIT backward-weights for the forward's blocked
+      // layouts where the input is smaller than the kernel (layer4's 3x3 convs on small
+      // images), and its reference kernel takes seconds there: let it pick the layouts
+      // (reordered into in backward_conv) when that finds a JIT kernel.
+      if (std::string(STOKER_DNNL(bww.impl_info_str())).rfind("ref", 0) == 0) {
+        auto own = backward_weights(memory::desc(fwd.src_desc().dims(), d.act_type, tag::any),
+                                    memory::desc(fwd.dst_desc().dims(), d.act_type, tag::any));
+        if (std::string(STOKER_DNNL(own.impl_info_str())).rfind("ref", 0) != 0) bww = own;
+      }
       return std::pair(fwd, bww);
     };
     LayerMemory& lm = d.layers[i];
@@ -496,11 +507,19 @@ struct Planner {
            {DNNL_ARG_DIFF_SRC, target}});
       gradient_written(in, target, l.name);
     }
+    // In the layouts backward-weights chose (forward_conv), reordered where they differ.
+    memory x = d.act[in], dy = d.dact[out];
+    if (lm.conv_bww.src_desc() != x.get_desc()) {
+      x = alloc(lm.conv_bww.src_desc());
+      add_reorder(d.backward, l.name + " backward-weights input", d.act[in], x);
+    }
+    if (lm.conv_bww.diff_dst_desc() != dy.get_desc()) {
+      dy = alloc(lm.conv_bww.diff_dst_desc());
+      add_reorder(d.backward, l.name + " backward-weights gradient", d.dact[out], dy);
+    }
     add(d.backward, l.name + " backward-weights", lm.conv_bww,
         STOKER_DNNL(dnnl::convolution_backward_weights(lm.conv_bww)),
-        {{DNNL_ARG_SRC, d.act[in]},
-         {DNNL_ARG_DIFF_DST, d.dact[out]},
-         {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
+        {{DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
   }
 
   void backward_batchnorm(size_t i, const Layer& l) {
