@@ -21,11 +21,11 @@ def test_schedule_shapes_and_checksums_equal_the_cli(photos, stoker_cli, tmp_pat
                                                                         (96, 96)]
     loader = stoker.Loader(photos, reader="processes:2", batch_size=8, seed=4,
                            size_schedule="32:96@0-2", tensors="numpy")
-    pool = loader.pool_bytes()
+    pool = loader.pool_bytes
     shapes = []
     for _ in range(3):
         shapes.append({tuple(images.shape[1:]) for images, _ in loader})
-        assert loader.pool_bytes() == pool
+        assert loader.pool_bytes == pool
     assert shapes == [{(3, 32, 32)}, {(3, 64, 64)}, {(3, 96, 96)}]
     assert loader.stats()["epoch_checksums"] == want
 

@@ -29,7 +29,7 @@ namespace {
 struct Step {
   int64_t begin_ns = 0, end_ns = 0;
   double wait = 0, copy = 0, compute = 0;  // seconds
-  int height = 0, width = 0;                // the batch's size (a size schedule changes it)
+  int height = 0, width = 0;               // the batch's size (a size schedule changes it)
   std::vector<SampleTiming> samples;
 };
 
@@ -268,10 +268,10 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   BackendConfig bc;
   bc.batch = batch;
   // Under a size schedule: planned for the first step's size, re-planned as it changes.
-  bc.height = config.size_schedule.active() ? config.size_schedule.at(0, 0)
-                                            : config.transform.out_height();
-  bc.width = config.size_schedule.active() ? config.size_schedule.at(0, 0)
-                                           : config.transform.out_width();
+  bc.height =
+      config.size_schedule.active() ? config.size_schedule.at(0, 0) : config.transform.out_height();
+  bc.width =
+      config.size_schedule.active() ? config.size_schedule.at(0, 0) : config.transform.out_width();
   bc.input.type = config.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
   bc.input.nhwc = config.output.layout == Layout::nhwc;
   bc.input.mean = config.output.mean;
