@@ -207,7 +207,8 @@ class Backend {
   // activation memory re-created, cuDNN algorithms chosen per shape, a CUDA Graph captured
   // afresh); the last gradients do not carry over. No-op for the current shape. A step at
   // size A, then B, then A gives what fresh backends at each size give. stoker::Error when
-  // the network cannot take the shape (the backend is then unusable). Waits for the device.
+  // the network cannot take the shape (the backend is then unusable: the old plan is freed
+  // first, so memory never holds two). Waits for the device.
   virtual void reshape(int64_t height, int64_t width) = 0;
 
   // Kernel (GPU) or primitive (CPU) intervals recorded since the last call, when

@@ -52,8 +52,9 @@ class CpuBackend final : public Backend {
   }
 
   // A new DnnlNet for the new shape (oneDNN's primitive cache makes a shape seen before cheap
-  // to plan again); the state moves over in torch's layout, which is exact. Only the current
-  // shape's net is kept, so memory stays that of one plan.
+  // to plan again); the state moves over in torch's layout, which is exact. The old net goes
+  // before the new one is planned, so memory is never more than one plan's (a plan that
+  // fails leaves the backend without one: its error ends the run).
   void reshape(int64_t height, int64_t width) override {
     if (height == d_->config.height && width == d_->config.width) return;
     finish_allreduce();
@@ -61,8 +62,10 @@ class CpuBackend final : public Backend {
     BackendConfig c = d_->config;
     c.height = height;
     c.width = width;
-    std::unique_ptr<DnnlNet> next = plan_dnnl_net(d_->net, with_threads(c));
-    owned_ = std::move(next);
+    const Network net = d_->net;
+    d_ = nullptr;
+    owned_.reset();
+    owned_ = plan_dnnl_net(net, with_threads(c));
     bind();
     load(state, fmt::format("the state before reshape to {}x{}", height, width));
   }
