@@ -481,6 +481,10 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   }
   // Every rank's images: the job's throughput (each rank's steps are the same steps).
   const double images_per_s = double(global_batch) * double(total.size()) / timed;
+  // Under a size schedule the work per image changes: the timed steps' mean.
+  const std::vector<SizeCost> per_size =
+      cost_per_size(records, skip, height, width, global_batch, net);
+  const double timed_flop_per_image = mean_flop_per_image(per_size);
   const GapStats& gaps = result.gaps;
   fmt::print("{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>10}\n", "steps",
              "img/s", "step ms", "wait ms", "fwd ms", "bwd ms", "upd ms", "wait %", "gap %",
@@ -491,9 +495,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
       total.size(), images_per_s, 1e3 * median(total), 1e3 * median(wait), 1e3 * median(fwd),
       1e3 * median(bwd), 1e3 * median(upd), 100 * timed_wait / timed,
       loop.activity ? fmt::format("{:.1f}", 100 * gaps.share()) : "-",
-      images_per_s * flop_per_image / 1e9, records.back().loss);
-  const std::vector<SizeCost> per_size =
-      cost_per_size(records, skip, height, width, global_batch, net);
+      images_per_s * timed_flop_per_image / 1e9, records.back().loss);
   if (per_size.size() > 1) print_per_size(per_size);
   if (rank0 && !o.trace.empty()) {
     const TraceWriter tw = loop_trace(result.trace, t.backend);
@@ -583,8 +585,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
         {"validation", val_json},
         {"timing_warmup", skip},
         {"images_per_s", images_per_s},
-        {"flop_per_image", flop_per_image},
-        {"achieved_gflop_per_s", images_per_s * flop_per_image / 1e9},
+        {"flop_per_image", timed_flop_per_image},
+        {"achieved_gflop_per_s", images_per_s * timed_flop_per_image / 1e9},
         {"data_wait_fraction", timed_wait / timed},
         {"totals_s",
          {{"wall", timed},

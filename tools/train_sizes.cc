@@ -91,6 +91,15 @@ std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size
   return out;
 }
 
+double mean_flop_per_image(const std::vector<SizeCost>& sizes) {
+  double flop = 0, steps = 0;
+  for (const SizeCost& c : sizes) {
+    flop += c.flop_per_image * double(c.timed_steps);
+    steps += double(c.timed_steps);
+  }
+  return steps > 0 ? flop / steps : (sizes.empty() ? 0 : sizes.front().flop_per_image);
+}
+
 void print_per_size(const std::vector<SizeCost>& sizes) {
   fmt::print("# per size (steady state; re-plans apart):\n");
   fmt::print("{:>9} {:>8} {:>8} {:>9} {:>8} {:>10} {:>9}\n", "size", "steps", "timed", "step ms",

@@ -43,6 +43,8 @@ struct SizeCost {
 std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size_t timing_warmup,
                                     int64_t height, int64_t width, int64_t images_per_step,
                                     const Network& net);
+// FLOP per trained image over the timed steps of every size (their mean, weighted by steps).
+double mean_flop_per_image(const std::vector<SizeCost>& sizes);
 void print_per_size(const std::vector<SizeCost>& sizes);
 nlohmann::json per_size_json(const std::vector<SizeCost>& sizes);
 
