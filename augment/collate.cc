@@ -107,10 +107,10 @@ const uint8_t* mirror_row(const uint8_t* src, int w, uint8_t* scratch) {
 
 void collate_sample(const cv::Mat& rgb, bool flip, const Normalizer& norm, void* dst) {
   const OutputSpec& s = norm.spec;
-  STOKER_CHECK(rgb.type() == CV_8UC3 && rgb.cols == s.width && rgb.rows == s.height);
+  STOKER_CHECK(rgb.type() == CV_8UC3 && rgb.cols > 0 && rgb.rows > 0);
   const int h = rgb.rows, w = rgb.cols;
   if (s.dtype == DType::u8 && s.layout == Layout::nhwc && !flip && rgb.isContinuous()) {
-    std::memcpy(dst, rgb.data, s.sample_bytes());
+    std::memcpy(dst, rgb.data, size_t(3) * size_t(h) * size_t(w));
     return;
   }
   const Affine a{{s.mean[0], s.mean[1], s.mean[2]}, {s.std[0], s.std[1], s.std[2]}};

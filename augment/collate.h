@@ -42,8 +42,9 @@ struct Normalizer {
   std::array<std::array<float, 256>, 3> lut;
 };
 
-// rgb: spec.height x spec.width x 3 uint8. dst: one sample's place in the batch tensor,
-// [3, h, w] (nchw) or [h, w, 3] (nhwc), of spec.dtype.
+// rgb: h x w x 3 uint8 (spec.height x spec.width, or a batch's own size when the loader's
+// size changes over a run). dst: one sample's place in the batch tensor, [3, h, w] (nchw) or
+// [h, w, 3] (nhwc), of spec.dtype.
 void collate_sample(const cv::Mat& rgb, bool flip, const Normalizer& norm, void* dst);
 
 }  // namespace stoker

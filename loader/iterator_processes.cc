@@ -202,7 +202,10 @@ class ProcessesProducer final : public Producer {
         SampleRequest r;
         r.tag = id;
         r.epoch = ctx_.sampler.epoch();
-        r.offset = id / capacity_ * stride_ + id % capacity_ * sample_bytes_;
+        const Batch& b = batches_[id / capacity_];
+        r.offset = id / capacity_ * stride_ + id % capacity_ * b.spec.sample_bytes();
+        r.width = b.spec.width;
+        r.height = b.spec.height;
         r.index = s.chain.index();
         r.attempt = s.chain.attempt();
         if (p.sent.empty()) p.head_since = now_ns();

@@ -14,6 +14,7 @@
 #include "loader/host_memory.h"
 #include "loader/reader_policy.h"
 #include "loader/sampler.h"
+#include "loader/size_schedule.h"
 #include "loader/source.h"
 
 namespace stoker {
@@ -24,6 +25,9 @@ struct LoaderConfig {
   size_t prefetch = 2;  // batches prepared ahead of the one the consumer holds
   TransformConfig transform;
   OutputSpec output;  // width/height follow transform.out_width()/out_height()
+  // When active, the side of each batch (square) follows this schedule of the epoch or step
+  // instead of transform.size; the pool is sized for its largest side.
+  SizeSchedule size_schedule;
   DecodeOptions decode;
   ErrorPolicy on_error = ErrorPolicy::skip;
   size_t max_replacements = 64;   // consecutive failures before giving up under `skip`

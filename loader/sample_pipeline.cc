@@ -50,6 +50,8 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::uni
         OutputSpec s = cfg.output;
         s.width = cfg.transform.out_width();
         s.height = cfg.transform.out_height();
+        // A schedule's batches are square; the pool is sized for its largest side.
+        if (cfg.size_schedule.active()) s.width = s.height = cfg.size_schedule.largest();
         return s;
       }()),
       recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode},
@@ -63,7 +65,25 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::uni
   cv::setNumThreads(0);
 }
 
+int scheduled_side(const LoaderContext& ctx, size_t b) {
+  const uint64_t epoch = ctx.sampler.epoch();
+  return ctx.config.size_schedule.at(epoch, epoch * ctx.sampler.batches() + b);
+}
+
+SampleRecipe recipe_for(const SampleRecipe& recipe, const OutputSpec& spec) {
+  SampleRecipe r = recipe;
+  if (r.transform.out_width() == spec.width && r.transform.out_height() == spec.height) return r;
+  r.transform.size = spec.width;
+  r.transform.height = spec.height == spec.width ? 0 : spec.height;
+  r.transform.resize = std::max(spec.width, spec.height) * 256 / 224;
+  return r;
+}
+
 void begin_batch(const LoaderContext& ctx, Batch& batch, size_t b) {
+  // Every buffer has room for the pool's (largest) size; this batch's may be smaller.
+  batch.spec = ctx.normalizer.spec;
+  if (ctx.config.size_schedule.active())
+    batch.spec.width = batch.spec.height = scheduled_side(ctx, b);
   batch.size = ctx.sampler.batch_length(b);
   batch.epoch = ctx.sampler.epoch();
   batch.number = b;
@@ -77,7 +97,8 @@ void finish_batch(Batch& batch) {
 uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, Worker& w,
                         const SampleLocation& where, uint64_t epoch, uint32_t idx, uint32_t attempt,
                         void* dst, const PreRead* pre_read, SampleTiming& t) {
-  const size_t dst_bytes = normalizer.spec.sample_bytes();
+  const size_t dst_bytes = size_t(3) * size_t(recipe.transform.out_width()) *
+                           size_t(recipe.transform.out_height()) * normalizer.spec.element_bytes();
   const int64_t t0 = now_ns();
   t.start_ns = t0;
   t.worker = static_cast<int32_t>(gettid());
@@ -146,6 +167,7 @@ void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t slot,
                  const PreRead* pre_read) {
   SlotChain chain;
   chain.begin(ctx, batch.number, slot);
+  const SampleRecipe recipe = recipe_for(ctx.recipe, batch.spec);
   while (true) {
     const uint32_t idx = chain.index();
     const SampleLocation where = locate_sample(ctx.index, idx, w.location);
@@ -156,7 +178,7 @@ void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t slot,
     }
     try {
       const uint64_t hash = attempt_sample(
-          ctx.recipe, ctx.normalizer, w, where, ctx.sampler.epoch(), idx, chain.attempt(),
+          recipe, ctx.normalizer, w, where, ctx.sampler.epoch(), idx, chain.attempt(),
           batch.sample(slot), chain.attempt() == 0 ? pre_read : nullptr, chain.timing());
       chain.filled(ctx, batch, slot, hash);
       return;

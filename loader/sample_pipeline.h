@@ -62,7 +62,15 @@ struct Worker {
   cv::Mat resized;
 };
 
-// Sets the batch's size and identity for batch `b` of the sampler's current epoch.
+// The output side (square) of batch `b` of the sampler's current epoch under an active
+// config.size_schedule: the schedule at (epoch, epoch x batches per epoch + b).
+int scheduled_side(const LoaderContext& ctx, size_t b);
+// The recipe for a batch of `spec`'s width and height: the transform's output size set to
+// them (a centre crop's short side scaled as --size sets it, 256/224 of the larger side).
+SampleRecipe recipe_for(const SampleRecipe& recipe, const OutputSpec& spec);
+
+// Sets the batch's size, output shape and identity for batch `b` of the sampler's current
+// epoch.
 void begin_batch(const LoaderContext& ctx, Batch& batch, size_t b);
 void finish_batch(Batch& batch);
 
@@ -76,7 +84,8 @@ struct PreRead {
 
 // One attempt at dataset sample `idx` at `where` (named w.name in messages), the
 // `attempt`-th candidate for its slot, which keys its random crop with the seed and epoch:
-// read (or take pre_read), decode, augment and collate into `dst`. Returns the hash of what
+// read (or take pre_read), decode, augment and collate into `dst` (recipe.transform's output
+// size; the normaliser's dtype and layout). Returns the hash of what
 // it wrote (of the file's bytes with no_decode) and adds to `t`. Throws stoker::Error naming
 // the file. No policy here. Every reader, worker processes included, runs exactly this.
 uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, Worker& w,

@@ -45,17 +45,21 @@ bool path_has(const std::string& path, const char* text) {
 // attempt_sample, so every reader produces the same bytes.
 uint64_t run_sample(WorkerState& s, const SampleRequest& r, SampleTiming& t) {
   Worker& w = s.w;
-  const size_t dst_bytes = s.normalizer.spec.sample_bytes();
+  OutputSpec spec = s.normalizer.spec;
+  spec.width = r.width;
+  spec.height = r.height;
+  const size_t dst_bytes = spec.sample_bytes();
   SampleLocation where;
   STOKER_CHECK(s.index.locate(r.index, w.location, where));
   STOKER_CHECK(s.index.path(r.index, w.name));
-  STOKER_CHECK(r.offset + dst_bytes <= s.batch_bytes);
+  STOKER_CHECK(r.width > 0 && r.height > 0 && r.offset + dst_bytes <= s.batch_bytes);
   if (path_has(w.name, s.crash_on)) {
     prctl(PR_SET_DUMPABLE, 0);  // no core file for a deliberate crash
     std::abort();
   }
   while (path_has(w.name, s.hang_on)) pause();
-  const SampleRecipe recipe{s.setup.transform, s.setup.seed, s.setup.no_decode};
+  const SampleRecipe recipe =
+      recipe_for({s.setup.transform, s.setup.seed, s.setup.no_decode}, spec);
   return attempt_sample(recipe, s.normalizer, w, where, r.epoch, r.index, r.attempt,
                         s.batches + r.offset, nullptr, t);
 }

@@ -26,14 +26,14 @@ inline constexpr int kWorkerSocketFd = 3;
 inline constexpr int kWorkerIndexFd = 4;  // the shared index, sealed read-only
 inline constexpr int kWorkerBatchFd = 5;  // the batch tensors, read-write
 
-inline constexpr uint32_t kWorkerProtocol = 0x53544b02;  // "STK", version 2 (sources)
+inline constexpr uint32_t kWorkerProtocol = 0x53544b03;  // "STK", version 3 (sizes)
 
 // Parent -> worker, the first message: what try_sample reads from the LoaderConfig.
 struct WorkerSetup {
   uint32_t protocol = kWorkerProtocol;
   uint32_t size = sizeof(WorkerSetup);
   TransformConfig transform;
-  OutputSpec output;  // the LoaderContext's normaliser spec (width/height set)
+  OutputSpec output;  // the LoaderContext's normaliser spec (the pool's largest width/height)
   DecodeOptions decode;
   uint64_t seed = 0;
   bool no_decode = false;
@@ -50,9 +50,10 @@ struct WorkerReady {
 struct SampleRequest {
   uint64_t tag = 0;  // the parent's job, echoed in the reply
   uint64_t epoch = 0;
-  uint64_t offset = 0;   // byte offset of the sample's slot in the batch memory
-  uint32_t index = 0;    // dataset index
-  uint32_t attempt = 0;  // the slot's candidate number: keys the random crop
+  uint64_t offset = 0;            // byte offset of the sample's slot in the batch memory
+  uint32_t index = 0;             // dataset index
+  uint32_t attempt = 0;           // the slot's candidate number: keys the random crop
+  int32_t width = 0, height = 0;  // the batch's output size (a size schedule changes it)
 };
 
 enum class SampleStatus : uint32_t {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -78,6 +79,26 @@ void add_run_trace(TraceWriter& w, size_t run, const std::string& name, const Ru
   add_sample_tracks(w, loader, fmt::format("{} loader", name), t.samples, t.numbers);
 }
 
+// Batches of one output size (a --size-schedule changes it): their images and the time from
+// the previous batch's arrival to theirs, what a consumer sees of the loader at that size.
+struct SizeShare {
+  int height = 0, width = 0;
+  size_t batches = 0, images = 0;
+  int64_t ns = 0;
+};
+
+nlohmann::json size_shares_json(const std::vector<SizeShare>& shares) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SizeShare& s : shares)
+    out.push_back({{"height", s.height},
+                   {"width", s.width},
+                   {"batches", s.batches},
+                   {"images", s.images},
+                   {"seconds", 1e-9 * double(s.ns)},
+                   {"images_per_s", s.ns > 0 ? double(s.images) / (1e-9 * double(s.ns)) : 0.0}});
+  return out;
+}
+
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
                     nlohmann::json& result, RunTrace* trace) {
   LoaderStats stats;
@@ -99,6 +120,8 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   int64_t first_arrival = 0;
   const int64_t deadline = o.seconds > 0 ? t0 + int64_t(o.seconds * 1e9) : INT64_MAX;
   bool out_of_time = false;
+  std::vector<SizeShare> sizes;
+  int64_t last_arrival = t0;
   // Ctrl-C ends the run at a batch boundary: what was measured until then is a valid row.
   // --seconds ends it at the first batch boundary past the deadline (after one batch at
   // least), as Ctrl-C does.
@@ -112,6 +135,14 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
       STOKER_CHECK(b != nullptr);
       const int64_t arrived = now_ns();
       stats.add_batch(*b, arrived - w0);
+      auto share = std::find_if(sizes.begin(), sizes.end(), [&](const SizeShare& s) {
+        return s.height == b->spec.height && s.width == b->spec.width;
+      });
+      if (share == sizes.end()) share = sizes.insert(sizes.end(), {b->spec.height, b->spec.width});
+      ++share->batches;
+      share->images += b->size;
+      share->ns += arrived - last_arrival;
+      last_arrival = arrived;
       if (o.accelerator.enabled()) {
         // AU's window opens when the first batch arrives: start-up is not counted.
         if (done == 0) {
@@ -143,6 +174,7 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   stats.wall_ns = t_end - t0;
   progress.finish();
   result = stats.to_json(it);
+  result["per_size"] = size_shares_json(sizes);
   if (done < total && !out_of_time) result["interrupted"] = true;
   if (out_of_time) result["stopped_after_seconds"] = o.seconds;
   iterator.reset();  // reaps worker processes, so their CPU time is counted
@@ -177,6 +209,14 @@ void print_row(const std::string& dataset, const std::string& reader, const Load
       s.augment_ns / 1e6 / n, s.collate_ns / 1e6 / n, w.quantile_ns(0.5) / 1e6,
       w.quantile_ns(0.9) / 1e6, w.quantile_ns(0.99) / 1e6, r["cpu_cores_used"].get<double>(),
       r["errors"]["files"].get<size_t>(), checksum);
+  if (r.contains("per_size") && r["per_size"].size() > 1) {
+    std::string line;
+    for (const auto& z : r["per_size"])
+      line += fmt::format("  {}x{}: {} batches, {:.1f} img/s;", z["height"].get<int>(),
+                          z["width"].get<int>(), z["batches"].get<size_t>(),
+                          z["images_per_s"].get<double>());
+    fmt::print("{:<12} {:<11} per size (time between batches):{}\n", "", "", line);
+  }
   if (r.contains("emulation")) {
     const auto& e = r["emulation"];
     fmt::print(
@@ -244,6 +284,7 @@ void run_bench(BenchOptions& o) {
       {"transform", transform_name(base.transform.kind)},
       {"size", base.transform.out_width()},
       {"height", base.transform.out_height()},
+      {"size_schedule", base.size_schedule.text()},
       {"mean", base.output.mean},
       {"std", base.output.std},
       {"flip", base.transform.flip},
@@ -275,7 +316,8 @@ void run_bench(BenchOptions& o) {
       "# loader: {} {} flip {}, output {} {}, batch {}, prefetch {}, seed {}, shuffle {}, "
       "on-error {}, epochs {}{}{}\n",
       transform_name(base.transform.kind),
-      base.transform.height > 0
+      base.size_schedule.active() ? fmt::format("size schedule {}", base.size_schedule.text())
+      : base.transform.height > 0
           ? fmt::format("{}x{}", base.transform.out_height(), base.transform.out_width())
           : std::to_string(base.transform.size),
       base.transform.flip, dtype_name(base.output.dtype), layout_name(base.output.layout),

@@ -152,9 +152,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the result here");
   // Evaluation is the centre crop in index order, every image once: no augmentation,
   // shuffling, dropped batch or read-only mode to choose.
-  o->loader.add_to(
-      *cmd, kAllLoaderOptions & ~(kTransform | kFlip | kJitter | kGrayscale | kSeed | kNoShuffle |
-                                  kDropLast | kNoDecode | kShardOrder | kShuffleBuffer));
+  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kTransform | kFlip | kJitter | kGrayscale | kSeed |
+                                               kNoShuffle | kDropLast | kNoDecode | kShardOrder |
+                                               kShuffleBuffer | kSizeSchedule));
   cmd->callback([o, cmd] { run_eval(*o, *cmd); });
 }
 

@@ -112,8 +112,8 @@ void add_peek_command(CLI::App& app) {
   o->loader.batch = 16;
   // peek uses the serial reader and draws u8 pixels: no prefetch, output format or
   // read-only mode (which would draw black tiles).
-  o->loader.add_to(
-      *cmd, kAllLoaderOptions & ~(kPrefetch | kDtype | kLayout | kNoDecode | kDirect | kNormalize));
+  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kPrefetch | kDtype | kLayout | kNoDecode | kDirect |
+                                               kNormalize | kSizeSchedule));
   cmd->callback([o] { run_peek(*o); });
 }
 

@@ -38,6 +38,7 @@
 #include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "tools/train_options.h"
+#include "tools/train_sizes.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/dist/collectives.h"
@@ -65,6 +66,8 @@ struct TrainCommand {
   int keep = 2;
   std::string val;
   int64_t val_every = 0;
+  int val_size = 0;  // --val-size: evaluation's side (0: the training size, or the schedule's max)
+  int val_resize = 0;  // --val-resize: the short side before the centre crop (0: 256/224 of it)
   TrainOptions train;  // what the run computes: restored from a checkpoint on --resume
   LoaderOptions loader;
 };
@@ -162,6 +165,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   if (o.val_every > 0 && o.val.empty()) fail("train: --val-every needs --val DIR");
   if (o.val_every < 0) fail("train: --val-every {}: expected a number of steps", o.val_every);
   if (!o.val.empty()) check_dataset_path(o.val);
+  check_val_size(o.val, app);
   if (o.synthetic == !o.data.empty())
     usage_fail("train: give a dataset directory (or list file) or --synthetic, not {}",
                o.synthetic ? "both" : "neither");
@@ -172,7 +176,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     for (const char* opt :
          {"--reader", "--epochs", "--prefetch", "--transform", "--flip", "--no-shuffle",
           "--on-error", "--max-pixels", "--no-dct-scaling", "--no-partial-decode", "--direct",
-          "--shard-order", "--shuffle-buffer", "--source", "--null-file"})
+          "--shard-order", "--shuffle-buffer", "--source", "--null-file", "--size-schedule"})
       if (app.count(opt) > 0)
         usage_fail("train: {} means nothing with --synthetic (random tensors, no loader)", opt);
 
@@ -219,7 +223,12 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   }
   const int64_t batch = int64_t(o.loader.batch);  // per rank
   const int64_t global_batch = batch * world.world();
-  const int64_t width = o.loader.out_width(), height = o.loader.out_height();
+  // Under a size schedule the backend is planned for the first step's size; the loop re-plans
+  // it whenever a batch's size differs (Backend::reshape).
+  const int64_t width = lc.size_schedule.active()
+                            ? lc.size_schedule.at(uint64_t(state.epoch), uint64_t(state.step))
+                            : o.loader.out_width();
+  const int64_t height = lc.size_schedule.active() ? width : o.loader.out_height();
   const std::vector<ActShape> shapes = infer_shapes(net, height, width);
   const double flop_per_image = trained_image_flops(forward_cost(net, shapes));
 
@@ -357,8 +366,11 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     fmt::print("# data parallel: {}, batch {} per rank, global batch {}\n", world.describe(), batch,
                global_batch);
   fmt::print(
-      "# model: {} ({} classes), {}x{} (HxW) input, batch {}, {:.2f} GFLOP per trained image\n",
-      net.name, t.classes, height, width, global_batch, flop_per_image / 1e9);
+      "# model: {} ({} classes), {}x{} (HxW) input{}, batch {}, {:.2f} GFLOP per trained image\n",
+      net.name, t.classes, height, width,
+      lc.size_schedule.active() ? fmt::format(" first, size schedule {}", lc.size_schedule.text())
+                                : "",
+      global_batch, flop_per_image / 1e9);
   fmt::print("# data: {}\n",
              o.synthetic ? "synthetic (random tensors drawn once: compute alone)"
                          : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}",
@@ -406,13 +418,13 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     if (int(val_index->classes.size()) > t.classes)
       fail("train: --val {} has {} classes but the network has {}", o.val,
            val_index->classes.size(), t.classes);
-    LoaderOptions vo = o.loader;
-    vo.transform = "center";
-    vo.no_shuffle = true;
-    val_lc = vo.to_config();
+    val_lc = val_config(o.loader, lc.size_schedule, o.val_size, o.val_resize);
     val_lc.reader = lc.reader;
     val_lc.sampler.drop_last = false;
     val_lc.memory = loader_memory(backend->host_memory());
+    fmt::print("# val: {}, centre crop {}x{} of the short side resized to {}\n", o.val,
+               val_lc.transform.out_height(), val_lc.transform.out_width(),
+               val_lc.transform.resize);
   }
   const auto validate = [&](int64_t done) {
     const EvalResult r =
@@ -470,6 +482,10 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   }
   // Every rank's images: the job's throughput (each rank's steps are the same steps).
   const double images_per_s = double(global_batch) * double(total.size()) / timed;
+  // Under a size schedule the work per image changes: the timed steps' mean.
+  const std::vector<SizeCost> per_size =
+      cost_per_size(records, skip, height, width, global_batch, net);
+  const double timed_flop_per_image = mean_flop_per_image(per_size);
   const GapStats& gaps = result.gaps;
   fmt::print("{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>10}\n", "steps",
              "img/s", "step ms", "wait ms", "fwd ms", "bwd ms", "upd ms", "wait %", "gap %",
@@ -480,7 +496,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
       total.size(), images_per_s, 1e3 * median(total), 1e3 * median(wait), 1e3 * median(fwd),
       1e3 * median(bwd), 1e3 * median(upd), 100 * timed_wait / timed,
       loop.activity ? fmt::format("{:.1f}", 100 * gaps.share()) : "-",
-      images_per_s * flop_per_image / 1e9, records.back().loss);
+      images_per_s * timed_flop_per_image / 1e9, records.back().loss);
+  if (per_size.size() > 1) print_per_size(per_size);
   if (rank0 && !o.trace.empty()) {
     const TraceWriter tw = loop_trace(result.trace, t.backend);
     tw.write(o.trace);
@@ -500,7 +517,10 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     for (const StepRecord& r : records) {
       losses.push_back(r.loss);
       lrs.push_back(r.lr);
-      steps_json.push_back({{"wait_s", r.wait},
+      steps_json.push_back({{"height", r.height > 0 ? r.height : height},
+                            {"width", r.width > 0 ? r.width : width},
+                            {"reshape_s", r.reshape},
+                            {"wait_s", r.wait},
                             {"stage_s", r.stage},
                             {"forward_s", r.forward},
                             {"backward_s", r.backward},
@@ -561,6 +581,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
         {"collective", world.describe()},
         {"image_size", width},
         {"image_height", height},
+        {"size_schedule", lc.size_schedule.text()},
+        {"per_size", per_size_json(per_size)},
         {"synthetic", o.synthetic},
         {"data", o.data},
         {"reader", o.synthetic ? "" : lc.reader.text()},
@@ -571,8 +593,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
         {"validation", val_json},
         {"timing_warmup", skip},
         {"images_per_s", images_per_s},
-        {"flop_per_image", flop_per_image},
-        {"achieved_gflop_per_s", images_per_s * flop_per_image / 1e9},
+        {"flop_per_image", timed_flop_per_image},
+        {"achieved_gflop_per_s", images_per_s * timed_flop_per_image / 1e9},
         {"data_wait_fraction", timed_wait / timed},
         {"totals_s",
          {{"wall", timed},
@@ -688,6 +710,7 @@ void add_train_command(CLI::App& app) {
                   "Validation set (ImageFolder root or list file): top-1/top-5 at the end, and "
                   "every --val-every steps");
   cmd->add_option("--val-every", o->val_every, "Validate every N global steps (needs --val)");
+  add_val_size_options(*cmd, o->val_size, o->val_resize);
   cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
   cmd->add_option("--timing-warmup", o->timing_warmup, "Steps left out of the steady-state figures")
       ->capture_default_str()

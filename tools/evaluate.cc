@@ -35,7 +35,10 @@ EvalResult evaluate(Backend& backend, const Index& index, const LoaderConfig& co
   while (const Batch* b = it.next()) {
     // A short last batch still fills the planned batch: the pool's tensor has room for it,
     // and only its first b->size rows are read back.
-    backend.stage({b->data, b->labels.data(), batch});
+    // Evaluation may run at its own size (train --val-size): the backend re-plans for it, and
+    // the training loop's next step re-plans back.
+    backend.reshape(b->spec.height, b->spec.width);
+    backend.stage({b->data, b->labels.data(), batch, b->spec.height, b->spec.width});
     backend.forward_eval();
     const std::span<const float> logits = backend.logits();  // waits for the forward
     for (size_t i = 0; i < b->size; ++i) {

@@ -93,6 +93,15 @@ void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
            "--size", [this](const std::string& s) { parse_size(s, size, height); },
            "Output size: N (N x N pixels) or HxW (height x width, as torchvision's (h, w))")
         ->default_str(size_text());
+  if (want(kSizeSchedule)) {
+    CLI::Option* o =
+        app.add_option("--size-schedule", size_schedule,
+                       "Progressive resizing (square): MIN:MAX@A-B is MIN px until epoch A, a "
+                       "linear ramp to MAX px by epoch B (rounded to a multiple of 32, as FFCV), "
+                       "MAX px after; MIN:MAX@steps:A-B counts optimiser steps (batches) instead")
+            ->check(parsed_by([](const std::string& s) { parse_size_schedule(s); }, "SCHEDULE"));
+    if (CLI::Option* size = app.get_option_no_throw("--size")) o->excludes(size);
+  }
   if (want(kNormalize)) {
     app.add_option_function<std::string>(
            "--mean", [this](const std::string& s) { mean = parse_triple("--mean", s, false); },
@@ -210,6 +219,7 @@ LoaderConfig LoaderOptions::to_config() const {
     if (!jitter.empty()) parse_jitter(jitter, c.transform.color);
     c.transform.color.grayscale = grayscale;
   }
+  if (!size_schedule.empty()) c.size_schedule = parse_size_schedule(size_schedule);
   c.output.dtype = parse_dtype(dtype);
   c.output.layout = parse_layout(layout);
   c.output.width = out_width();

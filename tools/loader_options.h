@@ -40,8 +40,9 @@ enum LoaderOption : uint32_t {
   kJitter = 1u << 21,
   kGrayscale = 1u << 22,
   kResizeFilter = 1u << 23,
+  kSizeSchedule = 1u << 24,  // --size-schedule
 };
-constexpr uint32_t kAllLoaderOptions = (1u << 24) - 1;
+constexpr uint32_t kAllLoaderOptions = (1u << 25) - 1;
 
 struct LoaderOptions {
   size_t batch = 64;
@@ -69,6 +70,7 @@ struct LoaderOptions {
   std::string jitter;  // "B,C,S,H" (empty: none)
   double grayscale = 0;
   std::string resize_filter = "fast";
+  std::string size_schedule;  // loader/size_schedule.h; empty: the fixed --size
 
   int out_width() const { return size; }
   int out_height() const { return height > 0 ? height : size; }

@@ -193,7 +193,8 @@ nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l,
           {"layout", l.layout},
           {"jitter", l.jitter},
           {"grayscale", l.grayscale},
-          {"resize_filter", l.resize_filter}};
+          {"resize_filter", l.resize_filter},
+          {"size_schedule", l.size_schedule}};
 }
 
 namespace {
@@ -289,6 +290,7 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
     if (j.contains("grayscale")) take(j, "grayscale", "--grayscale", l.grayscale, path, app);
     if (j.contains("resize_filter"))
       take(j, "resize_filter", "--resize-filter", l.resize_filter, path, app);
+    take_or(j, "size_schedule", "--size-schedule", l.size_schedule, std::string(), path, app);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: the stored run options are not what stoker train writes: {}", path, e.what());
   }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The narrow interface between the training loop and a compute backend: oneDNN on the CPU
-// (train/cpu), cuDNN + cuBLAS on a GPU (train/gpu). A backend is planned once for one
-// network, batch size, image size and input format; it owns the parameters, their gradients
-// and the momentum buffers in whatever layout it likes, and converts to torchvision's plain
-// layout only at its edges (load, save, gradients). The loop, the schedule, the metrics and
-// the checkpoints know nothing else about it.
+// (train/cpu), cuDNN + cuBLAS on a GPU (train/gpu). A backend is planned for one network,
+// batch size, image size and input format (reshape() re-plans for another image size); it owns the
+// parameters, their gradients and the momentum buffers in whatever layout it likes, and converts to
+// torchvision's plain layout only at its edges (load, save, gradients). The loop, the schedule, the
+// metrics and the checkpoints know nothing else about it.
 //
 // Made for devices: a step is stage -> forward_backward -> update, and none of these waits
 // for the device. A GPU copies the staged batch on its own stream while the previous step
@@ -140,6 +140,9 @@ struct HostBatch {
   const void* images = nullptr;
   const int32_t* labels = nullptr;
   int64_t count = 0;  // == config.batch
+  // The images' height and width when the feed's size changes over a run (a size schedule):
+  // the loop reshapes the backend to them before stage(). 0: the configured size.
+  int64_t height = 0, width = 0;
 };
 
 // Where the loop finds the compute engine's work among take_activity()'s records, and how
@@ -211,6 +214,16 @@ class Backend {
   // batch x classes logits of the last forward, either mode. Waits for the device; valid
   // until the next call on the backend.
   virtual std::span<const float> logits() = 0;
+
+  // Re-plans for images of height x width from the next stage() on (a size schedule, or
+  // evaluation at its own resolution). Parameters, buffers, momentum and the step count carry
+  // over exactly; what depends on the shape is made for the new one (oneDNN primitives and
+  // activation memory re-created, cuDNN algorithms chosen per shape, a CUDA Graph captured
+  // afresh); the last gradients do not carry over. No-op for the current shape. A step at
+  // size A, then B, then A gives what fresh backends at each size give. stoker::Error when
+  // the network cannot take the shape (the backend is then unusable: the old plan is freed
+  // first, so memory never holds two). Waits for the device.
+  virtual void reshape(int64_t height, int64_t width) = 0;
 
   // Kernel (GPU) or primitive (CPU) intervals recorded since the last call, when
   // config.record_activity is set; empty otherwise. Waits for the device.

@@ -40,7 +40,7 @@ HostBatch LoaderFeed::next() {
     }
     position_ = it_.position();
     timings_ = std::span<const SampleTiming>(b->timing.data(), b->size);
-    return {b->data, b->labels.data(), int64_t(b->size)};
+    return {b->data, b->labels.data(), int64_t(b->size), b->spec.height, b->spec.width};
   }
   fail("the dataset yields no full batch of {} (fewer samples than one batch?)",
        it_.config().sampler.batch_size);

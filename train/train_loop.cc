@@ -204,6 +204,14 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
       const std::span<const SampleTiming> t = feed.timings();
       out.trace.samples.emplace_back(t.begin(), t.end());
     }
+    r.height = batch.height;
+    r.width = batch.width;
+    // A no-op at the backend's current size; a re-plan when a size schedule or a validation
+    // at its own size (a hook between steps) changed it.
+    if (batch.height > 0) {
+      backend.reshape(batch.height, batch.width);
+      r.reshape = 1e-9 * double(now_ns() - r.wait_end_ns);
+    }
     backend.stage(batch);
     r.stage_end_ns = now_ns();
     backend.forward_backward();
@@ -212,7 +220,7 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
     backend.update(c.sgd, float(r.lr));
     r.end_ns = now_ns();
     r.wait = 1e-9 * double(r.wait_end_ns - r.begin_ns);
-    r.stage = 1e-9 * double(r.stage_end_ns - r.wait_end_ns);
+    r.stage = 1e-9 * double(r.stage_end_ns - r.wait_end_ns) - r.reshape;
     r.total = 1e-9 * double(r.end_ns - r.begin_ns);
     records.push_back(r);
     if (timeline.asynchronous) waits.push_back({r.begin_ns, r.wait_end_ns});

@@ -89,6 +89,11 @@ struct StepRecord {
   float loss = 0;
   double lr = 0;
   bool skipped = false;
+  // The batch's image size (0: the feed does not say; the backend's configured one), and the
+  // seconds Backend::reshape took before stage() (a re-plan when the size changed, else
+  // nothing to speak of; inside total, outside stage).
+  int64_t height = 0, width = 0;
+  double reshape = 0;
   int64_t begin_ns = 0, wait_end_ns = 0, stage_end_ns = 0, fb_end_ns = 0, end_ns = 0;
   // Engine busy/idle, when the backend records activity (else all 0): inside the window
   // above on a CPU; on a device (ActivityTimeline::asynchronous), inside the device's own

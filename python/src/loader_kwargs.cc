@@ -189,6 +189,11 @@ const std::map<std::string, Setter>& setters() {
          o.resize_filter = as_str("resize_filter", v);
          check("resize_filter", o.resize_filter, parse_resize_filter);
        }}},
+      {"size_schedule", {[](O& o, C&, H v) {
+         o.size_schedule = as_str("size_schedule", v);
+         check("size_schedule", o.size_schedule,
+               [](const std::string& t) { parse_size_schedule(t, "size_schedule"); });
+       }}},
   };
   return m;
 }
@@ -208,6 +213,8 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
     }
     it->second.set(o, extra, v);
   }
+  if (kwargs.contains("size") && kwargs.contains("size_schedule"))
+    throw pyb::value_error("give size or size_schedule, not both (a schedule sets every size)");
   LoaderConfig c;
   try {
     c = o.to_config();
@@ -255,6 +262,7 @@ pyb::dict default_kwargs() {
   d["jitter"] = o.jitter;
   d["grayscale"] = o.grayscale;
   d["resize_filter"] = o.resize_filter;
+  d["size_schedule"] = o.size_schedule;
   d["null_file"] = o.null_file;
   d["warn"] = true;
   return d;

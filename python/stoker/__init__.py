@@ -34,6 +34,7 @@ CLI_NAMES = {
     "direct": "--direct", "shard_order": "--shard-order", "shuffle_buffer": "--shuffle-buffer",
     "source_kind": "--source", "null_file": "--null-file", "jitter": "--jitter",
     "grayscale": "--grayscale", "resize_filter": "--resize-filter",
+    "size_schedule": "--size-schedule",
     "keep": None, "warn": None, "tensors": None,
 }
 
@@ -45,7 +46,10 @@ class Loader:
     ``stoker pack`` folder or an ``nfs://`` URL. Every other argument is keyword-only and
     named after its CLI option (``stoker.CLI_NAMES``); defaults are the CLI's, except
     ``reader`` (``threads:<cpus>``). ``size`` is an int or a ``(height, width)`` pair (the
-    CLI's ``N`` or ``HxW``); ``mean`` and ``std`` are three floats each. Python-only ones:
+    CLI's ``N`` or ``HxW``); ``mean`` and ``std`` are three floats each. ``size_schedule``
+    (``"MIN:MAX@A-B"``, or ``"MIN:MAX@steps:A-B"``; instead of ``size``) changes the size with
+    the epoch set by ``set_epoch`` (or with the batch), as ``--size-schedule`` does: each batch
+    has its own shape. Python-only ones:
 
     - ``tensors``: ``"torch"`` (default) yields ``torch.Tensor`` images (DLPack) and int64
       labels; ``"numpy"`` yields ``numpy.ndarray`` (buffer protocol).

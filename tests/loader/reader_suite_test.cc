@@ -428,6 +428,80 @@ std::vector<std::string> source_names() {
   return out;
 }
 
+// ---- sizes that change over a run (loader/size_schedule.h) --------------------------------
+
+// An epoch schedule: 32, 64, then 96 px. Every reader gives serial's checksums, each epoch
+// equals a fixed-size run at that epoch's size (the crops are a function of the seed alone),
+// and the pool was sized once for 96 px: its bytes never change.
+TEST_P(ReaderSuite, EpochSizeScheduleEqualsSerialAndFixedSizeRuns) {
+  std::string root;
+  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  const Index index = open_index(root);
+  LoaderConfig c = config(reader(), source().kind);
+  c.size_schedule = parse_size_schedule("32:96@0-2");
+  LoaderConfig serial = config("serial", reference_kind());
+  serial.size_schedule = c.size_schedule;
+  const Index local = open_index(local_);
+  const Outcome want = run(local, serial, 3);
+  Iterator it(index, c);
+  LoaderConfig fixed96 = config(reader(), source().kind);
+  fixed96.transform.size = 96;
+  const size_t pool = Iterator(index, fixed96).pool_bytes();
+  EXPECT_EQ(it.pool_bytes(), pool);
+  const int sides[] = {32, 64, 96};
+  for (uint64_t e = 0; e < 3; ++e) {
+    it.start_epoch(e);
+    while (const Batch* b = it.next()) {
+      ASSERT_EQ(b->spec.width, sides[e]) << "epoch " << e;
+      ASSERT_EQ(b->spec.height, sides[e]) << "epoch " << e;
+    }
+    EXPECT_EQ(it.epoch_checksum(), want.checksums[e]) << "epoch " << e;
+    EXPECT_EQ(it.pool_bytes(), pool) << "epoch " << e;
+    LoaderConfig fixed = config("serial", reference_kind());
+    fixed.transform.size = sides[e];
+    Iterator one(local, fixed);
+    EXPECT_EQ(test::run_epoch(one, e).epoch_checksum, want.checksums[e]) << "epoch " << e;
+  }
+}
+
+// A step schedule changes the size between batches of one epoch (prefetched batches of two
+// sizes in flight at once); a run resumed in the middle of the ramp continues exactly.
+TEST_P(ReaderSuite, StepSizeScheduleResumesMidRampExactly) {
+  std::string root;
+  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  const Index index = open_index(root);
+  LoaderConfig c = config(reader(), source().kind);
+  c.size_schedule = parse_size_schedule("32:96@steps:4-12");
+  LoaderConfig serial = config("serial", reference_kind());
+  serial.size_schedule = c.size_schedule;
+  const Index local = open_index(local_);
+  Iterator reference(local, serial);
+  const test::EpochRecord want = test::run_epoch(reference, 1);
+  Iterator whole(index, c);
+  const size_t per_epoch = whole.batches_per_epoch();
+  std::vector<int> sides;
+  whole.start_epoch(1);
+  while (const Batch* b = whole.next()) sides.push_back(b->spec.width);
+  ASSERT_EQ(sides.size(), per_epoch);
+  for (size_t k = 0; k < sides.size(); ++k)
+    EXPECT_EQ(sides[k], c.size_schedule.at(1, per_epoch + k)) << "batch " << k;
+  EXPECT_NE(sides.front(), sides.back()) << "the ramp must cross this epoch";
+  const test::EpochRecord all = test::run_epoch(whole, 1);
+  EXPECT_EQ(all.batch_checksums, want.batch_checksums);
+  Iterator first(index, c);
+  first.start_epoch(1);
+  ASSERT_NE(first.next(), nullptr);
+  ASSERT_NE(first.next(), nullptr);
+  const Position at = first.position();
+  Iterator resumed(index, c);
+  const test::EpochRecord rest = test::run_epoch(resumed, at.epoch, at.index);
+  ASSERT_EQ(rest.batch_checksums.size() + 2, all.batch_checksums.size());
+  for (size_t i = 0; i < rest.batch_checksums.size(); ++i) {
+    EXPECT_EQ(rest.batch_checksums[i], all.batch_checksums[i + 2]) << "batch " << i + 2;
+    EXPECT_EQ(rest.bytes[i], all.bytes[i + 2]) << "batch " << i + 2;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, ReaderSuite,
                          ::testing::Combine(::testing::ValuesIn(std::vector<std::string>(
                                                 std::begin(kReaders), std::end(kReaders))),

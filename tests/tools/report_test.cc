@@ -195,6 +195,29 @@ TEST(ReportHtml, ChartsAndSeriesMatchTheCells) {
   EXPECT_NE(html.find("No finished cell has a trace excerpt yet."), std::string::npos);
 }
 
+// A cell whose size changed (--size-schedule) gets a row per size in the per-size table;
+// cells of one size get none, and without such a cell there is no table.
+TEST(ReportHtml, PerSizeTableForCellsWhoseSizeChanged) {
+  json ramp = cell("threads:2", 2, 0.1);
+  const auto size = [](int side, double total) {
+    return json{
+        {"height", side},
+        {"width", side},
+        {"steps", 5},
+        {"step_ms",
+         {{"wait", 1.0}, {"copy", 0.0}, {"compute", total - 1}, {"gap", 0.0}, {"total", total}}}};
+  };
+  ramp["per_size"] = json::array({size(128, 40), size(192, 90)});
+  json fixed = cell("serial", 3, 0.2);
+  fixed["per_size"] = json::array({size(224, 120)});
+  const std::string html = render_report(study({ramp, fixed}));
+  EXPECT_EQ(count(html, R"(<table class="per-size">)"), 1u);
+  EXPECT_EQ(count(html, "<td>128x128</td>"), 1u);
+  EXPECT_EQ(count(html, "<td>192x192</td>"), 1u);
+  EXPECT_EQ(count(html, "<td>224x224</td>"), 0u);
+  EXPECT_EQ(count(render_report(study({fixed})), "per-size"), 0u);
+}
+
 TEST(ReportHtml, TraceExcerptShowsSlowAndFastWithWorkerLanes) {
   json serial = cell("serial", 2, 0.5, "local", "1024px");
   json par = cell("processes:2", 1, 0.1, "local", "1024px");

@@ -268,6 +268,63 @@ TEST_P(Contract, SaveLoadRoundTripsInTorchLayout) {
             test::step(*b, images.data(), labels.data(), 2));
 }
 
+// reshape(): a step at 32 px, one at 48, one at 32 again gives what fresh backends planned
+// for each size give when each starts from the state the previous one saved: the state
+// carries over exactly and nothing of the other shape's plan leaks into the next step.
+TEST_P(Contract, ReshapeStepsLikeFreshBackendsAtEachSize) {
+  const int64_t sides[] = {32, 48, 32};
+  std::vector<std::vector<float>> batches;
+  for (const int64_t side : sides) {
+    Rng rng(uint64_t(side) + batches.size());
+    batches.emplace_back(size_t(2 * 3 * side * side));
+    fill_normal(rng, 1.0, batches.back());
+  }
+  const SgdConfig sgd{.momentum = 0.9f, .weight_decay = 1e-4f};
+  MAKE_OR_SKIP(b, GetParam(), net, config());
+  b->load(init, "init");
+  std::vector<float> losses;
+  for (size_t k = 0; k < 3; ++k) {
+    b->reshape(sides[k], sides[k]);
+    b->stage({batches[k].data(), labels.data(), 2, sides[k], sides[k]});
+    b->forward_backward();
+    b->update(sgd, 0.05f);
+    losses.push_back(b->collect().at(0).loss);
+    b->release_input();
+  }
+  const Checkpoint reshaped = b->save();
+  const std::vector<float> logits(b->logits().begin(), b->logits().end());
+
+  Checkpoint state = init;
+  std::vector<float> fresh_logits;
+  for (size_t k = 0; k < 3; ++k) {
+    BackendConfig c = config();
+    c.height = c.width = sides[k];
+    MAKE_OR_SKIP(f, GetParam(), net, c);
+    f->load(state, "the previous fresh backend");
+    f->stage({batches[k].data(), labels.data(), 2});
+    f->forward_backward();
+    f->update(sgd, 0.05f);
+    const float loss = f->collect().at(0).loss;
+    const double tol = GetParam() == "cpu" ? 0 : 1e-5;  // cuDNN may pick non-deterministic algos
+    EXPECT_NEAR(losses[k], loss, tol * std::max(1.0f, std::abs(loss))) << "step " << k;
+    state = f->save();
+    fresh_logits.assign(f->logits().begin(), f->logits().end());
+  }
+  ASSERT_EQ(reshaped.tensors.size(), state.tensors.size());
+  for (size_t i = 0; i < state.tensors.size(); ++i) {
+    if (GetParam() == "cpu") {
+      EXPECT_EQ(reshaped.tensors[i].bytes, state.tensors[i].bytes) << state.tensors[i].name;
+    } else if (state.tensors[i].dtype == TensorDType::f32) {
+      EXPECT_LE(error(values(state.tensors[i]), values(reshaped.tensors[i])), 1e-4)
+          << state.tensors[i].name;
+    }
+  }
+  EXPECT_LE(error(fresh_logits, logits), GetParam() == "cpu" ? 0 : 1e-4);
+  // Reshaping to the current size changes nothing.
+  b->reshape(32, 32);
+  EXPECT_EQ(b->save().tensors[0].bytes, reshaped.tensors[0].bytes);
+}
+
 TEST_P(Contract, BadInputIsAnErrorNamingIt) {
   MAKE_OR_SKIP(b, GetParam(), net, config());
   b->load(init, "init");

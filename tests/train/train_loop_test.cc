@@ -144,6 +144,7 @@ class VirtualDevice final : public Backend {
   Checkpoint gradients() const override { return {}; }
   void stage(const HostBatch&) override {}
   void release_input() override {}
+  void reshape(int64_t, int64_t) override {}
   void forward_backward() override {
     // The host runs at most two steps ahead (as a launch queue or a staging ring bounds it).
     while (device_free_ - now_ns() > 2 * kBusy) {

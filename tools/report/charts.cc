@@ -297,6 +297,32 @@ std::string breakdown_chart(const Json& study) {
   return html;
 }
 
+std::string per_size_table(const Json& study) {
+  std::string rows;
+  for (const Json* c : ok_cells(study)) {
+    const Json& sizes = arr(*c, "per_size");
+    if (sizes.size() < 2) continue;  // one size: the breakdown above says it all
+    for (const auto& z : sizes) {
+      const Json& ms = obj(z, "step_ms");
+      rows += fmt::format(
+          "<tr><td>{} &#183; {} &#183; {} &#183; {}</td><td>{}x{}</td><td>{}</td><td>{}</td>"
+          "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+          esc(str(*c, "dataset")), esc(str(*c, "storage")), esc(str(*c, "consumer")),
+          esc(str(*c, "reader")), short_num(num_or(z, "height", 0)),
+          short_num(num_or(z, "width", 0)), short_num(num_or(z, "steps", 0)),
+          short_num(num_or(ms, "total", 0)), short_num(num_or(ms, "wait", 0)),
+          short_num(num_or(ms, "copy", 0)), short_num(num_or(ms, "compute", 0)),
+          short_num(num_or(ms, "gap", 0)));
+    }
+  }
+  if (rows.empty()) return "";
+  return R"(<figure class="chart"><table class="per-size"><tr><th>cell</th><th>size</th>)"
+         R"(<th>steps</th><th>step ms</th><th>wait ms</th><th>copy ms</th><th>compute ms</th>)"
+         R"(<th>gap ms</th></tr>)" +
+         rows +
+         R"(</table><figcaption>The cost per resolution of cells whose size changed over the timed iterations (--size-schedule): mean milliseconds per step at each size.</figcaption></figure>)";
+}
+
 namespace {
 
 bool has_trace(const Json& c) {

@@ -18,6 +18,9 @@ std::string iterations_chart(const Json& study);
 std::string bandwidth_chart(const Json& study);
 // Step time stacked (wait, copy, compute, gap): one panel per (dataset, consumer), a bar per cell.
 std::string breakdown_chart(const Json& study);
+// A table of each cell's step time per batch size, for cells whose size changed (a size
+// schedule); empty when none did.
+std::string per_size_table(const Json& study);
 // A slow and a fast step side by side, a lane per worker, for the serial cell of the
 // largest resolution and the best parallel cell beside it.
 std::string trace_excerpt(const Json& study);

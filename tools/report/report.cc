@@ -245,7 +245,8 @@ std::string render_report(const nlohmann::json& study) {
   html += R"(<h2 id="iterations">Time for the timed iterations against reader count</h2>)" +
           report::iterations_chart(study);
   html += R"(<h2 id="bandwidth">Read bandwidth per storage</h2>)" + report::bandwidth_chart(study);
-  html += R"(<h2 id="breakdown">Step time breakdown</h2>)" + report::breakdown_chart(study);
+  html += R"(<h2 id="breakdown">Step time breakdown</h2>)" + report::breakdown_chart(study) +
+          report::per_size_table(study);
   html +=
       R"(<h2 id="trace">Trace excerpt: a slow and a fast step</h2>)" + report::trace_excerpt(study);
   html +=

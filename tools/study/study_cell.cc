@@ -29,8 +29,45 @@ namespace {
 struct Step {
   int64_t begin_ns = 0, end_ns = 0;
   double wait = 0, copy = 0, compute = 0;  // seconds
+  int height = 0, width = 0;               // the batch's size (a size schedule changes it)
   std::vector<SampleTiming> samples;
 };
+
+// The timed steps grouped by batch size, in order of first appearance: a size schedule's
+// cost per resolution (the report's step breakdown shows it). Means per step, in ms.
+nlohmann::json per_size(const std::vector<Step>& steps) {
+  struct Sum {
+    int height, width;
+    size_t steps = 0;
+    double wait = 0, copy = 0, compute = 0, window = 0;
+  };
+  std::vector<Sum> sums;
+  for (const Step& s : steps) {
+    auto it = std::find_if(sums.begin(), sums.end(), [&](const Sum& x) {
+      return x.height == s.height && x.width == s.width;
+    });
+    if (it == sums.end()) it = sums.insert(sums.end(), Sum{s.height, s.width});
+    ++it->steps;
+    it->wait += s.wait;
+    it->copy += s.copy;
+    it->compute += s.compute;
+    it->window += double(s.end_ns - s.begin_ns) * 1e-9;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const Sum& x : sums) {
+    const double n = double(x.steps), ms = 1e3 / n;
+    out.push_back({{"height", x.height},
+                   {"width", x.width},
+                   {"steps", x.steps},
+                   {"step_ms",
+                    {{"wait", x.wait * ms},
+                     {"copy", x.copy * ms},
+                     {"compute", x.compute * ms},
+                     {"gap", std::max(0.0, x.window - x.wait - x.copy - x.compute) * ms},
+                     {"total", x.window * ms}}}});
+  }
+  return out;
+}
 
 [[noreturn]] void stop_for_interrupt() {
   throw Interrupted("study interrupted");
@@ -153,6 +190,7 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
         {"p90", 1e3 * quantile(waits, 0.9)},
         {"p99", 1e3 * quantile(waits, 0.99)}}},
       {"steps_ms", per_step},
+      {"per_size", per_size(steps)},
       {"bound", study_bound(wait_share, read_ms, decode_ms, augment_ms, collate_ms)}};
   cell["trace"] = {{"slow", step_trace(steps[slow], slow, workers)},
                    {"fast", step_trace(steps[fast], fast, workers)}};
@@ -195,6 +233,8 @@ nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
     ++in_epoch;
     if (k < run.warmup) continue;
     s.wait = double(arrived - s.begin_ns) * 1e-9;
+    s.height = b->spec.height;
+    s.width = b->spec.width;
     s.samples.assign(b->timing.begin(), b->timing.begin() + ptrdiff_t(b->size));
     steps.push_back(std::move(s));
   }
@@ -227,8 +267,11 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   const int64_t batch = int64_t(config.sampler.batch_size);
   BackendConfig bc;
   bc.batch = batch;
-  bc.height = config.transform.out_height();
-  bc.width = config.transform.out_width();
+  // Under a size schedule: planned for the first step's size, re-planned as it changes.
+  bc.height =
+      config.size_schedule.active() ? config.size_schedule.at(0, 0) : config.transform.out_height();
+  bc.width =
+      config.size_schedule.active() ? config.size_schedule.at(0, 0) : config.transform.out_width();
   bc.input.type = config.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
   bc.input.nhwc = config.output.layout == Layout::nhwc;
   bc.input.mean = config.output.mean;
@@ -272,6 +315,8 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
     s.end_ns = r.end_ns;
     s.wait = r.wait;
     s.copy = r.stage;
+    s.height = int(r.height);
+    s.width = int(r.width);
     // The engine's busy time when it was recorded; the backend's phase times otherwise.
     s.compute = r.busy > 0 ? r.busy : r.forward + r.backward + r.update;
     if (auto it = timings.find(int64_t(k)); it != timings.end()) s.samples = *it->second;

@@ -47,14 +47,38 @@ std::array<std::array<float, 256>, 3> normalise_table(const InputSpec& in) {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const Network& net, const BackendConfig& config)
-      : owned_(plan_dnnl_net(net, with_threads(config))),
-        d_(*owned_),
-        lut_(normalise_table(config.input)) {
-    has_momentum_ = std::make_unique<bool[]>(d_.params.size());
-    for (size_t i = 0; i < d_.params.size(); ++i) {
-      const Param& p = d_.net.params[i];
+      : owned_(plan_dnnl_net(net, with_threads(config))), lut_(normalise_table(config.input)) {
+    bind();
+  }
+
+  // A new DnnlNet for the new shape (oneDNN's primitive cache makes a shape seen before cheap
+  // to plan again); the state moves over in torch's layout, which is exact. The old net goes
+  // before the new one is planned, so memory is never more than one plan's (a plan that
+  // fails leaves the backend without one: its error ends the run).
+  void reshape(int64_t height, int64_t width) override {
+    if (height == d_->config.height && width == d_->config.width) return;
+    finish_allreduce();
+    const Checkpoint state = save();
+    BackendConfig c = d_->config;
+    c.height = height;
+    c.width = width;
+    const Network net = d_->net;
+    d_ = nullptr;
+    owned_.reset();
+    owned_ = plan_dnnl_net(net, with_threads(c));
+    bind();
+    load(state, fmt::format("the state before reshape to {}x{}", height, width));
+  }
+
+  // The SGD table, momentum flags and bucket hook for the net in owned_.
+  void bind() {
+    d_ = owned_.get();
+    sgd_.clear();
+    has_momentum_ = std::make_unique<bool[]>(d_->params.size());
+    for (size_t i = 0; i < d_->params.size(); ++i) {
+      const Param& p = d_->net.params[i];
       if (!p.trainable) continue;
-      const ParamMemory& m = d_.params[i];
+      const ParamMemory& m = d_->params[i];
       SgdParam s;
       s.value = static_cast<float*>(m.value.get_data_handle());
       s.grad = static_cast<const float*>(m.grad.get_data_handle());
@@ -64,12 +88,12 @@ class CpuBackend final : public Backend {
       s.is_bn_or_bias = p.shape.size() == 1;
       sgd_.push_back(s);
     }
-    if (d_.config.record_activity) activity_.reserve(4096);
-    Collective* coll = d_.config.collective;
-    if (!d_.buckets.empty()) {
-      auto* arena = static_cast<uint8_t*>(d_.grad_arena.get_data_handle());
-      d_.bucket_ready = [this, coll, arena](size_t k) {
-        const GradBucket& b = d_.buckets[k];
+    if (d_->config.record_activity) activity_.reserve(4096);
+    Collective* coll = d_->config.collective;
+    if (!d_->buckets.empty()) {
+      auto* arena = static_cast<uint8_t*>(d_->grad_arena.get_data_handle());
+      d_->bucket_ready = [this, coll, arena](size_t k) {
+        const GradBucket& b = d_->buckets[k];
         tickets_.push_back(
             coll->start_allreduce_sum(reinterpret_cast<float*>(arena + b.offset), b.floats));
       };
@@ -79,7 +103,7 @@ class CpuBackend final : public Backend {
   std::string describe() const override {
     const dnnl_version_t* v = dnnl_version();
     int convs = 0, winograd = 0;
-    for (const Step& s : d_.forward_train) {
+    for (const Step& s : d_->forward_train) {
       if (!s.host && s.prim.get_kind() == dnnl::primitive::kind::convolution) {
         ++convs;
         winograd += s.impl.find("wino") != std::string::npos;
@@ -88,18 +112,18 @@ class CpuBackend final : public Backend {
     return fmt::format(
         "cpu: oneDNN {}.{}.{} ({}), {}, {} input, {} threads, conv {} ({} of {} Winograd), {} "
         "weight reorders/step",
-        v->major, v->minor, v->patch, cpu_isa_name(), precision_name(d_.config.precision),
-        d_.config.input.type == InputType::u8 ? "u8" : "f32", omp_get_max_threads(),
-        d_.config.conv_algorithm, winograd, convs, d_.reorders_per_step);
+        v->major, v->minor, v->patch, cpu_isa_name(), precision_name(d_->config.precision),
+        d_->config.input.type == InputType::u8 ? "u8" : "f32", omp_get_max_threads(),
+        d_->config.conv_algorithm, winograd, convs, d_->reorders_per_step);
   }
 
   HostMemory host_memory() const override { return {}; }  // the heap: nothing to pin
 
   void load(const Checkpoint& ckpt, std::string_view source) override {
-    check_checkpoint(ckpt, d_.net, source);
-    for (size_t i = 0; i < d_.params.size(); ++i) {
-      const Param& p = d_.net.params[i];
-      ParamMemory& m = d_.params[i];
+    check_checkpoint(ckpt, d_->net, source);
+    for (size_t i = 0; i < d_->params.size(); ++i) {
+      const Param& p = d_->net.params[i];
+      ParamMemory& m = d_->params[i];
       const Tensor* t = find_tensor(ckpt, p.name);
       STOKER_CHECK(t != nullptr);  // check_checkpoint found every key
       if (p.dtype == ParamType::i64) {
@@ -116,20 +140,21 @@ class CpuBackend final : public Backend {
 
   Checkpoint save() const override {
     Checkpoint out;
-    for (size_t i = 0; i < d_.params.size(); ++i) {
-      const Param& p = d_.net.params[i];
-      const ParamMemory& m = d_.params[i];
+    for (size_t i = 0; i < d_->params.size(); ++i) {
+      const Param& p = d_->net.params[i];
+      const ParamMemory& m = d_->params[i];
       if (p.dtype == ParamType::i64) {
         out.tensors.push_back(make_i64_tensor(p.name, p.shape, std::span(&m.count, 1)));
       } else {
         out.tensors.push_back(make_f32_tensor(p.name, p.shape, to_plain(m.value, m.plain)));
       }
     }
-    for (size_t i = 0; i < d_.params.size(); ++i) {
-      const Param& p = d_.net.params[i];
+    for (size_t i = 0; i < d_->params.size(); ++i) {
+      const Param& p = d_->net.params[i];
       if (p.trainable && has_momentum_[i])
-        out.tensors.push_back(make_f32_tensor(std::string(kMomentumPrefix) + p.name, p.shape,
-                                              to_plain(d_.params[i].momentum, d_.params[i].plain)));
+        out.tensors.push_back(
+            make_f32_tensor(std::string(kMomentumPrefix) + p.name, p.shape,
+                            to_plain(d_->params[i].momentum, d_->params[i].plain)));
     }
     return out;
   }
@@ -137,37 +162,37 @@ class CpuBackend final : public Backend {
   Checkpoint gradients() const override {
     finish_allreduce();
     Checkpoint out;
-    for (size_t i = 0; i < d_.params.size(); ++i) {
-      const Param& p = d_.net.params[i];
+    for (size_t i = 0; i < d_->params.size(); ++i) {
+      const Param& p = d_->net.params[i];
       if (p.trainable)
         out.tensors.push_back(
-            make_f32_tensor(p.name, p.shape, to_plain(d_.params[i].grad, d_.params[i].plain)));
+            make_f32_tensor(p.name, p.shape, to_plain(d_->params[i].grad, d_->params[i].plain)));
     }
     return out;
   }
 
   void stage(const HostBatch& batch) override {
-    const int64_t classes = d_.net.num_classes;
-    if (batch.count != d_.config.batch)
-      fail("{}: a batch of {} images staged, the backend is planned for {}", d_.net.name,
-           batch.count, d_.config.batch);
-    for (int64_t n = 0; n < d_.config.batch; ++n) {
+    const int64_t classes = d_->net.num_classes;
+    if (batch.count != d_->config.batch)
+      fail("{}: a batch of {} images staged, the backend is planned for {}", d_->net.name,
+           batch.count, d_->config.batch);
+    for (int64_t n = 0; n < d_->config.batch; ++n) {
       if (batch.labels[n] < 0 || batch.labels[n] >= classes)
-        fail("{}: label {} of image {} in the batch is outside [0, {})", d_.net.name,
+        fail("{}: label {} of image {} in the batch is outside [0, {})", d_->net.name,
              batch.labels[n], n, classes);
-      d_.labels[size_t(n)] = batch.labels[n];
+      d_->labels[size_t(n)] = batch.labels[n];
     }
-    if (d_.config.input.type == InputType::f32) {  // read in place: nothing to copy
-      STOKER_DNNL(d_.images_user.set_data_handle(const_cast<void*>(batch.images)));
+    if (d_->config.input.type == InputType::f32) {  // read in place: nothing to copy
+      STOKER_DNNL(d_->images_user.set_data_handle(const_cast<void*>(batch.images)));
       stage_s_ = 0;
       return;
     }
     const auto t0 = Clock::now();
     const int64_t begin = now_ns();
     normalise_u8(static_cast<const uint8_t*>(batch.images));
-    STOKER_DNNL(d_.images_user.set_data_handle(d_.images_f32.data()));
+    STOKER_DNNL(d_->images_user.set_data_handle(d_->images_f32.data()));
     stage_s_ = seconds_since(t0);
-    if (d_.config.record_activity) record("input u8 to f32", begin, steps_);
+    if (d_->config.record_activity) record("input u8 to f32", begin, steps_);
   }
 
   // The CPU reads the images synchronously inside forward: by the time the caller can call
@@ -176,16 +201,16 @@ class CpuBackend final : public Backend {
 
   void forward_backward() override {
     finish_allreduce();  // the last step's, when update() was not called
-    std::vector<ActivityRecord>* rec = d_.config.record_activity ? &activity_ : nullptr;
+    std::vector<ActivityRecord>* rec = d_->config.record_activity ? &activity_ : nullptr;
     StepResult r;
     r.times.stage = stage_s_;
     const auto t0 = Clock::now();
-    run(d_, d_.forward_train, rec, steps_);
+    run(*d_, d_->forward_train, rec, steps_);
     r.times.forward = seconds_since(t0);
     const auto t1 = Clock::now();
-    run(d_, d_.backward, rec, steps_);
+    run(*d_, d_->backward, rec, steps_);
     r.times.backward = seconds_since(t1);
-    r.loss = d_.loss;
+    r.loss = d_->loss;
     pending_.push_back(r);
     ++steps_;
   }
@@ -193,14 +218,14 @@ class CpuBackend final : public Backend {
   void update(const SgdConfig& sgd, float lr) override {
     finish_allreduce();
     const auto t0 = Clock::now();
-    const int64_t begin = d_.config.record_activity ? now_ns() : 0;
+    const int64_t begin = d_->config.record_activity ? now_ns() : 0;
     // One tensor per task: a tensor's momentum flag flips only after its whole update.
     const int count = int(sgd_.size());
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < count; ++i) sgd_step(sgd, lr, std::span(&sgd_[size_t(i)], 1));
     // Its time goes with the step it follows, unless that step was collected already.
     if (!pending_.empty()) pending_.back().times.update = seconds_since(t0);
-    if (d_.config.record_activity) record("sgd update", begin, steps_ - 1);
+    if (d_->config.record_activity) record("sgd update", begin, steps_ - 1);
   }
 
   std::vector<StepResult> collect() override {
@@ -211,18 +236,18 @@ class CpuBackend final : public Backend {
 
   void forward_eval() override {
     finish_allreduce();
-    run(d_, d_.forward_eval, d_.config.record_activity ? &activity_ : nullptr, -1);
+    run(*d_, d_->forward_eval, d_->config.record_activity ? &activity_ : nullptr, -1);
   }
 
   std::span<const float> logits() override {
-    return {static_cast<const float*>(d_.logits_plain.get_data_handle()),
-            size_t(d_.config.batch * d_.net.num_classes)};
+    return {static_cast<const float*>(d_->logits_plain.get_data_handle()),
+            size_t(d_->config.batch * d_->net.num_classes)};
   }
 
   std::vector<ActivityRecord> take_activity() override {
     std::vector<ActivityRecord> out;
     out.swap(activity_);
-    if (d_.config.record_activity) activity_.reserve(out.capacity());
+    if (d_->config.record_activity) activity_.reserve(out.capacity());
     return out;
   }
 
@@ -233,12 +258,12 @@ class CpuBackend final : public Backend {
         if (s.what == what) return s.impl;
       return std::string();
     };
-    for (const Layer& l : d_.net.layers) {
+    for (const Layer& l : d_->net.layers) {
       if (l.kind != LayerKind::conv) continue;
       for (const auto& [pass, program, suffix] :
-           {std::tuple{"forward", &d_.forward_train, " forward"},
-            std::tuple{"backward_data", &d_.backward, " backward-data"},
-            std::tuple{"backward_weights", &d_.backward, " backward-weights"}}) {
+           {std::tuple{"forward", &d_->forward_train, " forward"},
+            std::tuple{"backward_data", &d_->backward, " backward-data"},
+            std::tuple{"backward_weights", &d_->backward, " backward-weights"}}) {
         std::string impl = find(*program, l.name + suffix);
         if (!impl.empty()) out.push_back({l.name, pass, std::move(impl), 0, 0});
       }
@@ -247,7 +272,7 @@ class CpuBackend final : public Backend {
   }
 
   DnnlNet& net() {
-    return d_;
+    return *d_;
   }
 
  private:
@@ -257,14 +282,14 @@ class CpuBackend final : public Backend {
   void finish_allreduce() const {
     if (tickets_.empty()) return;
     const auto t0 = Clock::now();
-    const int64_t begin = d_.config.record_activity ? now_ns() : 0;
-    for (const uint64_t t : tickets_) d_.config.collective->wait(t);
+    const int64_t begin = d_->config.record_activity ? now_ns() : 0;
+    for (const uint64_t t : tickets_) d_->config.collective->wait(t);
     tickets_.clear();
     const double waited = seconds_since(t0);
-    if (d_.config.record_activity) record("gradient all-reduce wait", begin, steps_ - 1);
-    float* g = static_cast<float*>(d_.grad_arena.get_data_handle());
-    const int64_t count = int64_t(d_.grad_arena_bytes / sizeof(float));
-    const float scale = 1.0f / float(d_.config.collective->world());
+    if (d_->config.record_activity) record("gradient all-reduce wait", begin, steps_ - 1);
+    float* g = static_cast<float*>(d_->grad_arena.get_data_handle());
+    const int64_t count = int64_t(d_->grad_arena_bytes / sizeof(float));
+    const float scale = 1.0f / float(d_->config.collective->world());
 #pragma omp parallel for
     for (int64_t i = 0; i < count; ++i) g[i] *= scale;
     if (!pending_.empty()) pending_.back().times.allreduce_wait = waited;
@@ -282,10 +307,10 @@ class CpuBackend final : public Backend {
 
   // u8 pixels, NCHW or NHWC as the input, into images_f32 in the same layout.
   void normalise_u8(const uint8_t* in) {
-    float* out = d_.images_f32.data();
-    const int64_t hw = d_.config.height * d_.config.width;
-    const int64_t n = d_.config.batch;
-    if (d_.config.input.nhwc) {
+    float* out = d_->images_f32.data();
+    const int64_t hw = d_->config.height * d_->config.width;
+    const int64_t n = d_->config.batch;
+    if (d_->config.input.nhwc) {
 #pragma omp parallel for
       for (int64_t p = 0; p < n * hw; ++p)
         for (int c = 0; c < 3; ++c) out[p * 3 + c] = lut_[size_t(c)][in[p * 3 + c]];
@@ -303,23 +328,23 @@ class CpuBackend final : public Backend {
   void from_plain(const Tensor& t, const memory::desc& plain, memory& to) {
     std::vector<float> values(plain.get_size() / sizeof(float));
     copy_values(t, values);
-    memory src = STOKER_DNNL(memory(plain, d_.engine, values.data()));
-    STOKER_DNNL(dnnl::reorder(src, to).execute(d_.stream, src, to));
-    STOKER_DNNL(d_.stream.wait());
+    memory src = STOKER_DNNL(memory(plain, d_->engine, values.data()));
+    STOKER_DNNL(dnnl::reorder(src, to).execute(d_->stream, src, to));
+    STOKER_DNNL(d_->stream.wait());
   }
 
   std::vector<float> to_plain(const memory& from, const memory::desc& plain) const {
     std::vector<float> values(plain.get_size() / sizeof(float));
-    memory dst = STOKER_DNNL(memory(plain, d_.engine, values.data()));
+    memory dst = STOKER_DNNL(memory(plain, d_->engine, values.data()));
     memory src = from;
-    dnnl::stream stream = d_.stream;
+    dnnl::stream stream = d_->stream;
     STOKER_DNNL(dnnl::reorder(src, dst).execute(stream, src, dst));
     STOKER_DNNL(stream.wait());
     return values;
   }
 
   std::unique_ptr<DnnlNet> owned_;
-  DnnlNet& d_;
+  DnnlNet* d_ = nullptr;  // owned_'s, rebound by reshape
   std::array<std::array<float, 256>, 3> lut_;
   std::unique_ptr<bool[]> has_momentum_;
   std::vector<SgdParam> sgd_;

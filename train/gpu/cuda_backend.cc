@@ -386,6 +386,34 @@ class CudaBackend final : public Backend {
     return r;
   }
 
+  // A new input shape (size schedules, evaluation at its own size): the weights and momentum
+  // move through save()/load() into a CudnnNet planned for it, whose cuDNN algorithms are
+  // chosen for the new shapes (measured ones come from the process-wide cache, keyed by
+  // shape); the staging buffers follow, and a CUDA Graph is captured afresh after kWarmSteps
+  // eager steps. Steps in flight keep their events and are collected as before. Under f16
+  // the loss scale carries over (save() writes it, load() restores it).
+  void reshape(int64_t height, int64_t width) override {
+    if (height == config_.height && width == config_.width) return;
+    const Checkpoint state = save();  // runs a pending graph step, waits for the device
+    STOKER_GPU(cudaStreamSynchronize(copy_));
+    BackendConfig c = config_;
+    c.height = height;
+    c.width = width;
+    const Network net = net_->network();
+    if (graph_) STOKER_GPU(cudaGraphExecDestroy(std::exchange(graph_, nullptr)));
+    eager_graph_steps_ = 0;
+    net_.reset();  // the old shape's device memory first: both may not fit
+    net_ = std::make_unique<CudnnNet>(net, c, compute_);
+    const size_t image_bytes = size_t(c.batch * 3 * height * width) * c.input.element_bytes();
+    for (DeviceBuffer& b : stage_images_) b = DeviceBuffer(image_bytes);
+    staged_ = -1;
+    conversion_.dst_nhwc = net_->nhwc();
+    conversion_.h = height;
+    conversion_.w = width;
+    config_ = c;
+    load(state, "the state before a reshape");
+  }
+
   CudnnNet& net() { return *net_; }
 
  private:
