@@ -535,9 +535,11 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
 
   const RunState end = run_state_at(done);
   // Which data each rank trained on: its epoch's chained batch checksum (every rank takes
-  // part; rank 0 writes them), stoker.Loader(rank=, world_size=)'s for the same shard.
+  // part; rank 0 writes them), stoker.Loader(rank=, world_size=)'s for the same shard. Not
+  // after an interrupt: a collective then would wait with the signal pending and stop the
+  // job before rank 0 saves.
   nlohmann::json data_checksums = nullptr;
-  if (iterator) {
+  if (iterator && !result.interrupted) {
     std::vector<std::string> sums;
     for (int r = 0; r < world.world(); ++r) {
       uint64_t v = world.rank() == r ? iterator->epoch_checksum() : 0;
