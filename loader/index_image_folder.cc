@@ -116,7 +116,13 @@ Index index_image_folder(const std::string& root_in) {
   // as NFS; on local disk, cold, 1.28 M entries: 5.8 s -> 5.1 s, docs/PERFORMANCE.md).
   tbb::global_control io_threads(tbb::global_control::max_allowed_parallelism,
                                  std::max<size_t>(kScanThreads, tbb::info::default_concurrency()));
-  tbb::task_arena arena(kScanThreads);
+  // Another component's global_control may hold the limit lower (a live loader in the same
+  // process, as a second stoker.Loader has): the lowest active one applies, and an arena
+  // asking for more draws TBB's "number of workers is limited" warning. Ask for what is
+  // allowed.
+  const int allowed =
+      int(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+  tbb::task_arena arena(std::max(1, std::min(int(kScanThreads), allowed)));
   arena.execute([&] {
     tbb::parallel_for(size_t{0}, per_class.size(), [&](size_t c) {
       try {

@@ -50,10 +50,30 @@ bool is_text(std::string_view line) {
   return true;
 }
 
-}  // namespace
 // Labels index the class list, which gets one entry per label up to the largest: a label of
 // 4e9 would ask for 4e9 class names. ImageNet-21k has 21,841 classes; 2^20 leaves room.
 constexpr uint32_t kMaxLabel = (1u << 20) - 1;
+
+// A comment "# class <label> <name>" (as `stoker index --out` writes them) names a class, so
+// a list file keeps the ImageFolder's class names; other comments are ignored.
+void read_class_name(const std::string& line, const std::string& list_file, size_t line_no,
+                     std::vector<std::string>& names) {
+  constexpr std::string_view kTag = "# class ";
+  if (!line.starts_with(kTag)) return;
+  const size_t sep = line.find(' ', kTag.size());
+  uint32_t label = 0;
+  const char* begin = line.data() + kTag.size();
+  const char* end = sep == std::string::npos ? line.data() + line.size() : line.data() + sep;
+  const auto [at, ec] = std::from_chars(begin, end, label);
+  if (ec != std::errc() || at != end || sep == std::string::npos || sep + 1 == line.size() ||
+      label > kMaxLabel)
+    fail("{}:{}: expected '# class <label> <name>', found '{}'", list_file, line_no,
+         quotable(line));
+  if (names.size() <= label) names.resize(size_t(label) + 1);
+  names[label] = line.substr(sep + 1);
+}
+
+}  // namespace
 
 Index parse_list_file(std::istream& in, const std::string& list_file, std::string root) {
   Index index;
@@ -61,6 +81,7 @@ Index parse_list_file(std::istream& in, const std::string& list_file, std::strin
   std::string line;
   size_t line_no = 0;
   uint32_t max_label = 0;
+  std::vector<std::string> names;  // from `# class <label> <name>` lines
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -72,7 +93,11 @@ Index parse_list_file(std::istream& in, const std::string& list_file, std::strin
           "directory, a packed dataset, or a text file of 'relative/path label' lines",
           list_file, line_no);
     const size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == '#') continue;
+    if (first == std::string::npos) continue;
+    if (line[first] == '#') {
+      read_class_name(line, list_file, line_no, names);
+      continue;
+    }
     const size_t last = line.find_last_not_of(" \t");
     const size_t sep = line.find_last_of(" \t", last);
     if (sep == std::string::npos || sep < first) {
@@ -99,7 +124,10 @@ Index parse_list_file(std::istream& in, const std::string& list_file, std::strin
     max_label = std::max(max_label, label);
   }
   if (index.size() == 0) fail("list file '{}' lists no samples", list_file);
-  for (uint32_t c = 0; c <= max_label; ++c) index.classes.push_back(std::to_string(c));
+  // Labels without a `# class` line are named by their number.
+  const size_t count = std::max<size_t>(size_t(max_label) + 1, names.size());
+  for (size_t c = 0; c < count; ++c)
+    index.classes.push_back(c < names.size() && !names[c].empty() ? names[c] : std::to_string(c));
   return index;
 }
 

@@ -28,7 +28,7 @@ Sampler::Sampler(size_t dataset_size, SamplerConfig config, std::span<const uint
   if (dataset_size > UINT32_MAX) fail("datasets over 4 G samples are not supported");
   if (config.shard_order == SamplerConfig::ShardOrder::sequential) {
     if (shard_of.empty()) {
-      fail("--shard-order sequential needs a packed shard dataset (`stoker pack` makes one)");
+      usage_fail("--shard-order sequential needs a packed shard dataset (`stoker pack` makes one)");
     }
     STOKER_CHECK(shard_of.size() == dataset_size && shards > 0);
   }

@@ -4,14 +4,34 @@
 # arguments it generates the built-in default dataset (data/default, three resolutions),
 # prints the serial-vs-parallel loader table, then trains ResNet-18 on the CPU (oneDNN) for 5
 # short epochs fed by the loader (data-wait share, loss, top-1); any arguments go to
-# `stoker bench`.
+# `stoker bench`. The set-up prints one line per step; apt's and the build's output go to
+# the log file it names ($STOKER_SETUP_LOG, default out/setup.log), shown when a step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=OFF > /dev/null
-cmake --build build --target stoker stoker-worker
+log=${STOKER_SETUP_LOG:-out/setup.log}
+mkdir -p "$(dirname "$log")"
+: > "$log"
+echo "set-up: output in $log"
+# step WHAT COMMAND...: one line saying WHAT and how it went; the command's output to $log.
+step() {
+  local what=$1
+  shift
+  printf '%s ... ' "$what"
+  if "$@" >> "$log" 2>&1; then
+    echo done
+  else
+    echo "failed; the end of $log:"
+    tail -n 20 "$log" >&2
+    exit 1
+  fi
+}
+step "dependencies (scripts/deps.sh: apt-get for what is missing)" scripts/deps.sh
+step "configure (cmake, Release)" \
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=OFF
+step "build (stoker, stoker-worker)" cmake --build build --target stoker stoker-worker
+echo
 if [ $# -gt 0 ]; then exec build/tools/stoker bench "$@"; fi
-build/tools/stoker bench
+build/tools/stoker bench --default-root data/default  # here, for the training run below
 echo
 # 5 epochs of the 400 images at 64 px with the default optimiser settings: the loss falls and
 # top-1 (--val, on the same images: there is no held-out set) ends far above chance (10%).

@@ -25,11 +25,13 @@
 #include "loader/sample_trace.h"
 #include "loader/source.h"
 #include "tools/bench_common.h"
+#include "tools/cache_dir.h"
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
 #include "tools/loader_options.h"
 #include "tools/option_checks.h"
 #include "tools/output_check.h"
+#include "tools/packed_dataset.h"
 #include "train/activity.h"
 #include "train/emulated_accelerator.h"
 
@@ -45,7 +47,7 @@ struct BenchOptions {
   double seconds = 0;  // 0: no time bound
   bool cold = false;
   std::string json;
-  std::string default_root = "data/default";
+  std::string default_root = stoker_cache_dir() + "/default";
   std::string emulate;
   double au_target = 0.9;
   EmulatedAccelerator accelerator;  // from `emulate`
@@ -273,6 +275,13 @@ void run_bench(BenchOptions& o) {
     o.data = generate_dataset(g).roots;
   }
 
+  if (base.sampler.shard_order == SamplerConfig::ShardOrder::sequential)
+    for (const std::string& root : o.data)
+      if (!is_packed_dataset(root))
+        usage_fail(
+            "--shard-order sequential needs a packed shard dataset (`stoker pack` makes one); "
+            "{} is not one",
+            root);
   nlohmann::json context = {
       {"tool", "stoker bench"},
       {"version", STOKER_VERSION},
@@ -448,7 +457,8 @@ void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Loader-only throughput: images/s, MB/s, time per stage");
   auto o = std::make_shared<BenchOptions>();
   cmd->add_option("data", o->data,
-                  "Dataset roots (ImageFolder directories or list files); none: the built-in "
+                  "Dataset roots (ImageFolder roots, list files, packed shards, nfs:// URLs); "
+                  "none: the built-in "
                   "default at three resolutions");
   cmd->add_option("--reader", o->readers,
                   "Comma-separated readers: serial, threads:N, processes:N, uring:QD[:T] "

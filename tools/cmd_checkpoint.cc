@@ -24,6 +24,7 @@ struct CheckpointOptions {
   std::string arch;
   std::string path;
   int classes = 1000;
+  int check_classes = 0;  // info --check: 0 reads them from the file's fc.bias
   uint64_t seed = 0;
   bool zero_init_residual = false;
   bool momentum = false;
@@ -73,7 +74,14 @@ double value_sum(const Tensor& t) {
 
 void run_info(const CheckpointOptions& o) {
   const Checkpoint ckpt = load_checkpoint(o.path);
-  if (!o.arch.empty()) check_checkpoint(ckpt, build(o), o.path);
+  CheckpointOptions c = o;
+  c.classes = o.check_classes;
+  if (c.classes == 0) {  // the file's own class count, so that --check checks the rest
+    const Tensor* fc = find_tensor(ckpt, "fc.bias");
+    c.classes =
+        fc != nullptr && fc->shape.size() == 1 && fc->shape[0] > 0 ? int(fc->shape[0]) : 1000;
+  }
+  if (!o.arch.empty()) check_checkpoint(ckpt, build(c), o.path);
   fmt::print("# {}: {} tensors, {} metadata entries\n", o.path, ckpt.tensors.size(),
              ckpt.metadata.size());
   for (const auto& [key, value] : ckpt.metadata) fmt::print("# {} = {}\n", key, value);
@@ -87,7 +95,7 @@ void run_info(const CheckpointOptions& o) {
     fmt::print("\n");
   }
   if (!o.arch.empty()) {
-    fmt::print("# matches {} with {} classes\n", o.arch, o.classes);
+    fmt::print("# matches {} with {} classes\n", o.arch, c.classes);
   }
 }
 
@@ -126,8 +134,8 @@ void add_checkpoint_command(CLI::App& app) {
                    "Fail (exit 1) unless the file holds exactly this network's state_dict, "
                    "naming each missing, extra or mis-shaped key (optim.momentum.* allowed)")
       ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));
-  info->add_option("--classes", o->classes, "Number of classes for --check")
-      ->capture_default_str()
+  info->add_option("--classes", o->check_classes,
+                   "Number of classes for --check (default: the file's, from fc.bias)")
       ->check(integer_in(1, 1 << 20));
   info->add_flag("--sums", o->sums, "Append the sum of each F32/I64 tensor's values");
   info->callback([o] { run_info(*o); });

@@ -16,6 +16,7 @@
 #include "loader/index.h"
 #include "loader/iterator.h"
 #include "models/resnet.h"
+#include "tools/class_names.h"
 #include "tools/commands.h"
 #include "tools/evaluate.h"
 #include "tools/json_document.h"
@@ -73,6 +74,8 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
   const Network net = build_resnet(rc);
 
   const Index index = open_index(o.data);
+  if (const auto names = stored_class_names(ckpt, o.checkpoint))
+    check_class_names("eval", *names, o.checkpoint, index.classes, o.data);
   if (int(index.classes.size()) > classes)
     fail("eval: {} has {} classes but {} has {} outputs", o.data, index.classes.size(),
          o.checkpoint, classes);
@@ -140,7 +143,9 @@ void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalCommand>();
   o->loader.batch = 32;
   CLI::App* cmd = app.add_subcommand("eval", "Top-1/top-5 of a checkpoint on a validation folder");
-  cmd->add_option("data", o->data, "Validation set: ImageFolder root or list file")->required();
+  cmd->add_option("data", o->data,
+                  "Validation set: ImageFolder root, list file, packed shards or nfs:// URL")
+      ->required();
   cmd->add_option("--checkpoint", o->checkpoint, "Model to evaluate (safetensors)")->required();
   cmd->add_option("--arch", o->arch, "Architecture (default: the checkpoint's)")
       ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));

@@ -20,10 +20,12 @@ void add_index_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("index", "Index a dataset; report time and bytes per entry");
   auto data = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
-  cmd->add_option("data", *data, "Dataset root (ImageFolder directory or list file)")->required();
+  cmd->add_option("data", *data,
+                  "Dataset: ImageFolder root, list file, packed shards or nfs:// URL")
+      ->required();
   cmd->add_option("--out", *out,
                   "Write the index as a list file ('path label' lines, paths relative to the "
-                  "list file's directory)");
+                  "list file's directory, after '# class <label> <name>' lines)");
   cmd->callback([data, out] {
     check_writable("--out", *out);
     const int64_t t0 = now_ns();
@@ -50,6 +52,9 @@ void add_index_command(CLI::App& app) {
               : fs::relative(fs::absolute(index.root), list_dir).lexically_normal().string();
       prefix = prefix == "." ? "" : prefix + "/";
       std::ofstream f(*out);
+      // The class names, so that a model trained on the list is checked against the folder.
+      for (size_t c = 0; c < index.classes.size(); ++c)
+        f << "# class " << c << ' ' << index.classes[c] << '\n';
       for (size_t i = 0; i < index.size(); ++i) {
         f << prefix << index.relative_path(i) << ' ' << index.label[i] << '\n';
       }

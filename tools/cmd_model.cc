@@ -42,7 +42,7 @@ std::pair<int64_t, int64_t> parse_input(const std::string& text) {
   auto number = [&](const std::string& s) {
     int64_t v = 0;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 1 || v > 65536) {
       fail("--input '{}': expected a side S or HEIGHTxWIDTH in pixels, e.g. 224 or 224x320", text);
     }
     return v;

@@ -26,7 +26,8 @@ void add_pack_command(CLI::App& app) {
       ->default_str("256MB");
   cmd->add_option("--list", c->list, "A list file ('path label' lines) relative to DATA");
   cmd->add_flag("--force", c->force, "Replace a packed dataset already in --out");
-  cmd->add_flag("!--no-progress", c->progress, "No progress line on stderr");
+  cmd->add_flag_callback(
+      "--no-progress", [c] { c->progress = false; }, "No progress line on stderr");
   cmd->callback([c] {
     check_writable_dir("--out", c->out);
     const PackResult r = pack_shards(*c);

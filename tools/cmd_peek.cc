@@ -101,7 +101,9 @@ void run_peek(const PeekOptions& o) {
 void add_peek_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("peek", "Write a PNG contact sheet of one augmented batch");
   auto o = std::make_shared<PeekOptions>();
-  cmd->add_option("data", o->data, "Dataset root (ImageFolder directory or list file)")->required();
+  cmd->add_option("data", o->data,
+                  "Dataset: ImageFolder root, list file, packed shards or nfs:// URL")
+      ->required();
   cmd->add_option("--out", o->out, "PNG file to write")->capture_default_str();
   cmd->add_option("--epoch", o->epoch, "Epoch to draw from")
       ->capture_default_str()

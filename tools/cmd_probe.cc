@@ -171,7 +171,7 @@ void add_probe_command(CLI::App& app) {
       "probe", "Raw read bandwidth of a dataset's files through each reader (no decoding)");
   auto o = std::make_shared<ProbeOptions>();
   cmd->add_option("data", o->data,
-                  "Dataset root (ImageFolder directory or list file; or an nfs:// URL)")
+                  "Dataset: ImageFolder root, list file, packed shards or nfs:// URL")
       ->required();
   cmd->add_option("--reader", o->readers,
                   "Comma-separated readers (default: serial,threads:<cpus>,threads:<4 x cpus>,"

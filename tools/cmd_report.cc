@@ -40,6 +40,19 @@ nlohmann::json read_study(const std::string& path) {
         "report: '{}' is not a study result: expected an object with a \"results\" array "
         "(and a \"context\"), as `stoker study` writes to DIR/study.json",
         path);
+  // Every command writes {context, results}: the context's "tool" says whose it is.
+  const nlohmann::json* tool = nullptr;
+  if (study.contains("context") && study["context"].is_object() &&
+      study["context"].contains("tool"))
+    tool = &study["context"]["tool"];
+  if (tool == nullptr || *tool != "stoker study")
+    fail(
+        "report: '{}' is {}, not a study result: `stoker report` renders what `stoker study` "
+        "writes to DIR/study.json",
+        path,
+        tool != nullptr && tool->is_string()
+            ? fmt::format("the output of `{}`", tool->get<std::string>())
+            : std::string("a document without a context naming its tool"));
   return study;
 }
 

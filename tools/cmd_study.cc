@@ -22,6 +22,7 @@
 #include "loader/nfs_url.h"
 #include "loader/source.h"
 #include "tools/bench_common.h"
+#include "tools/cache_dir.h"
 #include "tools/commands.h"
 #include "tools/gen_dataset.h"
 #include "tools/loader_options.h"
@@ -41,10 +42,11 @@ struct StudyOptions {
   bool quick = false;
   std::string readers, storages, consumers;
   int iterations = 100, warmup = 5;
+  int repeats = 3;  // runs of every cell, interleaved
   std::string out;
   bool force = false;
   std::string nfs;
-  std::string data_root = "data/study-quick";
+  std::string data_root = stoker_cache_dir() + "/study-quick";
   LoaderOptions loader;
 };
 
@@ -88,7 +90,8 @@ void prepare_out(const std::string& dir, bool force) {
   fs::create_directories(dir, ec);
   if (ec) fail("--out {}: cannot create it: {}", dir, ec.message());
   if (!force && fs::exists(fs::path(dir) / "study.json"))
-    fail("--out {}: holds a study result already (study.json); give --force to replace it", dir);
+    usage_fail("--out {}: holds a study result already (study.json); give --force to replace it",
+               dir);
   const std::string probe = (fs::path(dir) / ".stoker-study-probe").string();
   {
     std::ofstream p(probe);
@@ -173,6 +176,7 @@ class StudyRun {
       base_ = o_.loader.to_config();
       if (o_.iterations < 1) fail("--iterations must be at least 1, not {}", o_.iterations);
       if (o_.warmup < 0) fail("--warmup must be at least 0, not {}", o_.warmup);
+      if (o_.repeats < 1) fail("--repeats must be at least 1, not {}", o_.repeats);
       if (!o_.nfs.empty() && !is_nfs_url(o_.nfs))
         fail("--nfs {}: not an nfs:// URL (nfs://host/export?args)", o_.nfs);
       plan();
@@ -189,34 +193,44 @@ class StudyRun {
     open_datasets();
     write_result("running");
     fmt::print(
-        "# stoker {} study, {}: {} cells ({} datasets), {} iterations of batch {} after {} "
-        "warm-up, result in {}\n",
-        STOKER_VERSION, utc_now(), cells_.size(), roots_.size(), o_.iterations,
+        "# stoker {} study, {}: {} cells ({} datasets) x {} runs, {} iterations of batch {} "
+        "after {} warm-up, result in {}\n",
+        STOKER_VERSION, utc_now(), cells_.size(), roots_.size(), o_.repeats, o_.iterations,
         base_.sampler.batch_size, o_.warmup, o_.out);
     fmt::print("{:<10} {:<11} {:<24} {:<12} {:>8} {:>8} {:>6} {:>6} {:>6}  {}\n", "dataset",
                "storage", "consumer", "reader", "img/s", "MB/s", "wait%", "AU%", "gap%", "bound");
     std::fflush(stdout);
-    Progress progress("study", cells_.size(), "cells");
-    for (size_t i = 0; i < cells_.size(); ++i) {
-      if (interrupted()) {
-        progress.finish();
-        stop(fmt::format("interrupted after {} of {} cells", results_.size(), cells_.size()));
+    // Interleaved rounds: every cell once, then every cell again, so that a slow spell of a
+    // shared machine spreads over all cells instead of biasing some.
+    Progress progress("study", cells_.size() * size_t(o_.repeats), "runs");
+    for (int round = 0; round < o_.repeats; ++round) {
+      if (round > 0) fmt::print("# run {} of {}\n", round + 1, o_.repeats);
+      for (size_t i = 0; i < cells_.size(); ++i) {
+        const std::string where =
+            o_.repeats > 1 ? fmt::format(" (run {} of {})", round + 1, o_.repeats) : "";
+        if (interrupted()) {
+          progress.finish();
+          stop(fmt::format("interrupted after {} of {} cells{}", round > 0 ? i : results_.size(),
+                           cells_.size(), where));
+        }
+        if (round > 0 && results_[i]["status"] != "ok") continue;  // failed: not retried
+        try {
+          run_cell(cells_[i], i);
+        } catch (const Interrupted&) {
+          progress.finish();
+          stop(fmt::format("interrupted in cell {} of {}{}; {} finished cells kept", i + 1,
+                           cells_.size(), where, results_.size()));
+        }
+        write_result("running");
+        const nlohmann::json& done = results_[i];
+        progress.add(1, done.contains("read_mb_per_s")
+                            ? uint64_t(done["read_mb_per_s"].get<double>() *
+                                       done["wall_s"].get<double>() * 1e6)
+                            : 0);
       }
-      try {
-        run_cell(cells_[i]);
-      } catch (const Interrupted&) {
-        progress.finish();
-        stop(fmt::format("interrupted in cell {} of {}; {} finished cells kept", i + 1,
-                         cells_.size(), results_.size()));
-      }
-      write_result(i + 1 == cells_.size() ? "complete" : "running");
-      const nlohmann::json& last = results_.back();
-      progress.add(1, last.contains("read_mb_per_s")
-                          ? uint64_t(last["read_mb_per_s"].get<double>() *
-                                     last["wall_s"].get<double>() * 1e6)
-                          : 0);
     }
     progress.finish();
+    write_result("complete");  // (the last cell may be a failed one, not run again)
     exports_->stop_all();
     fmt::print("# {} cells in {:.1f} s ({} failed): {}/study.json, {}/report.html\n",
                results_.size(), (now_ns() - t0_) * 1e-9, failed_, o_.out, o_.out);
@@ -262,6 +276,35 @@ class StudyRun {
                 {0, 2}};
       sweeps_.push_back(std::move(cpu));
     }
+    leave_out_nfs_without_root();
+  }
+
+  // The study's own NFS server (NFS-Ganesha through scripts/nfs_serve.sh) needs root: as
+  // another user its cells could only fail, each with the same reason. They are left out
+  // instead, said once here and in the result's context. (--nfs reads an existing export.)
+  void leave_out_nfs_without_root() {
+    if (!o_.nfs.empty() || geteuid() == 0) return;
+    const auto is_nfs = [](StudyStorage st) {
+      return st == StudyStorage::nfs || st == StudyStorage::nfs_shards;
+    };
+    std::set<std::string> dropped;
+    bool left = false;
+    for (Sweep& sw : sweeps_) {
+      for (StudyStorage st : sw.storages)
+        if (is_nfs(st)) dropped.insert(storage_name(st));
+      std::erase_if(sw.storages, is_nfs);
+      left = left || !sw.storages.empty();
+    }
+    if (dropped.empty()) return;
+    std::string names;
+    for (const std::string& n : dropped) names += (names.empty() ? "" : ", ") + n;
+    left_out_ = fmt::format(
+        "{} cells: the study's NFS server (NFS-Ganesha) needs root and this is uid {}; run as "
+        "root, or read an existing export with --nfs URL",
+        names, geteuid());
+    if (!left) fail("--storage {}: nothing left to run ({})", o_.storages, left_out_);
+    std::erase_if(sweeps_, [](const Sweep& sw) { return sw.storages.empty(); });
+    fmt::print("# left out: {}\n", left_out_);
   }
 
   void make_quick_datasets() {
@@ -355,7 +398,44 @@ class StudyRun {
     return *p.index;
   }
 
-  void run_cell(const Cell& c) {
+  // The cell's figures are those of its median run (by wall time; the lower middle of an
+  // even count, so that they are one run's, consistent with each other), with every run's
+  // wall time in "wall_s_runs". A run that fails after a good one is counted, not kept.
+  static nlohmann::json summarize(const std::vector<nlohmann::json>& runs) {
+    std::vector<const nlohmann::json*> ok;
+    nlohmann::json walls = nlohmann::json::array();
+    for (const nlohmann::json& r : runs)
+      if (r["status"] == "ok") {
+        ok.push_back(&r);
+        walls.push_back(r["wall_s"]);
+      }
+    if (ok.empty()) return runs.front();
+    std::vector<const nlohmann::json*> by_wall = ok;
+    std::sort(by_wall.begin(), by_wall.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+      return (*a)["wall_s"].get<double>() < (*b)["wall_s"].get<double>();
+    });
+    nlohmann::json cell = *by_wall[(by_wall.size() - 1) / 2];
+    cell["wall_s_runs"] = walls;
+    if (ok.size() < runs.size()) cell["failed_runs"] = runs.size() - ok.size();
+    return cell;
+  }
+
+  // Runs cell `i` once more: its first run appends to results_, later ones replace its
+  // summary there.
+  void run_cell(const Cell& c, size_t i) {
+    nlohmann::json cell = measure_cell(c);
+    print_row(cell);
+    if (i == runs_.size()) {
+      if (cell["status"] != "ok") ++failed_;
+      runs_.push_back({std::move(cell)});
+      results_.push_back(summarize(runs_.back()));
+    } else {
+      runs_[i].push_back(std::move(cell));
+      results_[i] = summarize(runs_[i]);
+    }
+  }
+
+  nlohmann::json measure_cell(const Cell& c) {
     const StudyConsumer& consumer = *c.consumer;
     nlohmann::json cell = {{"dataset", datasets_[c.dataset]["name"]},
                            {"resolution", datasets_[c.dataset]["resolution"]},
@@ -395,10 +475,8 @@ class StudyRun {
       cell["iterations"] = c.run.iterations;
       cell["warmup"] = c.run.warmup;
       cell["batch"] = base_.sampler.batch_size;
-      ++failed_;
     }
-    print_row(cell);
-    results_.push_back(std::move(cell));
+    return cell;
   }
 
   // Reads a local dataset once so its cells measure the loader, not first touches; again
@@ -481,6 +559,7 @@ class StudyRun {
             {"gpu", nullptr},
             {"iterations", o_.iterations},
             {"warmup", o_.warmup},
+            {"repeats", o_.repeats},
             {"batch", base_.sampler.batch_size},
             {"size", base_.transform.size},
             {"transform", transform_name(base_.transform.kind)},
@@ -491,6 +570,7 @@ class StudyRun {
             {"storages", storages},
             {"consumers", consumers},
             {"planned_cells", cells_.size()},
+            {"left_out", left_out_},
             {"finished_cells", results_.size()},
             {"state", state},
             {"elapsed_s", (now_ns() - t0_) * 1e-9}};
@@ -529,6 +609,8 @@ class StudyRun {
   LoaderConfig base_;
   std::vector<Sweep> sweeps_;
   std::vector<std::string> roots_;
+  std::string left_out_;  // what the study cannot run here, and why (empty: nothing)
+  std::vector<std::vector<nlohmann::json>> runs_;  // [cell][run]: every run of every cell
   std::vector<int> resolutions_;
   std::vector<nlohmann::json> datasets_;
   std::vector<Cell> cells_;
@@ -553,7 +635,7 @@ void add_study_command(CLI::App& app) {
   o->loader.batch = 32;
   o->loader.transform = "crop";
   cmd->add_option("data", o->data,
-                  "Dataset roots (ImageFolder directories, list files, nfs:// URLs)");
+                  "Dataset roots (ImageFolder roots, list files, packed shards, nfs:// URLs)");
   cmd->add_flag("--quick", o->quick,
                 "Generate small datasets at 256, 512 and 1024 px and run a short sweep "
                 "(emulated accelerator everywhere, the CPU trainer on local storage)");
@@ -566,9 +648,13 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--consumer", o->consumers,
                   "Consumers: emulated:SPEC (resnet50-h100, a rate, T/N), cpu:ARCH, cuda:ARCH "
                   "(default emulated:resnet50-h100)");
-  cmd->add_option("--iterations", o->iterations, "Timed steps per cell (quick: 20)")
+  cmd->add_option("--iterations", o->iterations, "Timed steps per cell (quick: 40)")
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps before them (quick: 2)")
+      ->capture_default_str();
+  cmd->add_option("--repeats", o->repeats,
+                  "Runs of every cell, interleaved (all cells once, then again): the report "
+                  "gives their spread and calls a difference only beyond it")
       ->capture_default_str();
   cmd->add_option("--out", o->out,
                   "Result directory: study.json, report.html, shards, NFS state (default "

@@ -3,9 +3,10 @@
 // reader) or by random tensors (--synthetic, compute alone). Starts from a fresh
 // initialisation, --init (weights, and momentum if present) or --resume (the whole run
 // state: weights, momentum, step, sampler position, options); runs exactly --steps steps;
-// --save writes a checkpoint at the end (and on Ctrl-C, of the last finished step), --save-every
-// more on the way, --val measures top-1/top-5 on the way. `#` context lines, a live progress
-// line on stderr, then a summary table; --json writes every step's timings and loss.
+// a checkpoint is written at the end (and on Ctrl-C, of the last finished step) to --save or,
+// by default, a new file under runs/ (--no-save: none), --save-every more on the way, --val
+// measures top-1/top-5 on the way. `#` context lines, a live progress line on stderr, then a
+// summary table; --json writes every step's timings and loss.
 //
 // Under mpirun every rank runs this with its shard of the data (loader/sampler.h) and the
 // backend averages the gradients (train/collective.h); rank 0 alone writes checkpoints, the
@@ -28,15 +29,18 @@
 #include "common/system_info.h"
 #include "loader/index.h"
 #include "loader/iterator.h"
+#include "loader/loader_stats.h"
 #include "models/flops.h"
 #include "models/resnet.h"
 #include "models/shapes.h"
+#include "tools/class_names.h"
 #include "tools/commands.h"
 #include "tools/evaluate.h"
 #include "tools/json_document.h"
 #include "tools/loader_options.h"
 #include "tools/option_checks.h"
 #include "tools/output_check.h"
+#include "tools/run_checkpoint.h"
 #include "tools/train_options.h"
 #include "tools/train_sizes.h"
 #include "train/backend.h"
@@ -61,6 +65,7 @@ struct TrainCommand {
   int epochs = 0;
   int64_t timing_warmup = 2;
   bool no_gaps = false;
+  bool no_save = false;
   std::string trace, trace_steps;
   int64_t save_every = 0;
   int keep = 2;
@@ -152,18 +157,18 @@ void broadcast_state(Backend& backend, Collective& world) {
 
 void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   const bool rank0 = world.rank() == 0;
-  // Every output is checked before the first step: a typo costs a second, not the run.
-  if (rank0) {
-    check_writable("--save", o.save);
-    check_writable("--json", o.json);
-    check_writable("--trace", o.trace);
-  }
-  if (o.save_every > 0 && o.save.empty())
-    fail("train: --save-every needs --save (the periodic checkpoints are named after it)");
-  if (o.save_every < 0) fail("train: --save-every {}: expected a number of steps", o.save_every);
-  if (o.keep < 1) fail("train: --keep {}: expected at least 1", o.keep);
-  if (o.val_every > 0 && o.val.empty()) fail("train: --val-every needs --val DIR");
-  if (o.val_every < 0) fail("train: --val-every {}: expected a number of steps", o.val_every);
+  if (o.no_save && !o.save.empty()) usage_fail("train: --no-save and --save exclude each other");
+  if (o.no_save && o.save_every > 0)
+    usage_fail("train: --save-every with --no-save: the periodic checkpoints would be saves");
+  if (o.save_every < 0)
+    usage_fail("train: --save-every {}: expected a number of steps", o.save_every);
+  if (o.keep < 1) usage_fail("train: --keep {}: expected at least 1", o.keep);
+  if (o.val_every > 0 && o.val.empty()) usage_fail("train: --val-every needs --val DIR");
+  if (o.val_every < 0) usage_fail("train: --val-every {}: expected a number of steps", o.val_every);
+  if (o.synthetic && o.save_every > 0 && o.save.empty())
+    usage_fail(
+        "train: --save-every with --synthetic needs --save (the periodic checkpoints are "
+        "named after it)");
   if (!o.val.empty()) check_dataset_path(o.val);
   check_val_size(o.val, app);
   if (o.synthetic == !o.data.empty())
@@ -195,12 +200,39 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   }
   TrainOptions& t = o.train;
 
+  // Every run keeps its work (random tensors teach nothing: --synthetic keeps one if asked).
+  // Each rank names it (only rank 0 writes): all agree that there is one.
+  const bool default_save = o.save.empty() && !o.no_save && !o.synthetic;
+  if (default_save) o.save = default_checkpoint_path(t.arch);
+  // Every output is checked before the first step: a typo costs a second, not the run.
+  if (rank0) {
+    if (default_save)
+      check_writable_dir("--save", std::filesystem::path(o.save).parent_path());  // made on saving
+    else
+      check_writable("--save", o.save);
+    check_writable("--json", o.json);
+    check_writable("--trace", o.trace);
+  }
+
   std::optional<Index> index;
   if (!o.synthetic) {
     index = open_index(o.data);
     if (t.classes == 0) t.classes = int(index->classes.size());
   }
   if (t.classes == 0) t.classes = 1000;
+  // The names of the model's classes: a resumed run's, or this dataset's.
+  std::optional<std::vector<std::string>> class_names;
+  std::string class_names_from;
+  if (resumed) {
+    class_names = stored_class_names(*start, o.resume);
+    class_names_from = o.resume;
+  }
+  if (class_names && index)
+    check_class_names("train: --resume", *class_names, o.resume, index->classes, o.data);
+  if (index && !class_names) {  // a resumed run keeps the names it had (they match)
+    class_names = index->classes;
+    class_names_from = o.data;
+  }
   // Indexed before the backend exists: indexing scans with more threads than the backend
   // later allows TBB (a scan after it would only draw TBB's "limited workers" warning).
   std::optional<Index> val_index;
@@ -310,6 +342,9 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     if (o.synthetic) fail("train: --epochs with --synthetic data: give --total-steps");
     schedule_steps = per_epoch * o.epochs;
   }
+  if (resumed && app.count("--total-steps") > 0 && schedule_steps <= state.step)
+    usage_fail("train: --total-steps {} ends before the run in {}, at step {}: give more",
+               schedule_steps, o.resume, state.step);
   if (steps == 0) {
     if (!resumed) {
       steps = o.synthetic ? 20 : per_epoch * std::max(1, o.epochs);
@@ -324,7 +359,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   }
   if (schedule_steps == 0) schedule_steps = state.step + steps;
   if (state.step + steps > schedule_steps)
-    fail(
+    usage_fail(
         "train: steps {}..{} go past the end of the learning-rate schedule ({} steps); "
         "--total-steps or --epochs sets a longer one",
         state.step, state.step + steps, schedule_steps);
@@ -387,6 +422,12 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   fmt::print("# run: steps {}..{} of {}{}\n", state.step, state.step + steps, schedule_steps,
              start ? fmt::format(", from {}", o.resume.empty() ? o.init : o.resume) : "");
   fmt::print("{}", schedule_change);
+  if (!o.save.empty())
+    fmt::print("# save: {} at the end and on Ctrl-C{}\n", o.save,
+               default_save ? " (--save chooses the file, --no-save keeps none)" : "");
+  else
+    fmt::print("# save: none ({})\n",
+               o.no_save ? "--no-save" : "--synthetic keeps none unless --save names one");
 
   // Where the run is after `done` global steps (between steps: the feed has handed out
   // exactly their batches), and a checkpoint of it.
@@ -406,6 +447,9 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     if (!rank0) return;
     const RunState s = run_state_at(done);
     set_run_state(ckpt, s);
+    if (class_names) store_class_names(ckpt, *class_names);
+    if (default_save)
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     save_checkpoint(path, ckpt);
     fmt::print("# checkpoint: {} (step {}, epoch {}, sample {})\n", path, s.step, s.epoch,
                s.sampler_position);
@@ -415,6 +459,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   LoaderConfig val_lc;
   nlohmann::json val_json = nlohmann::json::array();
   if (!o.val.empty()) {
+    if (class_names)  // names first: they say more than a count
+      check_class_names("train: --val", *class_names, class_names_from, val_index->classes, o.val);
     if (int(val_index->classes.size()) > t.classes)
       fail("train: --val {} has {} classes but the network has {}", o.val,
            val_index->classes.size(), t.classes);
@@ -506,6 +552,20 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   }
 
   const RunState end = run_state_at(done);
+  // Which data each rank trained on: its epoch's chained batch checksum (every rank takes
+  // part; rank 0 writes them), stoker.Loader(rank=, world_size=)'s for the same shard. Not
+  // after an interrupt: a collective then would wait with the signal pending and stop the
+  // job before rank 0 saves.
+  nlohmann::json data_checksums = nullptr;
+  if (iterator && !result.interrupted) {
+    std::vector<std::string> sums;
+    for (int r = 0; r < world.world(); ++r) {
+      uint64_t v = world.rank() == r ? iterator->epoch_checksum() : 0;
+      if (world.world() > 1) world.broadcast(&v, sizeof v, r);
+      sums.push_back(hex64(v));
+    }
+    data_checksums = {{"epoch", end.epoch}, {"ranks", sums}};
+  }
   if (result.interrupted)
     fmt::print("# interrupted: {} of {} steps done; the figures above cover them\n", records.size(),
                steps);
@@ -617,6 +677,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
         {"lr", lrs},
         {"per_step", steps_json},
         {"checkpoint", o.save},
+        {"data_checksums", data_checksums},
         {"end_state",
          {{"step", end.step}, {"epoch", end.epoch}, {"sampler_position", end.sampler_position}}},
         {"options", nlohmann::json::parse(end.config)}};
@@ -631,16 +692,17 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     if (!out) fail("train: cannot write {}", o.json);
   }
   std::fflush(stdout);
+  // A hint names a file only once it exists.
+  const std::string resume_hint =
+      o.save.empty() ? (o.no_save ? "; nothing was saved (--no-save)" : "")
+                     : fmt::format("; `stoker train {} --resume {}` continues it exactly",
+                                   o.synthetic ? "--synthetic" : o.data, o.save);
   if (result.interrupted && world.world() > 1) {
     world.barrier();  // rank 0's checkpoint is written before any rank leaves
-    throw StoppedTogether(
-        fmt::format("train: interrupted after step {}{}", done,
-                    o.save.empty() ? "" : fmt::format("; `--resume {}` continues it", o.save)));
+    throw StoppedTogether(fmt::format("train: interrupted after step {}{}", done, resume_hint));
   }
   if (result.interrupted)
-    throw Interrupted(fmt::format(
-        "train: interrupted after step {}{}", done,
-        o.save.empty() ? "" : fmt::format("; `--resume {}` continues it exactly", o.save)));
+    throw Interrupted(fmt::format("train: interrupted after step {}{}", done, resume_hint));
 }
 
 // One rank's failure ends the job: its error goes to stderr naming the rank, then MPI_Abort
@@ -681,7 +743,8 @@ void add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainCommand>();
   o->loader.batch = 32;
   CLI::App* cmd = app.add_subcommand("train", "Train a ResNet on a dataset or synthetic data");
-  cmd->add_option("data", o->data, "Dataset: ImageFolder root or list file");
+  cmd->add_option("data", o->data,
+                  "Dataset: ImageFolder root, list file, packed shards or nfs:// URL");
   cmd->add_flag("--synthetic", o->synthetic, "Random tensors instead of a dataset: compute alone");
   cmd->add_option("--reader", o->reader,
                   "serial, threads:N, processes:N, uring:QD[:T] (default threads:<cores>)")
@@ -700,8 +763,10 @@ void add_train_command(CLI::App& app) {
                   "Continue the run saved in this checkpoint: weights, momentum, step, sampler "
                   "position, options");
   cmd->add_option("--save", o->save,
-                  "Write a checkpoint here at the end, or on Ctrl-C of the last finished step "
-                  "(atomically)");
+                  "Write the checkpoint here at the end, or on Ctrl-C of the last finished step "
+                  "(atomically; default: a new runs/<arch>-<date>-<time>.safetensors, printed "
+                  "at the start; --synthetic: none)");
+  cmd->add_flag("--no-save", o->no_save, "Keep no checkpoint of this run");
   cmd->add_option("--save-every", o->save_every,
                   "Also checkpoint every N global steps, to <save>-step<N>.safetensors");
   cmd->add_option("--keep", o->keep, "--save-every: keep the newest K of those checkpoints")

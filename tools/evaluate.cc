@@ -52,7 +52,9 @@ EvalResult evaluate(Backend& backend, const Index& index, const LoaderConfig& co
       loss += std::log(sum) + mx - double(row[y]);
     }
     r.images += int64_t(b->size);
-    progress.add(b->size);
+    uint64_t bytes = 0;  // the files read, for the progress line's MB and MB/s
+    for (size_t i = 0; i < b->size; ++i) bytes += index.bytes[b->indices[i]];
+    progress.add(b->size, bytes);
     if (interrupted()) {
       r.interrupted = true;
       break;

@@ -11,9 +11,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "augment/encode_jpeg.h"
 #include "common/error.h"
+#include "common/interrupt.h"
 #include "common/progress.h"
 #include "common/rng.h"
 #include "tools/synth_image.h"
@@ -99,6 +101,20 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   fs::rename(tmp, path);
 }
 
+// Before a root is (re)written: the images an earlier run wrote (class_NNN/img_NNNNNN.jpg,
+// and class folders they leave empty), so that a smaller dataset over a larger one leaves no
+// file its stoker-gen.json does not describe. Nothing else in the root is touched.
+void remove_generated_images(const std::string& root) {
+  static const std::regex class_dir("class_[0-9]{3}"), image("img_[0-9]{6}\\.jpg(\\.tmp)?");
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(root, ec)) {
+    if (!d.is_directory() || !std::regex_match(d.path().filename().string(), class_dir)) continue;
+    for (const auto& f : fs::directory_iterator(d.path(), ec))
+      if (std::regex_match(f.path().filename().string(), image)) fs::remove(f.path(), ec);
+    if (fs::is_empty(d.path(), ec)) fs::remove(d.path(), ec);
+  }
+}
+
 }  // namespace
 
 GenResult generate_dataset(const GenConfig& c) {
@@ -138,6 +154,7 @@ GenResult generate_dataset(const GenConfig& c) {
     // Until every image is written the root says so: a rerun finishes it, and nothing
     // mistakes it for a finished dataset.
     fs::remove(root + "/" + kMeta, ec);
+    remove_generated_images(root);
     std::ofstream(root + "/" + kPartial) << meta.dump(2) << "\n";
     for (int k = 0; k < c.classes; ++k) {
       fs::create_directories(fmt::format("{}/class_{:03d}", root, k), ec);
@@ -145,6 +162,9 @@ GenResult generate_dataset(const GenConfig& c) {
     }
     std::atomic<uint64_t> bytes{0};
     tbb::parallel_for(uint64_t{0}, per_size, [&](uint64_t i) {
+      // Ctrl-C where a command installed the handlers (bench's implicit gen): stop soon; the
+      // partial marker stays, so a rerun finishes the dataset.
+      if (interrupted()) return;
       const int label = static_cast<int>(i / c.per_class);
       const int j = static_cast<int>(i % c.per_class);
       Rng rng(c.seed, static_cast<uint64_t>(size), i, 0x67656eULL);
@@ -166,6 +186,13 @@ GenResult generate_dataset(const GenConfig& c) {
       bytes += jpeg.size();
       progress.add(1, jpeg.size());
     });
+    if (interrupted()) {
+      progress.finish();
+      throw Interrupted(
+          fmt::format("gen: interrupted while writing {} (unfinished: a rerun "
+                      "finishes it)",
+                      root));
+    }
     {
       std::ofstream out(root + "/" + kPartial);
       out << meta.dump(2) << "\n";

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "tools/commands.h"
+#include "tools/idle_options.h"
 
 int main(int argc, char** argv) {
   // Writing past a file-size limit should be an error (EFBIG) that names the checkpoint,
@@ -26,11 +27,18 @@ int main(int argc, char** argv) {
   stoker::add_eval_command(app);
   stoker::add_report_command(app);
   stoker::add_study_command(app);
+  // One rule set for every subcommand: options idle in the combination given are refused
+  // after parsing, before the command runs.
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    sub->parse_complete_callback([sub] { stoker::refuse_idle_options(*sub); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // CLI11's own messages ("The following arguments were not expected") as ours.
+    std::fprintf(stderr, "stoker: usage error: %s\nRun with --help for more information.\n",
+                 e.what());
+    return 2;
   } catch (const stoker::Interrupted& e) {
     // What was finished has been written; the handler already said so on stderr.
     std::fprintf(stderr, "stoker: %s\n", e.what());

@@ -59,7 +59,11 @@ std::string shard_key(uint64_t i) {
 }
 
 PackResult pack_shards(const PackConfig& c) {
-  if (c.shard_size < 2 * kTarBlock) fail("--shard-size {} is too small", c.shard_size);
+  if (c.shard_size < 2 * kTarBlock)
+    usage_fail(
+        "--shard-size {} is too small: at least {} bytes (a tar header and a block), and a shard "
+        "must hold the largest sample",
+        c.shard_size, 2 * kTarBlock);
   const int64_t t0 = now_ns();
   const Index index = c.list.empty() ? open_index(c.data) : index_list_file(c.list, c.data);
   if (index.size() == 0) fail("{}: no samples to pack", c.data);
@@ -69,8 +73,8 @@ PackResult pack_shards(const PackConfig& c) {
   if (ec) fail("--out {}: cannot create: {}", c.out, ec.message());
   const std::vector<fs::path> old = previous_output(c.out);
   if (!old.empty() && !c.force) {
-    fail("--out {} already holds a packed dataset ({}); pass --force to replace it", c.out,
-         old.front().filename().string());
+    usage_fail("--out {} already holds a packed dataset ({}); pass --force to replace it", c.out,
+               old.front().filename().string());
   }
 
   ShardIndexFile out;

@@ -34,7 +34,8 @@ void TrainOptions::add_to(CLI::App& app) {
   app.add_option("--weight-decay", weight_decay, "L2 weight decay")
       ->capture_default_str()
       ->check(number_in(0, kInf));
-  app.add_flag("--no-bn-decay{false}", bn_decay, "No weight decay on BN parameters and biases");
+  app.add_flag_callback(
+      "--no-bn-decay", [this] { bn_decay = false; }, "No weight decay on BN parameters and biases");
   app.add_option("--optimizer", optimizer,
                  "sgd, or lars (layer-wise trust ratio, You et al. 2017; BN and biases excluded)")
       ->capture_default_str()

@@ -49,6 +49,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   size_t batches_per_epoch() const { return it_->batches_per_epoch(); }
   size_t dataset_size() const { return index_.size(); }
   const std::vector<std::string>& classes() const { return index_.classes; }
+  // Class directories with no image (their labels are kept), as `stoker index` warns.
+  const std::vector<std::string>& empty_classes() const { return index_.empty_classes; }
   // Batches Python holds now, and the most it may hold (the pool).
   size_t held() const { return held_.load(); }
   size_t pool_batches() const { return pool_batches_; }

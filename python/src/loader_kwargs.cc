@@ -48,8 +48,11 @@ T as_int(const std::string& name, const pyb::handle& v, long long lo, long long 
 
 // Three per-channel numbers (R, G, B), finite, and positive where `positive`.
 std::array<float, 3> as_triple(const std::string& name, const pyb::handle& v, bool positive) {
-  if (!(PyTuple_Check(v.ptr()) || PyList_Check(v.ptr())) || pyb::len(v) != 3)
+  if (!(PyTuple_Check(v.ptr()) || PyList_Check(v.ptr())))
     wrong_type(name, "a sequence of three floats", v);
+  if (pyb::len(v) != 3)  // the right type, the wrong value
+    throw pyb::value_error(
+        fmt::format("{} must hold three numbers (R, G, B), got {}", name, pyb::len(v)));
   std::array<float, 3> out{};
   const pyb::sequence seq = pyb::reinterpret_borrow<pyb::sequence>(v);
   for (size_t c = 0; c < 3; ++c) {
@@ -99,6 +102,10 @@ const std::map<std::string, Setter>& setters() {
        {[](O& o, C&, H v) { o.batch = as_int<size_t>("batch_size", v, 1, 1 << 20); }}},
       {"prefetch", {[](O& o, C&, H v) { o.prefetch = as_int<size_t>("prefetch", v, 1, 1024); }}},
       {"keep", {[](O&, C& c, H v) { c.keep = as_int<size_t>("keep", v, 0, 1024); }}},
+      // Data parallelism: this process's shard, by `mpirun stoker train`'s rule (loader/sampler.h).
+      {"rank", {[](O&, C& c, H v) { c.sampler.rank = as_int<uint32_t>("rank", v, 0, 1 << 20); }}},
+      {"world_size",
+       {[](O&, C& c, H v) { c.sampler.world = as_int<uint32_t>("world_size", v, 1, 1 << 20); }}},
       {"reader", {[](O&, C& c, H v) {
          const std::string s = as_str("reader", v);
          check("reader", s, [&](const std::string& t) { c.reader = parse_reader(t); });
@@ -115,7 +122,14 @@ const std::map<std::string, Setter>& setters() {
            o.height = as_int<int>("size[0]", hw[0], 8, 8192);
            o.size = as_int<int>("size[1]", hw[1], 8, 8192);
            if (o.height == o.size) o.height = 0;
+         } else if (PyUnicode_Check(v.ptr())) {  // the CLI's "HxW" is a pair here
+           throw pyb::type_error(fmt::format(
+               "size must be an int or a (height, width) pair, not str ('{}': the CLI's HxW "
+               "is size=(H, W) here)",
+               v.cast<std::string>()));
          } else {
+           if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr()))
+             wrong_type("size", "an int or a (height, width) pair", v);
            o.size = as_int<int>("size", v, 8, 8192);
            o.height = 0;
          }
@@ -223,6 +237,11 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
   }
   c.reader = extra.reader;
   c.keep = extra.keep;
+  c.sampler.rank = extra.sampler.rank;
+  c.sampler.world = extra.sampler.world;
+  if (c.sampler.rank >= c.sampler.world)
+    throw pyb::value_error(
+        fmt::format("rank must be below world_size ({}), got {}", c.sampler.world, c.sampler.rank));
   c.warn = extra.warn;
   if (c.direct && c.reader.kind != ReaderPolicy::Kind::uring) {
     throw pyb::value_error(fmt::format(
@@ -265,6 +284,8 @@ pyb::dict default_kwargs() {
   d["size_schedule"] = o.size_schedule;
   d["null_file"] = o.null_file;
   d["warn"] = true;
+  d["rank"] = 0;
+  d["world_size"] = 1;
   return d;
 }
 

@@ -50,6 +50,7 @@ PYBIND11_MODULE(_stoker, m) {
       .def("batches_per_epoch", &LoaderCore::batches_per_epoch)
       .def("dataset_size", &LoaderCore::dataset_size)
       .def("classes", &LoaderCore::classes)
+      .def("empty_classes", &LoaderCore::empty_classes)
       .def("held", &LoaderCore::held)
       .def("pool_batches", &LoaderCore::pool_batches)
       .def("pool_bytes", &LoaderCore::pool_bytes)

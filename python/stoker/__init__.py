@@ -10,6 +10,8 @@ the iteration protocol, ``state_dict`` and argument names; it decodes and shuffl
 import gc
 import json
 import os
+import warnings
+import weakref
 
 from . import _stoker
 
@@ -35,8 +37,16 @@ CLI_NAMES = {
     "source_kind": "--source", "null_file": "--null-file", "jitter": "--jitter",
     "grayscale": "--grayscale", "resize_filter": "--resize-filter",
     "size_schedule": "--size-schedule",
-    "keep": None, "warn": None, "tensors": None,
+    "keep": None, "warn": None, "tensors": None, "overflow_batches": None,
+    "rank": "(mpirun's rank)", "world_size": "(mpirun's -np)",
 }
+
+# Batches copied out of a full pool that may be alive at once (Loader's overflow_batches).
+DEFAULT_OVERFLOW_BATCHES = 64
+
+
+def _copy_freed(counter):
+    counter[0] -= 1
 
 
 class Loader:
@@ -54,10 +64,18 @@ class Loader:
     - ``tensors``: ``"torch"`` (default) yields ``torch.Tensor`` images (DLPack) and int64
       labels; ``"numpy"`` yields ``numpy.ndarray`` (buffer protocol).
     - ``keep`` (default 1): batches Python may still hold when it asks for the next one
-      without slowing the reader. The pool is ``prefetch + 1 + keep`` batches (serial:
-      ``1 + keep``) and never grows: while every one of them is referenced from Python,
-      asking for another raises ``RuntimeError`` (after one ``gc.collect()``).
+      without slowing the reader. The pool is ``prefetch + 2 + keep`` batches (serial:
+      ``2 + keep``): one spare, so that when all but one of them are referenced from Python
+      (a list that keeps batches, views or losses without ``.item()``) each further batch is
+      copied into new memory and its buffer goes back to the pool, as a DataLoader's batches
+      would each have their own memory; one ``RuntimeWarning`` says why and how to avoid it.
+    - ``overflow_batches`` (default 64): how many such copies may be alive at once; asking
+      for one more raises ``RuntimeError`` naming the cause.
     - ``warn`` (default True): one line on stderr per bad file under ``on_error="skip"``.
+    - ``rank``, ``world_size`` (default 0, 1): this process's shard for data parallelism,
+      as DistributedSampler: global step k takes the epoch's samples [kB, (k+1)B) with
+      B = world_size x batch_size, rank r the r-th batch_size of them (the rule of
+      ``mpirun stoker train``; give ``drop_last=True`` for its equal step counts).
 
     A batch's memory goes back to the pool when its last reference (array, tensor, or a
     view of either) is dropped; a batch you keep is never overwritten.
@@ -73,19 +91,42 @@ class Loader:
             import torch  # only when asked for: NumPy users need not have it
             self._torch = torch
         self._numpy = __import__("numpy")
+        overflow = kwargs.pop("overflow_batches", DEFAULT_OVERFLOW_BATCHES)
+        if not isinstance(overflow, int) or isinstance(overflow, bool):
+            raise TypeError(f"overflow_batches must be an int, not {type(overflow).__name__}")
+        if overflow < 0:
+            raise ValueError(f"overflow_batches must be >= 0, got {overflow}")
         options = dict(_stoker.default_kwargs())
         options.update(kwargs)
+        options["overflow_batches"] = overflow
         self.options = options
+        # One spare buffer beyond `keep`: the one a full pool copies its batches out of.
+        keep = kwargs.get("keep", options["keep"])
+        if isinstance(keep, int) and not isinstance(keep, bool) and 0 <= keep < 1024:
+            kwargs["keep"] = keep + 1
         self._core = _stoker.LoaderCore(os.fspath(source), kwargs)
+        self._copies = [0]  # batches copied out of a full pool and still alive
+        self._warned_full = False
+        empty = list(self._core.empty_classes())
+        if empty:  # as the CLI warns: a label no sample has is likely a mistake
+            warnings.warn(
+                f"stoker.Loader: {len(empty)} class directories of {os.fspath(source)} hold no "
+                f"image: {', '.join(empty[:3])}{', ...' if len(empty) > 3 else ''} (their labels "
+                "are kept, as torchvision's ImageFolder keeps them)", UserWarning, stacklevel=2)
         self._epoch = 0
         self._start = 0  # position to resume from (load_state_dict), used by the next iter()
         self._generation = 0  # which iter() is current: an older iterator must not go on
         self._active = False  # an epoch is started and not finished
 
     # --- the DataLoader surface -------------------------------------------------------
+    def _live(self):
+        if self._core is None:
+            raise RuntimeError("this stoker.Loader is closed: make a new one to iterate again")
+        return self._core
+
     def __len__(self):
         """Batches per epoch (as ``len(DataLoader)``)."""
-        return self._core.batches_per_epoch()
+        return self._live().batches_per_epoch()
 
     def set_epoch(self, epoch):
         """The epoch the next ``iter()`` runs (shuffle and crops are a function of it)."""
@@ -101,30 +142,56 @@ class Loader:
         """Starts the current epoch (from the loaded position, if any); a finished epoch
         moves the loader to the next one, so ``for e in range(E): for b in loader`` sees E
         different epochs without set_epoch."""
+        core = self._live()
         self._generation += 1
-        self._core.start(self._epoch, self._start)
+        core.start(self._epoch, self._start)
         self._start = 0
         self._active = True
         return _EpochIterator(self, self._generation)
 
+    # The pool is full but for one buffer (the spare): the batch made in it is copied out, so
+    # the reader always has a buffer (a loop that keeps batches gets more memory, not an
+    # error).
+    def _pool_full(self):
+        return self._core.held() + 1 >= self._core.pool_batches()
+
+    def _stuck(self):
+        return self._core.held() >= self._core.pool_batches() or (
+            self._pool_full() and self._copies[0] >= self.options["overflow_batches"])
+
     def _next(self, generation):
+        # No local holds the core: a KeyboardInterrupt from next() keeps this frame in its
+        # traceback, and the loader's workers must still end when the loader is dropped.
         if generation != self._generation:
             raise RuntimeError("this iterator was superseded by a later iter() of the loader")
         if not self._active:
             raise StopIteration
-        if self._core.held() >= self._core.pool_batches():
-            gc.collect()  # a batch only a reference cycle holds
-            if self._core.held() >= self._core.pool_batches():
-                raise RuntimeError(
-                    f"all {self._core.pool_batches()} batch buffers are held by Python "
-                    f"references (prefetch={self.options['prefetch']}, "
-                    f"keep={self.options['keep']}): drop a batch (del it) before asking for "
-                    "the next one, or raise keep")
+        self._live()
+        # gc.collect() (batches only a reference cycle holds) before a warning or an error,
+        # not on every copied batch: it costs milliseconds in a large program.
+        if (self._pool_full() and not self._warned_full) or self._stuck():
+            gc.collect()
+        pool = self._core.pool_batches()
+        if self._core.held() >= pool:  # not reached while the spare is kept free
+            raise RuntimeError(
+                f"all {pool} batch buffers are held by Python references "
+                f"(prefetch={self.options['prefetch']}, keep={self.options['keep']}): drop a "
+                "batch (del it) before asking for the next one, or raise keep")
+        if self._stuck():
+            raise RuntimeError(
+                f"{pool - 1} of the {pool} batch buffers and {self._copies[0]} copied batches "
+                f"(overflow_batches={self.options['overflow_batches']}) are held by Python "
+                "references: a loop that keeps every batch (a list of batches, of views like "
+                "x[0], or of losses without .item()) keeps them all; store .item() or "
+                ".clone() of what you need")
+        full = self._pool_full()
         lease = self._core.next()
         if lease is None:
             self._active = False
             self._epoch += 1
             raise StopIteration
+        if full:
+            return self._copy_out(lease)
         if self._torch is not None:
             images = self._torch.from_dlpack(lease)
             labels = self._torch.from_numpy(lease.labels)
@@ -133,17 +200,40 @@ class Loader:
             labels = lease.labels
         return images, labels
 
+    def _copy_out(self, lease):
+        """The batch as new memory; its pool buffer is free again once this returns."""
+        if not self._warned_full:
+            self._warned_full = True
+            warnings.warn(
+                f"stoker.Loader: {self._core.held() - 1} of the {self._core.pool_batches()} "
+                "batch buffers "
+                "are still held by Python references (a list that keeps batches, views like "
+                "x[0], or losses without .item() keep their batch alive): batches are copied "
+                "out of the pool from now on (more memory, a copy each; at most "
+                f"overflow_batches={self.options['overflow_batches']} alive at once). Store "
+                ".item() or .clone() of what you keep, or raise keep=",
+                RuntimeWarning, stacklevel=4)
+        images = self._numpy.array(lease, copy=True)
+        labels = lease.labels
+        self._copies[0] += 1
+        weakref.finalize(images, _copy_freed, self._copies)  # views keep `images` alive
+        del lease
+        if self._torch is not None:
+            return self._torch.from_numpy(images), self._torch.from_numpy(labels)
+        return images, labels
+
     # --- exact resume (torchdata's StatefulDataLoader) ---------------------------------
     def state_dict(self):
         """Where the loader is: resuming from it yields exactly the batches not yet yielded."""
+        core = self._live()
         if self._active:
-            epoch, position = self._core.position()
+            epoch, position = core.position()
         else:
             epoch, position = self._epoch, self._start
         return {"epoch": int(epoch), "position": int(position),
                 "seed": int(self.options["seed"]),
                 "batch_size": int(self.options["batch_size"]),
-                "dataset_size": int(self._core.dataset_size())}
+                "dataset_size": int(core.dataset_size())}
 
     def load_state_dict(self, state):
         """The next ``iter()`` continues from ``state`` (same dataset, seed and batch size)."""
@@ -173,17 +263,17 @@ class Loader:
         checksum of every epoch iterated from its start (``epoch_checksums``). ``seconds``
         counts from construction; ``cpu_seconds`` is the whole process's (training
         included), not the loader's alone."""
-        return json.loads(self._core.stats_json())
+        return json.loads(self._live().stats_json())
 
     @property
     def classes(self):
         """Class names; label i is classes[i] (torchvision's ImageFolder order)."""
-        return list(self._core.classes())
+        return list(self._live().classes())
 
     @property
     def pool_bytes(self):
         """Bytes of batch memory the loader holds (fixed at construction)."""
-        return self._core.pool_bytes()
+        return self._live().pool_bytes()
 
     def close(self):
         """Stops the reader (worker processes end) unless batches are still referenced, in

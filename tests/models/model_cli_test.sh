@@ -54,8 +54,8 @@ expect() {  # expect CODE PATTERN ARGS...: exit code and a pattern on stderr
   grep -q -- "$pattern" "$tmp/err.txt" || fail "model $*: no '$pattern' in: $(cat "$tmp/err.txt")"
 }
 expect 2 'arch: model .resnet51.: expected resnet18, resnet34' resnet51
-expect 1 'input 0x0 is too small' resnet50 --input 0
-expect 1 'input 224x0 is too small' resnet50 --input 224x0
+expect 2 "--input '0': expected a side" resnet50 --input 0
+expect 2 "--input '224x0': expected a side" resnet50 --input 224x0
 expect 2 "--input: --input '22a'" resnet50 --input 22a
 expect 2 "--classes: '0' is not an integer from 1" resnet50 --classes 0
 expect 2 'classes' resnet50 --classes many

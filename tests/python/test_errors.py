@@ -33,6 +33,13 @@ import stoker
     (dict(direct=True), ValueError, "direct"),
     (dict(bacth_size=8), TypeError, "bacth_size"),
     (dict(tensors="jax"), ValueError, "tensors"),
+    (dict(size="64x48"), TypeError, r"size must be an int or a \(height, width\) pair.*HxW"),
+    (dict(size=2.5), TypeError, r"size must be an int or a \(height, width\) pair"),
+    (dict(mean=(0.5, 0.5)), ValueError, "mean must hold three numbers"),
+    (dict(std=[1.0]), ValueError, "std must hold three numbers"),
+    (dict(mean="0.5"), TypeError, "mean"),
+    (dict(overflow_batches=-1), ValueError, "overflow_batches"),
+    (dict(overflow_batches="8"), TypeError, "overflow_batches"),
 ])
 def test_bad_arguments(photos, kwargs, exc, name):
     with pytest.raises(exc, match=name):
@@ -93,3 +100,30 @@ def test_stats_have_the_bench_fields(photos):
     w = s["batch_wait_ms"]
     assert 0 <= w["p50"] <= w["p90"] <= w["p99"] <= w["max"]
     assert len(s["epoch_checksums"]) == 1 and s["images_per_s"] > 0
+
+
+def test_a_closed_loader_says_so(photos):
+    loader = stoker.Loader(photos, batch_size=8, size=32, reader="threads:2")
+    loader.close()
+    for use in (iter, len, lambda x: x.state_dict(), lambda x: x.classes):
+        with pytest.raises(RuntimeError, match="closed"):
+            use(loader)
+
+
+def test_an_empty_class_warns_as_the_cli_does(photos, tmp_path):
+    root = tmp_path / "data"
+    shutil.copytree(photos, root)
+    (root / "class9").mkdir()
+    with pytest.warns(UserWarning, match="1 class directories of .* hold no image: class9"):
+        loader = stoker.Loader(str(root), batch_size=8, size=32, reader="threads:2")
+    assert loader.classes[-1] == "class9"
+
+
+def test_a_list_file_keeps_the_class_names(photos, tmp_path, stoker_cli):
+    import subprocess
+    listing = tmp_path / "list.txt"
+    subprocess.run([stoker_cli, "index", photos, "--out", str(listing)], check=True,
+                   stdout=subprocess.DEVNULL)
+    folder = stoker.Loader(photos, batch_size=8, size=32, reader="threads:2")
+    listed = stoker.Loader(str(listing), batch_size=8, size=32, reader="threads:2")
+    assert listed.classes == folder.classes == ["class0", "class1", "class2", "class3"]

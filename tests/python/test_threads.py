@@ -38,3 +38,21 @@ def test_constructed_on_another_thread(photos):
     t.start()
     t.join()
     assert sum(len(y) for _, y in made[0]) == 59
+
+
+
+def test_a_second_loader_draws_no_tbb_warning(photos):
+    # Indexing the second dataset while the first loader's threads live used to ask TBB for
+    # more workers than the active limit: "TBB Warning: The number of workers is currently
+    # limited ...", printed by TBB itself on stderr, once per process (hence a fresh one).
+    import subprocess
+    import sys
+    code = (f"import stoker\n"
+            f"a = stoker.Loader({photos!r}, batch_size=8, size=32, reader='threads:2')\n"
+            f"next(iter(a))\n"
+            f"b = stoker.Loader({photos!r}, batch_size=8, size=32, reader='threads:2')\n"
+            f"next(iter(b))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "TBB Warning" not in run.stderr, run.stderr

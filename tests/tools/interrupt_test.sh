@@ -10,6 +10,7 @@ stoker=$1
 tmp=$(mktemp -d)
 pid=""
 trap '[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT  # no run outlives a failure
+cd "$tmp"  # a run without --save keeps its checkpoint under runs/ here
 fail() { echo "FAIL: $*"; exit 1; }
 set -m  # background jobs keep default SIGINT handling (a script's jobs otherwise ignore it)
 export OMP_NUM_THREADS=2

@@ -96,7 +96,7 @@ set +e
 "$stoker" pack "$tmp/d" --out "$tmp/s" --no-progress > /dev/null 2> "$tmp/err.txt"
 code=$?
 set -e
-[ $code = 1 ] && grep -q 'already holds a packed dataset.*--force' "$tmp/err.txt" ||
+[ $code = 2 ] && grep -q 'already holds a packed dataset.*--force' "$tmp/err.txt" ||
   fail "existing output not refused: $code $(cat "$tmp/err.txt")"
 "$stoker" pack "$tmp/d" --out "$tmp/s" --force --no-progress > /dev/null
 [ "$(ls "$tmp/s"/shard-*.tar | wc -l)" = 1 ] || fail "--force left stale shards"

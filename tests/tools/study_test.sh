@@ -27,13 +27,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 # 1. A tiny sweep with the emulated accelerator over three storages, then the CPU trainer
 # (a small product: its cells cost a network's planning each).
 "$stoker" study "$tmp/d/32px" "$tmp/small" --readers serial,threads:2 --storage local,shards,nfs \
-  --consumer emulated:4000 --iterations 3 --warmup 1 --batch 4 --size 16 \
+  --consumer emulated:4000 --iterations 3 --warmup 1 --batch 4 --size 16 --repeats 2 \
   --out "$tmp/s1" > "$tmp/s1.txt" 2> "$tmp/s1.err" || fail "study exited $?: $(tail -5 "$tmp/s1.err")"
 [ -s "$tmp/s1/report.html" ] || fail "no report.html"
 [ ! -e "$tmp/s1/study.json.tmp" ] || fail "temporary file left"
 grep -q 'FAILED: .*fewer than one batch' "$tmp/s1.txt" || fail "no failed row: $(cat "$tmp/s1.txt")"
 "$stoker" study "$tmp/d/32px" --readers serial,threads:2 --storage local --consumer cpu:resnet18 \
-  --iterations 3 --warmup 1 --batch 4 --size 16 --out "$tmp/c1" > "$tmp/c1.txt" 2> "$tmp/c1.err" ||
+  --iterations 3 --warmup 1 --batch 4 --size 16 --repeats 1 --out "$tmp/c1" > "$tmp/c1.txt" 2> "$tmp/c1.err" ||
   fail "study exited $?: $(tail -5 "$tmp/c1.err")"
 "$py" - "$tmp/s1/study.json" "$tmp/c1/study.json" <<'PY'
 import json, math, os, sys
@@ -50,6 +50,15 @@ assert [s["name"] for s in c["storages"]] == ["local", "shards", "nfs"]
 assert [x["kind"] for x in c["consumers"]] == ["emulated"]
 assert [x["kind"] for x in dc["context"]["consumers"]] == ["cpu"]
 assert c["iterations"] == 3 and c["batch"] == 4 and c["size"] == 16
+# --repeats 2: every good cell ran twice (interleaved); its figures are its faster run's
+# (the lower middle), every run's wall time kept. A failed cell is not run again.
+assert c["repeats"] == 2 and dc["context"]["repeats"] == 1
+for r in R:
+    if r["status"] == "ok":
+        assert len(r["wall_s_runs"]) == 2 and r["wall_s"] == min(r["wall_s_runs"]), r["wall_s_runs"]
+    else:
+        assert "wall_s_runs" not in r
+assert all("wall_s_runs" in r and len(r["wall_s_runs"]) == 1 for r in dc["results"])
 assert all(r["status"] == "ok" for r in dc["results"]), dc["results"]
 R_all = R + dc["results"]
 ok = [r for r in R_all if r["status"] == "ok"]
@@ -123,6 +132,30 @@ set -e
 [ "$rc1" = 2 ] || fail "no dataset exited $rc1"
 [ "$rc2" = 2 ] || fail "bad --readers exited $rc2"
 grep -q "bogus:3" "$tmp/r.txt" || fail "bad reader not named: $(cat "$tmp/r.txt")"
+
+# 2b. As a user other than root, the NFS cells (whose server needs root) are left out, said
+# once and in the context, instead of failing one by one; NFS alone is then a usage error.
+if [ "$(id -u)" = 0 ]; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); else as_user=(); fi
+if [ "$(id -u)" != 0 ] || command -v setpriv > /dev/null; then
+  mkdir -p "$tmp/nr" && chmod -R a+rwX "$tmp/nr" "$tmp/d" && chmod a+rx "$tmp"
+  "${as_user[@]}" "$stoker" study "$tmp/d/32px" --readers serial --storage local,nfs,nfs-shards \
+    --consumer emulated:4000 --iterations 2 --warmup 0 --batch 4 --size 16 --repeats 1 \
+    --out "$tmp/nr/s" > "$tmp/nr.txt" 2>&1 || fail "study as a user: $(tail -3 "$tmp/nr.txt")"
+  [ "$(grep -c '^# left out: nfs, nfs-shards cells: .*needs root' "$tmp/nr.txt")" = 1 ] ||
+    fail "no single 'left out' line: $(cat "$tmp/nr.txt")"
+  grep -q "FAILED" "$tmp/nr.txt" && fail "a cell failed as a user: $(cat "$tmp/nr.txt")"
+  "$py" - "$tmp/nr/s/study.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["context"]["planned_cells"] == len(d["results"]) == 1, d["context"]["planned_cells"]
+assert [s["name"] for s in d["context"]["storages"]] == ["local"], d["context"]["storages"]
+assert "needs root" in d["context"]["left_out"], d["context"]["left_out"]
+PY
+  rc=0
+  "${as_user[@]}" "$stoker" study "$tmp/d/32px" --storage nfs --out "$tmp/nr/t" > "$tmp/nr.txt" 2>&1 || rc=$?
+  [ "$rc" = 2 ] && grep -q "nothing left to run" "$tmp/nr.txt" ||
+    fail "--storage nfs as a user: exit $rc: $(cat "$tmp/nr.txt")"
+fi
 
 # 3. Interrupted mid-sweep: the finished cells stay, the state says so, exit 130.
 "$stoker" study "$tmp/d/32px" "$tmp/d/48px" --readers serial,threads:1,2 --storage local,nfs \

@@ -9,6 +9,7 @@ set -euo pipefail
 stoker=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"  # a run without --save keeps its checkpoint under runs/ here
 fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=2
 

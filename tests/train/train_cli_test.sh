@@ -11,6 +11,7 @@ set -euo pipefail
 stoker=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"  # a run without --save keeps its checkpoint under runs/ here
 fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=2
 
@@ -226,8 +227,8 @@ expect() {  # expect CODE PATTERN -- command...
 expect 2 "neither" -- "$stoker" train --arch resnet18
 expect 2 "both" -- "$stoker" train "$tmp/d" --synthetic
 expect 1 "contradicts" -- "$stoker" train "$tmp/d" --resume "$tmp/half.safetensors" --lr 0.5
-expect 1 "save-every needs --save" -- "$stoker" train --synthetic --save-every 2
-expect 1 "val-every needs --val" -- "$stoker" train --synthetic --val-every 2
+expect 2 "save-every with --synthetic needs --save" -- "$stoker" train --synthetic --save-every 2
+expect 2 "val-every needs --val" -- "$stoker" train --synthetic --val-every 2
 expect 1 "missing.safetensors" -- "$stoker" train --synthetic --init "$tmp/missing.safetensors"
 expect 1 "fc.weight" -- "$stoker" train --synthetic --arch resnet18 --classes 10 --batch 2 \
   --size 32 --steps 1 --init "$tmp/learned.safetensors"

@@ -13,6 +13,7 @@ stoker=$1
 mpirun_local=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"  # a run without --save keeps its checkpoint under runs/ here
 fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=1
 mpi() { timeout 120 "$mpirun_local" "$@"; }

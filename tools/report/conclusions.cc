@@ -42,6 +42,39 @@ double wall(const Json* c) {
   return num_or(*c, "wall_s", 0);
 }
 
+// A cell's repeats (`wall_s_runs`, `stoker study --repeats`): their spread, (max - min) /
+// median, is the noise of that cell; 0 for a single run.
+double spread(const Json* c) {
+  const Json& runs = c->contains("wall_s_runs") ? (*c)["wall_s_runs"] : Json();
+  if (!runs.is_array() || runs.size() < 2) return 0;
+  double lo = 1e300, hi = 0;
+  for (const Json& r : runs)
+    if (r.is_number()) {
+      lo = std::min(lo, r.get<double>());
+      hi = std::max(hi, r.get<double>());
+    }
+  return wall(c) > 0 && hi >= lo ? (hi - lo) / wall(c) : 0;
+}
+
+// The relative difference below which two cells are "the same": the run-to-run noise of
+// either (their spread) or kSame, whichever is larger.
+double noise(const Json* a, const Json* b) {
+  return std::max({kSame, spread(a), spread(b)});
+}
+
+// "; repeats: 3 per cell, spread up to 4%" once per sentence, when cells were repeated.
+std::string spread_note(const std::vector<const Json*>& cs) {
+  double most = 0;
+  size_t runs = 0;
+  for (const Json* c : cs) {
+    most = std::max(most, spread(c));
+    if (c->contains("wall_s_runs") && (*c)["wall_s_runs"].is_array())
+      runs = std::max(runs, (*c)["wall_s_runs"].size());
+  }
+  if (runs < 2) return "";
+  return fmt::format("; {} runs per cell, spread up to {}", runs, pct(most));
+}
+
 const Json* fastest(const std::vector<const Json*>& cs) {
   const Json* best = nullptr;
   for (const Json* c : cs)
@@ -117,11 +150,12 @@ std::string scaling(const std::vector<const Json*>& group) {
       kind = k;
     }
   if (!sweep) return "";
-  double best = 1e300;
-  for (const auto& [w, c] : *sweep) best = std::min(best, wall(c));
+  const Json* best = nullptr;
+  for (const auto& [w, c] : *sweep)
+    if (!best || wall(c) < wall(best)) best = c;
   const Json* enough = nullptr;
   for (const auto& [w, c] : *sweep)
-    if (wall(c) <= best * (1 + kSame)) {
+    if (wall(c) <= wall(best) * (1 + noise(c, best))) {
       enough = c;
       break;
     }
@@ -129,7 +163,7 @@ std::string scaling(const std::vector<const Json*>& group) {
   if (enough != last->second)
     return fmt::format("{} stops improving at {} reader{}: more buy nothing (within {:.0f}%)", kind,
                        report::workers(*enough), report::workers(*enough) == 1 ? "" : "s",
-                       100 * kSame);
+                       100 * noise(enough, best));
   const auto before = std::prev(last);
   return fmt::format("{} still improves at {} readers ({} faster than {})", kind, last->first,
                      times(wall(before->second) / wall(last->second)),
@@ -144,9 +178,18 @@ std::string group_sentence(const std::vector<const Json*>& group, double online_
   std::vector<std::string> parts;
   const Json* s = fastest(serial);
   const Json* p = fastest(parallel);
-  if (s && p) {
+  const bool compute_bound = s && p && num_or(*s, "data_wait_share", 1) < kComputeBound &&
+                             num_or(*p, "data_wait_share", 1) < kComputeBound;
+  if (compute_bound) {
+    // Neither waits for data: whatever their times differ by is not the reader's doing.
+    parts.push_back(fmt::format(
+        "the reader does not matter here: the consumer is the bottleneck (serial waits {}, {} "
+        "waits {})",
+        pct(num_or(*s, "data_wait_share", 0)), str(*p, "reader"),
+        pct(num_or(*p, "data_wait_share", 0))));
+  } else if (s && p) {
     const double ratio = wall(s) / wall(p);
-    if (ratio > 1 + kSame) {
+    if (ratio > 1 + noise(s, p)) {
       parts.push_back(
           fmt::format("the serial reader waits {} of the time; {} cuts it to {} ({} faster)",
                       pct(num_or(*s, "data_wait_share", 0)), str(*p, "reader"),
@@ -155,7 +198,8 @@ std::string group_sentence(const std::vector<const Json*>& group, double online_
       parts.push_back(fmt::format(
           "no parallel reader beats serial by more than {:.0f}% (best: {}, {} the time of serial; "
           "serial waits {})",
-          100 * kSame, str(*p, "reader"), times(1 / ratio), pct(num_or(*s, "data_wait_share", 0))));
+          100 * noise(s, p), str(*p, "reader"), times(1 / ratio),
+          pct(num_or(*s, "data_wait_share", 0))));
     }
     // Gaps say something the wait does not only where they differ from it (between
     // kernels or primitives); an emulated consumer's gaps are its waits.
@@ -168,7 +212,7 @@ std::string group_sentence(const std::vector<const Json*>& group, double online_
     parts.push_back(fmt::format("the serial reader waits {} of the time",
                                 pct(num_or(*s, "data_wait_share", 0))));
   }
-  if (const std::string sc = scaling(group); !sc.empty()) parts.push_back(sc);
+  if (const std::string sc = scaling(group); !sc.empty() && !compute_bound) parts.push_back(sc);
   const Json* best = fastest(group);
   parts.push_back(fmt::format("fastest: {} ({} s, {} images/s){}", str(*best, "reader"),
                               ms(wall(best)), ms(num_or(*best, "images_per_s", 0)),
@@ -176,7 +220,7 @@ std::string group_sentence(const std::vector<const Json*>& group, double online_
   std::string out = fmt::format("{} on {} with {}: ", str(first, "dataset"), str(first, "storage"),
                                 str(first, "consumer"));
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
-  return out + ".";
+  return out + spread_note(group) + ".";
 }
 
 // Per (dataset, consumer, reader): each storage against the first one, and how much of a
@@ -208,9 +252,10 @@ std::vector<std::string> storage_sentences(const std::vector<const Json*>& cs) {
       for (const auto& st : storages) {
         if (st == base || !by_storage.count(st)) continue;
         const double r = wall(by_storage.at(st)) / t_base;
+        const double same = noise(by_storage.at(st), by_storage.at(base));
         std::string item =
-            std::fabs(r - 1) <= kSame
-                ? fmt::format("{} is as fast as {} (within {:.0f}%)", st, base, 100 * kSame)
+            std::fabs(r - 1) <= same
+                ? fmt::format("{} is as fast as {} (within {:.0f}%)", st, base, 100 * same)
                 : fmt::format("{} is {} {} than {}", st, times(r > 1 ? r : 1 / r),
                               r > 1 ? "slower" : "faster", base);
         const std::string suffix = "-shards";
