@@ -435,7 +435,7 @@ std::vector<std::string> source_names() {
 // and the pool was sized once for 96 px: its bytes never change.
 TEST_P(ReaderSuite, EpochSizeScheduleEqualsSerialAndFixedSizeRuns) {
   std::string root;
-  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
   const Index index = open_index(root);
   LoaderConfig c = config(reader(), source().kind);
   c.size_schedule = parse_size_schedule("32:96@0-2");
@@ -468,7 +468,7 @@ TEST_P(ReaderSuite, EpochSizeScheduleEqualsSerialAndFixedSizeRuns) {
 // sizes in flight at once); a run resumed in the middle of the ramp continues exactly.
 TEST_P(ReaderSuite, StepSizeScheduleResumesMidRampExactly) {
   std::string root;
-  if (!prepare(clean_set(), root)) GTEST_SKIP() << skip_;
+  if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
   const Index index = open_index(root);
   LoaderConfig c = config(reader(), source().kind);
   c.size_schedule = parse_size_schedule("32:96@steps:4-12");
