@@ -29,7 +29,9 @@ with tempfile.TemporaryDirectory() as root:
     listing = os.path.join(root, "..", os.path.basename(root) + ".list")
     subprocess.run([stoker, "index", root, "--out", listing], check=True)
     with open(listing, encoding="utf-8") as f:
-        ours = [(line.rsplit(" ", 1)[0], int(line.rsplit(" ", 1)[1])) for line in f.read().splitlines()]
+        # "# class <label> <name>" lines keep the class names; the samples follow.
+        ours = [(line.rsplit(" ", 1)[0], int(line.rsplit(" ", 1)[1]))
+                for line in f.read().splitlines() if not line.startswith("#")]
     os.remove(listing)
     ds = ImageFolder(root, loader=lambda p: p)
     # The list's paths are relative to the list file's directory.

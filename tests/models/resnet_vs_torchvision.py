@@ -237,7 +237,7 @@ try:
 except RuntimeError:
     pass
 rc = subprocess.run([stoker, "model", "resnet18", "--input", "0"], capture_output=True).returncode
-check(rc == 1, f"stoker model --input 0: exit {rc}, expected 1")
+check(rc == 2, f"stoker model --input 0: exit {rc}, expected 2 (a usage error)")
 
 if failures:
     print(f"{len(failures)} failure(s)")

@@ -18,7 +18,8 @@ cmp -s "$tmp/d/64px/class_001/img_000002.jpg" "$tmp/e/class_001/img_000002.jpg" 
 
 # index
 "$stoker" index "$tmp/d/64px" --out "$tmp/list.txt" | grep -q '12 samples, 3 classes' || fail "index"
-[ "$(wc -l < "$tmp/list.txt")" = 12 ] || fail "index list"
+[ "$(grep -vc "^#" "$tmp/list.txt")" = 12 ] || fail "index list"
+[ "$(grep -c "^# class " "$tmp/list.txt")" = 3 ] || fail "index list: the class names (# class lines)"
 
 # bench: table on stdout, JSON document with results per reader and equal checksums.
 "$stoker" bench "$tmp/d/64px" "$tmp/list.txt" --reader serial,threads:2 --batch 5 --size 32 \
