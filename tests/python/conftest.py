@@ -11,7 +11,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from skip_policy import pytest_skip  # noqa: E402
+from skip_policy import skip_case  # noqa: E402
 
 PHOTOS = "/usr/share/doc/opencv-doc/examples/data"
 
@@ -19,7 +19,7 @@ PHOTOS = "/usr/share/doc/opencv-doc/examples/data"
 def photo_files():
     files = sorted(glob.glob(os.path.join(PHOTOS, "*.jpg")))
     if len(files) < 8:
-        pytest_skip(f"no photographs in {PHOTOS} (Debian: opencv-doc, scripts/deps.sh --test)")
+        skip_case(f"no photographs in {PHOTOS} (Debian: opencv-doc, scripts/deps.sh --test)")
     return files
 
 
@@ -54,5 +54,5 @@ def photos_256(tmp_path_factory):
 def stoker_cli():
     exe = os.environ.get("STOKER_CLI")
     if not exe or not os.access(exe, os.X_OK):
-        pytest_skip("STOKER_CLI is not set to the stoker executable (ctest sets it)")
+        skip_case("STOKER_CLI is not set to the stoker executable (ctest sets it)")
     return exe

@@ -14,7 +14,7 @@ import pytest
 import stoker
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from skip_policy import pytest_skip  # noqa: E402
+from skip_policy import skip_case  # noqa: E402
 
 MPIRUN_LOCAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                             "mpirun_local.sh")
@@ -42,18 +42,18 @@ def test_shards_split_the_epoch(photos):
 
 def test_shards_match_mpirun_stoker_train(photos, stoker_cli, tmp_path):
     if shutil.which("mpirun") is None:
-        pytest_skip("no mpirun (Debian: openmpi-bin)")
+        skip_case("no mpirun (Debian: openmpi-bin)")
     out = tmp_path / "train.json"
     cmd = [MPIRUN_LOCAL, "2", stoker_cli, "train", photos, "--arch", "resnet18", "--size", "32",
            "--batch", "4", "--epochs", "1", "--seed", "3", "--reader", "threads:1",
            "--threads", "1", "--no-save", "--no-gaps", "--json", str(out)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if run.returncode != 0 and "not built in" in run.stderr + run.stdout:
-        pytest_skip("this stoker has no CPU backend (oneDNN; Debian: libdnnl-dev)")
+        skip_case("this stoker has no CPU backend (oneDNN; Debian: libdnnl-dev)")
     assert run.returncode == 0, run.stderr
     doc = json.load(open(out))
     if doc["context"]["world"] != 2:
-        pytest_skip("this stoker was built without MPI (Debian: libopenmpi-dev): each process trained alone")
+        skip_case("this stoker was built without MPI (Debian: libopenmpi-dev): each process trained alone")
     cli = doc["results"][0]["data_checksums"]
     assert cli["epoch"] == 0 and len(cli["ranks"]) == 2, cli
     assert cli["ranks"][0] != cli["ranks"][1]
