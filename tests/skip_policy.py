@@ -53,7 +53,17 @@ def skip_case(reason, kind=None):
     pytest.skip(reason)
 
 
-SKIP_LINE = re.compile(r"^SKIP\[([a-z0-9-]+)\]: (.*)$|^SKIP: (.*)$|: Skipped\n(.+)$", re.M)
+HONEST_LINE = re.compile(r"^SKIP\[([a-z0-9-]+)\]: (.*)$", re.M)
+OTHER_LINE = re.compile(r"^SKIP: (.*)$|: Skipped\n(.+)$", re.M)
+
+
+def skip_reason(output):
+    """(kind or None, reason) of a skipped test's output: its honest tag wherever it is."""
+    m = HONEST_LINE.search(output)
+    if m:
+        return m.group(1), m.group(2)
+    m = OTHER_LINE.search(output)
+    return None, (m.group(1) or m.group(2)) if m else "(no reason given)"
 
 
 def check_junit(path):
@@ -64,9 +74,7 @@ def check_junit(path):
     for case in ET.parse(path).getroot().iter("testcase"):
         if case.find("skipped") is None and case.get("status") not in ("notrun", "skipped"):
             continue
-        m = SKIP_LINE.search(case.findtext("system-out") or "")
-        kind = m.group(1) if m else None
-        reason = (m.group(2) or m.group(3) or m.group(4)) if m else "(no reason given)"
+        kind, reason = skip_reason(case.findtext("system-out") or "")
         skipped.append((case.get("name"), kind, reason))
         if kind not in honest:
             bad.append(case.get("name"))
