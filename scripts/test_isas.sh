@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The numerics tests (ctest label `numerics`: layers, networks, backends, data parallelism and
-# their torch oracles) under oneDNN ISA caps, one ctest run per cap: other kernels round
-# otherwise, as another CPU would (an Intel Xeon without bf16, an AMD EPYC with it), so a
+# The numerics tests that run oneDNN (ctest label `numerics`: the CPU backend layer by layer
+# and whole, data parallelism, and their torch oracles) under oneDNN ISA caps, one ctest run
+# per cap: other kernels round otherwise, as another CPU would (an Intel Xeon without bf16, an AMD EPYC with it), so a
 # bound that holds only on the CPU it was written on fails here. Needs a built tree
 # (scripts/test.sh builds one).
 #   scripts/test_isas.sh [--build-dir DIR] [CAP...|--other]

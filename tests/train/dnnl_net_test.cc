@@ -74,6 +74,10 @@ bool onednn_has_winograd() {
 // kernel at all; elsewhere the plan falls back to direct). Returns how many passes ran it.
 int expect_algorithms(const Network& net, const std::vector<ConvChoice>& choices,
                       const std::string& policy) {
+  // Below AVX2 (ONEDNN_MAX_CPU_ISA=SSE41 or AVX), oneDNN 2.6 has JIT kernels for the forward
+  // pass only: every backward pass runs its reference kernel there, whatever the plan.
+  const std::string isa = cpu_isa_name();
+  const bool backward_jit = isa.rfind("avx2", 0) == 0 || isa.rfind("avx512", 0) == 0;
   int convs = 0;
   for (const Layer& l : net.layers) convs += l.kind == LayerKind::conv;
   EXPECT_EQ(int(choices.size()), 3 * convs - 1) << policy;
@@ -85,7 +89,9 @@ int expect_algorithms(const Network& net, const std::vector<ConvChoice>& choices
     if (it == net.layers.end()) continue;
     const std::string what = c.layer + " " + c.pass + ": " + c.algorithm;
     EXPECT_FALSE(c.algorithm.empty()) << what;
-    EXPECT_EQ(c.algorithm.rfind("ref", 0), std::string::npos) << policy << ", " << what;
+    if (backward_jit || c.pass == "forward") {
+      EXPECT_EQ(c.algorithm.rfind("ref", 0), std::string::npos) << policy << ", " << what;
+    }
     const bool is_wino = c.algorithm.find("wino") != std::string::npos;
     const bool can = it->kernel == 3 && it->stride == 1;
     eligible += can;
