@@ -254,6 +254,24 @@ const SourceCase& source_case(const std::string& name) {
   std::abort();
 }
 
+// A run stopped after two batches of epoch 1 and resumed from its position yields the rest
+// of `all` (that epoch run whole), byte for byte.
+void expect_resume_after_two_batches(const Index& index, const LoaderConfig& c,
+                                     const test::EpochRecord& all) {
+  Iterator first(index, c);
+  first.start_epoch(1);
+  ASSERT_NE(first.next(), nullptr);
+  ASSERT_NE(first.next(), nullptr);
+  const Position at = first.position();
+  Iterator resumed(index, c);
+  const test::EpochRecord rest = test::run_epoch(resumed, at.epoch, at.index);
+  ASSERT_EQ(rest.batch_checksums.size() + 2, all.batch_checksums.size());
+  for (size_t i = 0; i < rest.batch_checksums.size(); ++i) {
+    EXPECT_EQ(rest.batch_checksums[i], all.batch_checksums[i + 2]) << "batch " << i + 2;
+    EXPECT_EQ(rest.bytes[i], all.bytes[i + 2]) << "batch " << i + 2;
+  }
+}
+
 class ReaderSuite : public ::testing::TestWithParam<Param> {
  protected:
   std::string reader() const { return std::get<0>(GetParam()); }
@@ -362,18 +380,7 @@ TEST_P(ReaderSuite, ResumeMidEpochGivesExactlyTheRemainingBatches) {
   const LoaderConfig c = config(reader(), source().kind);
   Iterator whole(index, c);
   const test::EpochRecord all = test::run_epoch(whole, 1);
-  Iterator first(index, c);
-  first.start_epoch(1);
-  ASSERT_NE(first.next(), nullptr);
-  ASSERT_NE(first.next(), nullptr);
-  const Position at = first.position();
-  Iterator resumed(index, c);
-  const test::EpochRecord rest = test::run_epoch(resumed, at.epoch, at.index);
-  ASSERT_EQ(rest.batch_checksums.size() + 2, all.batch_checksums.size());
-  for (size_t i = 0; i < rest.batch_checksums.size(); ++i) {
-    EXPECT_EQ(rest.batch_checksums[i], all.batch_checksums[i + 2]) << "batch " << i + 2;
-    EXPECT_EQ(rest.bytes[i], all.bytes[i + 2]) << "batch " << i + 2;
-  }
+  expect_resume_after_two_batches(index, c, all);
 }
 
 // A run stopped at the end of an epoch (a checkpoint taken there, with the short last batch
@@ -488,18 +495,7 @@ TEST_P(ReaderSuite, StepSizeScheduleResumesMidRampExactly) {
   EXPECT_NE(sides.front(), sides.back()) << "the ramp must cross this epoch";
   const test::EpochRecord all = test::run_epoch(whole, 1);
   EXPECT_EQ(all.batch_checksums, want.batch_checksums);
-  Iterator first(index, c);
-  first.start_epoch(1);
-  ASSERT_NE(first.next(), nullptr);
-  ASSERT_NE(first.next(), nullptr);
-  const Position at = first.position();
-  Iterator resumed(index, c);
-  const test::EpochRecord rest = test::run_epoch(resumed, at.epoch, at.index);
-  ASSERT_EQ(rest.batch_checksums.size() + 2, all.batch_checksums.size());
-  for (size_t i = 0; i < rest.batch_checksums.size(); ++i) {
-    EXPECT_EQ(rest.batch_checksums[i], all.batch_checksums[i + 2]) << "batch " << i + 2;
-    EXPECT_EQ(rest.bytes[i], all.bytes[i + 2]) << "batch " << i + 2;
-  }
+  expect_resume_after_two_batches(index, c, all);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ReaderSuite,
