@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "loader/bad_samples.h"
 
-#include <cstdio>
+#include <fmt/format.h>
 
 #include "common/error.h"
+#include "common/log.h"
 
 namespace stoker {
 
@@ -23,7 +24,7 @@ void BadSamples::add(uint32_t index, const std::string& path, const std::string&
   auto [it, added] = bad_.try_emplace(index, Entry{where, path, reason});
   if (!added && where < it->second.first) it->second = Entry{where, path, reason};
   if (added && warn_) {
-    std::fprintf(stderr, "stoker: warning: skipping sample %u: %s\n", index, reason.c_str());
+    log_warning(fmt::format("skipping sample {}: {}", index, reason));
   }
 }
 

@@ -9,14 +9,16 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/error.h"
+#include "common/log.h"
 
 namespace stoker {
 
@@ -91,10 +93,10 @@ void wait_for_batch(std::unique_lock<std::mutex>& lock, std::condition_variable&
     }
     note_at += std::chrono::seconds(60);
     const std::string detail = progress();
-    std::fprintf(stderr,
-                 "stoker: still waiting for batch %zu of epoch %llu after %d s (%s; slow storage "
-                 "or a stuck read?)\n",
-                 batch, static_cast<unsigned long long>(epoch), waited_s, detail.c_str());
+    log_note(
+        fmt::format("still waiting for batch {} of epoch {} after {} s ({}; slow storage "
+                    "or a stuck read?)",
+                    batch, epoch, waited_s, detail));
     waited_s += 60;
   }
 }

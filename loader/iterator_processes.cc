@@ -12,14 +12,16 @@
 #include <unistd.h>
 
 #include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "loader/prefetcher.h"
 #include "loader/process_pool_memory.h"
 #include "loader/process_pool_spawn.h"
@@ -259,10 +261,8 @@ class ProcessesProducer final : public Producer {
         continue;
       }
       if (j == 0 && ctx_.config.warn) {
-        std::fprintf(stderr,
-                     "stoker: warning: worker process %d ended (%s) while decoding %s; "
-                     "retrying it once\n",
-                     pid, why.c_str(), path.c_str());
+        log_warning(fmt::format("worker process {} ended ({}) while decoding {}; retrying it once",
+                                pid, why, path));
       }
       ready_.push_front(id);
     }

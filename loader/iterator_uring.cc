@@ -14,12 +14,12 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "loader/prefetcher.h"
 #include "loader/producer.h"
 #include "loader/sample_pipeline.h"
@@ -200,7 +200,7 @@ class AsyncProducer final : public Producer {
 
 void say_once(const std::string& text) {
   static std::once_flag once;
-  std::call_once(once, [&] { std::fprintf(stderr, "stoker: %s\n", text.c_str()); });
+  std::call_once(once, [&] { log_note(text); });
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "python/src/batch_export.h"
 #include "python/src/loader_core.h"
 #include "python/src/loader_kwargs.h"
+#include "python/src/log_bridge.h"
 
 namespace pyb = pybind11;
 using stoker::py::BatchLease;
@@ -32,6 +33,9 @@ PYBIND11_MODULE(_stoker, m) {
   pyb::register_exception<stoker::Error>(m, "Error", PyExc_RuntimeError);
 
   m.def("default_kwargs", &stoker::py::default_kwargs);
+  // The library's warnings go to Python's logging (python/src/log_bridge.h), not stderr.
+  stoker::py::install_log_sink();
+  m.def("drain_log", &stoker::py::drain_log);
 
   pyb::class_<LoaderCore, std::shared_ptr<LoaderCore>>(m, "LoaderCore")
       .def(pyb::init([](const std::string& dataset, const pyb::dict& kwargs) {

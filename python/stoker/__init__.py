@@ -9,6 +9,7 @@ the iteration protocol, ``state_dict`` and argument names; it decodes and shuffl
 
 import gc
 import json
+import logging
 import os
 import warnings
 import weakref
@@ -43,6 +44,16 @@ CLI_NAMES = {
 
 # Batches copied out of a full pool that may be alive at once (Loader's overflow_batches).
 DEFAULT_OVERFLOW_BATCHES = 64
+
+# The C++ library's warnings (a skipped file, a reader that fell back, a late batch) go to
+# this logger, not straight to stderr: without a handler configured Python prints them on
+# stderr as the CLI does; logging.getLogger("stoker") redirects or silences them.
+log = logging.getLogger("stoker")
+
+
+def _emit_log():
+    for _level, text in _stoker.drain_log():
+        log.warning("%s", text)
 
 
 def _copy_freed(counter):
@@ -104,7 +115,10 @@ class Loader:
         keep = kwargs.get("keep", options["keep"])
         if isinstance(keep, int) and not isinstance(keep, bool) and 0 <= keep < 1024:
             kwargs["keep"] = keep + 1
-        self._core = _stoker.LoaderCore(os.fspath(source), kwargs)
+        try:
+            self._core = _stoker.LoaderCore(os.fspath(source), kwargs)
+        finally:
+            _emit_log()
         self._copies = [0]  # batches copied out of a full pool and still alive
         self._warned_full = False
         empty = list(self._core.empty_classes())
@@ -185,7 +199,10 @@ class Loader:
                 "x[0], or of losses without .item()) keeps them all; store .item() or "
                 ".clone() of what you need")
         full = self._pool_full()
-        lease = self._core.next()
+        try:
+            lease = self._core.next()
+        finally:
+            _emit_log()
         if lease is None:
             self._active = False
             self._epoch += 1
@@ -280,6 +297,7 @@ class Loader:
         which case that happens when the last one is dropped."""
         self._active = False
         self._core = None
+        _emit_log()
 
     def __enter__(self):
         return self

@@ -2,6 +2,7 @@
 # Errors reach Python as exceptions: bad arguments as TypeError/ValueError naming the
 # argument, bad data and environment as stoker.Error (a RuntimeError) with the C++ message,
 # which names the file and the reason.
+import logging
 import os
 import shutil
 
@@ -85,6 +86,23 @@ def test_on_error_skip_reports_the_file(with_bad_file):
     errors = loader.stats()["errors"]
     assert errors["files"] == 1 and errors["list"][0]["path"].endswith("broken.jpg")
     assert errors["list"][0]["reason"]
+
+
+@pytest.mark.parametrize("reader", ["threads:2", "processes:2"])
+def test_skip_warnings_go_to_pythons_logging(with_bad_file, reader, caplog, capfd):
+    # The library's warning (common/log.h) reaches logging.getLogger("stoker"), where a user
+    # can redirect it, and nothing of it is written to stderr behind logging's back.
+    root, bad = with_bad_file
+    with caplog.at_level(logging.WARNING, logger="stoker"):
+        loader = stoker.Loader(root, batch_size=8, size=32, reader=reader)
+        for _ in loader:
+            pass
+        loader.close()
+    records = [r for r in caplog.records if r.name == "stoker"]
+    assert len(records) == 1, [r.getMessage() for r in records]
+    assert "skipping sample" in records[0].getMessage()
+    assert "broken.jpg" in records[0].getMessage()
+    assert "skipping sample" not in capfd.readouterr().err
 
 
 def test_stats_have_the_bench_fields(photos):
