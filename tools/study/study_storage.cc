@@ -11,10 +11,6 @@
 #include "common/error.h"
 #include "tools/pack_shards.h"
 
-#ifndef STOKER_NFS_SERVE_PATH
-#error "STOKER_NFS_SERVE_PATH (scripts/nfs_serve.sh in the source tree) must be defined"
-#endif
-
 namespace stoker {
 
 namespace {
@@ -46,8 +42,12 @@ std::string trim(std::string s) {
 }  // namespace
 
 std::string nfs_serve_script() {
-  const char* env = std::getenv("STOKER_NFS_SERVE");
-  return env && *env ? env : STOKER_NFS_SERVE_PATH;
+  if (const char* env = std::getenv("STOKER_NFS_SERVE"); env && *env) return env;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  // Where it is missing, starting a server fails with the shell's "not found" for this path,
+  // and that cell's error says so.
+  return (self.parent_path() / "nfs_serve.sh").string();
 }
 
 NfsExports::NfsExports(std::string existing_url, std::string state_dir)

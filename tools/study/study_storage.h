@@ -10,8 +10,8 @@
 
 namespace stoker {
 
-// scripts/nfs_serve.sh: $STOKER_NFS_SERVE, else the copy in the source tree this binary was
-// built from.
+// scripts/nfs_serve.sh: $STOKER_NFS_SERVE, else the copy the build puts beside this program
+// (tools/CMakeLists.txt), so a moved or copied build does not reach back into a source tree.
 std::string nfs_serve_script();
 
 class NfsExports {
