@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Driver for reference_network_vs_torch.py: loads a checkpoint and a batch (safetensors:
+// Driver for reference_network_vs_torchvision.py: loads a checkpoint and a batch (safetensors:
 // "images" F32 N x 3 x H x W, "labels" I64 N), runs one training step's forward and backward
 // and then the eval forward on the reference network, and writes what torch is compared on.
 // Usage: reference_network_driver ARCH CLASSES CHECKPOINT BATCH OUT [LABEL_SMOOTHING]
