@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Stoker's loader vs torchvision's ImageFolder/DataLoader vs libjpeg-turbo's
 # single-core decode rate (tjbench), on synthetic 256/512/1024 px datasets.
 # Results: $OUT/*.json, $OUT/tjbench-*.txt, $OUT/summary.{md,json}, $OUT/run.log.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Summarise bench/loader_vs_torchvision.sh results: median over repeats.
 
 Reads, from OUT_DIR (names are what the shell script writes):

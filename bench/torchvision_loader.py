@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Time torchvision's stock ImageFolder pipeline, as a baseline for Stoker.
 
 The pipeline is the usual ImageNet training recipe (RandomResizedCrop(224),

@@ -18,7 +18,8 @@ int interrupt_signal();     // SIGINT or SIGTERM once interrupted, else 0
 int interrupt_exit_code();  // 128 + interrupt_signal(), or 0
 
 // Thrown by work that stopped because of an interrupt, after it saved what it had; main()
-// maps it to interrupt_exit_code() without printing an error.
+// prints its message (what was kept) as a plain line, not as an error, and exits with
+// interrupt_exit_code().
 struct Interrupted : Error {
   explicit Interrupted(const std::string& what) : Error(what) {}
 };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tolerant reads of a study result (tools/study writes it; the contract is in docs/STUDY.md):
+// Tolerant reads of a study result (tools/study writes it; docs/FORMATS.md is the contract):
 // a missing, null or mistyped field reads as absent, never as an exception, so a report
 // renders from a partial or older result. Not a validator: it does not reject anything.
 #pragma once
