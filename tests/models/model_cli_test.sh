@@ -3,10 +3,10 @@
 # `stoker model` end to end without torch: the table's shapes and totals, --params lines,
 # --json as one document, and bad input mapped to exit 1 (usage errors to 2).
 set -euo pipefail
+. "$(dirname "$0")/../cli_expect.sh"  # fail, expect CODE PATTERN ARGS...
 stoker=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$stoker" model resnet50 > "$tmp/t.txt"
 grep -q '^# parameters: 25,557,032 trainable in 161 tensors' "$tmp/t.txt" || fail "param count"
@@ -43,21 +43,11 @@ adds = [l for l in d["layers"] if l["kind"] == "add"]
 assert len(adds) == 16 and all(len(l["reads"]) == 2 for l in adds)
 PY
 
-expect() {  # expect CODE PATTERN ARGS...: exit code and a pattern on stderr
-  local code=$1 pattern=$2
-  shift 2
-  set +e
-  "$stoker" model "$@" > /dev/null 2> "$tmp/err.txt"
-  local got=$?
-  set -e
-  [ "$got" = "$code" ] || fail "model $*: exit $got, expected $code ($(cat "$tmp/err.txt"))"
-  grep -q -- "$pattern" "$tmp/err.txt" || fail "model $*: no '$pattern' in: $(cat "$tmp/err.txt")"
-}
-expect 2 'arch: model .resnet51.: expected resnet18, resnet34' resnet51
-expect 2 "--input '0': expected a side" resnet50 --input 0
-expect 2 "--input '224x0': expected a side" resnet50 --input 224x0
-expect 2 "--input: --input '22a'" resnet50 --input 22a
-expect 2 "--classes: '0' is not an integer from 1" resnet50 --classes 0
-expect 2 'classes' resnet50 --classes many
-expect 2 'arch'
+expect 2 'arch: model .resnet51.: expected resnet18, resnet34' model resnet51
+expect 2 "--input '0': expected a side" model resnet50 --input 0
+expect 2 "--input '224x0': expected a side" model resnet50 --input 224x0
+expect 2 "--input: --input '22a'" model resnet50 --input 22a
+expect 2 "--classes: '0' is not an integer from 1" model resnet50 --classes 0
+expect 2 'classes' model resnet50 --classes many
+expect 2 'arch' model
 echo "ok: stoker model table, --params, --json and errors"

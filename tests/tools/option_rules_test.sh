@@ -5,25 +5,16 @@
 # errors (2), not failures (1); CLI11's own parse errors carry the `stoker: usage error`
 # prefix; flags show no "{false}" in --help; the built-in datasets default to the XDG cache.
 set -euo pipefail
+. "$(dirname "$0")/../cli_expect.sh"  # fail, expect CODE PATTERN ARGS...
 stoker=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
-fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=2
 
 "$stoker" gen "$tmp/d" --sizes 40 --classes 2 --per-class 3 --seed 2 > /dev/null 2>&1
 
 # expect CODE PATTERN ARGS...: stoker ARGS exits CODE and its stderr matches PATTERN (grep -E).
-expect() {
-  local code=$1 pattern=$2
-  shift 2
-  local got=0
-  "$stoker" "$@" > "$tmp/out.txt" 2> "$tmp/err.txt" || got=$?
-  [ "$got" = "$code" ] || { cat "$tmp/out.txt" "$tmp/err.txt"; fail "stoker $*: exit $got, expected $code"; }
-  grep -Eq -- "$pattern" "$tmp/err.txt" ||
-    { cat "$tmp/err.txt"; fail "stoker $*: stderr does not match '$pattern'"; }
-}
 d="$tmp/d"
 
 # Idle options: refused before any work, naming the option and what makes it idle.

@@ -5,25 +5,16 @@
 # the schedule step by step (the JSON's per_step sizes and per_size), validates at its own
 # size, and a run split mid-ramp by --save/--resume equals the uninterrupted one byte for byte.
 set -euo pipefail
+. "$(dirname "$0")/../cli_expect.sh"  # fail, expect CODE PATTERN ARGS...
 stoker=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=2
 
 "$stoker" gen "$tmp/d" --sizes 72 --classes 2 --per-class 8 --seed 4 > /dev/null 2>&1
 d=$tmp/d
 
 # expect CODE PATTERN ARGS...: stoker ARGS exits CODE and its stderr matches PATTERN (grep -E).
-expect() {
-  local code=$1 pattern=$2
-  shift 2
-  local got=0
-  "$stoker" "$@" > "$tmp/out.txt" 2> "$tmp/err.txt" || got=$?
-  [ "$got" = "$code" ] || { cat "$tmp/err.txt"; fail "stoker $*: exit $got, expected $code"; }
-  grep -Eq -- "$pattern" "$tmp/err.txt" ||
-    { cat "$tmp/err.txt"; fail "stoker $*: stderr does not match '$pattern'"; }
-}
 
 expect 2 "--size-schedule '96:64@0-2': MIN 96 is larger than MAX 64" bench "$d" \
   --size-schedule 96:64@0-2

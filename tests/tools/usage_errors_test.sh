@@ -6,25 +6,15 @@
 # failure (exit 1) that names the file. Also: gen refuses to write over another dataset,
 # list files may name absolute paths, eval uses the checkpoint's image size.
 set -euo pipefail
+. "$(dirname "$0")/../cli_expect.sh"  # fail, expect CODE PATTERN ARGS...
 stoker=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"  # a run without --save keeps its checkpoint under runs/ here
-fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=2
 
 "$stoker" gen "$tmp/d" --sizes 40 --classes 2 --per-class 3 --seed 2 2>/dev/null
 
-# expect CODE PATTERN ARGS...: stoker ARGS exits CODE and its stderr matches PATTERN (grep -E).
-expect() {
-  local code=$1 pattern=$2
-  shift 2
-  local got=0
-  "$stoker" "$@" > "$tmp/out.txt" 2> "$tmp/err.txt" || got=$?
-  [ "$got" = "$code" ] || { cat "$tmp/err.txt"; fail "stoker $*: exit $got, expected $code"; }
-  grep -Eq -- "$pattern" "$tmp/err.txt" ||
-    { cat "$tmp/err.txt"; fail "stoker $*: stderr does not match '$pattern'"; }
-}
 
 # Options that mean nothing to a command are not theirs: rejected, and not in --help.
 ck="$tmp/ck.safetensors"

@@ -8,11 +8,11 @@
 # --json holds the promised fields, and bad options, paths and checkpoints are clear errors
 # (exit 1 or 2), never a crash.
 set -euo pipefail
+. "$(dirname "$0")/../cli_expect.sh"  # fail, expect CODE PATTERN ARGS...
 stoker=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"  # a run without --save keeps its checkpoint under runs/ here
-fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=2
 
 if ! "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 2 --size 32 --steps 1 \
@@ -218,34 +218,28 @@ assert not changed, f"--init: {len(changed)} tensors are not the init file's: {c
 PY
 
 # Errors: exit 1 with the reason (2 for usage), no crash.
-expect() {  # expect CODE PATTERN -- command...
-  local code=$1 pattern=$2; shift 3
-  set +e; "$@" > "$tmp/err.txt" 2>&1; local got=$?; set -e
-  [ "$got" = "$code" ] || { cat "$tmp/err.txt"; fail "exit $got, expected $code: $*"; }
-  grep -q -- "$pattern" "$tmp/err.txt" || { cat "$tmp/err.txt"; fail "no '$pattern': $*"; }
-}
-expect 2 "neither" -- "$stoker" train --arch resnet18
-expect 2 "both" -- "$stoker" train "$tmp/d" --synthetic
-expect 1 "contradicts" -- "$stoker" train "$tmp/d" --resume "$tmp/half.safetensors" --lr 0.5
-expect 2 "save-every with --synthetic needs --save" -- "$stoker" train --synthetic --save-every 2
-expect 2 "val-every needs --val" -- "$stoker" train --synthetic --val-every 2
-expect 1 "missing.safetensors" -- "$stoker" train --synthetic --init "$tmp/missing.safetensors"
-expect 1 "fc.weight" -- "$stoker" train --synthetic --arch resnet18 --classes 10 --batch 2 \
+expect 2 "neither" train --arch resnet18
+expect 2 "both" train "$tmp/d" --synthetic
+expect 1 "contradicts" train "$tmp/d" --resume "$tmp/half.safetensors" --lr 0.5
+expect 2 "save-every with --synthetic needs --save" train --synthetic --save-every 2
+expect 2 "val-every needs --val" train --synthetic --val-every 2
+expect 1 "missing.safetensors" train --synthetic --init "$tmp/missing.safetensors"
+expect 1 "fc.weight" train --synthetic --arch resnet18 --classes 10 --batch 2 \
   --size 32 --steps 1 --init "$tmp/learned.safetensors"
-expect 1 "no/such/dir" -- "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 2 \
+expect 1 "no/such/dir" train --synthetic --arch resnet18 --classes 4 --batch 2 \
   --size 32 --steps 1 --save "$tmp/no/such/dir/x.safetensors"
-expect 2 "unknown precision" -- "$stoker" train --synthetic --precision fp8
-expect 2 "expected cpu or cuda" -- "$stoker" train --synthetic --backend tpu
-expect 1 "exhaustive" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
+expect 2 "unknown precision" train --synthetic --precision fp8
+expect 2 "expected cpu or cuda" train --synthetic --backend tpu
+expect 1 "exhaustive" train --synthetic --arch resnet18 --size 32 --batch 2 \
   --conv-algo exhaustive
-expect 1 "not offered by the CPU" -- "$stoker" train --synthetic --arch resnet18 --size 32 \
+expect 1 "not offered by the CPU" train --synthetic --arch resnet18 --size 32 \
   --batch 2 --precision f16
-expect 2 "trace-steps" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
+expect 2 "trace-steps" train --synthetic --arch resnet18 --size 32 --batch 2 \
   --trace "$tmp/t.json" --trace-steps 5
 if ! grep -q avx512_bf16 /proc/cpuinfo; then
-  expect 1 "native bf16" -- "$stoker" train --synthetic --arch resnet18 --size 32 --batch 2 \
+  expect 1 "native bf16" train --synthetic --arch resnet18 --size 32 --batch 2 \
     --precision bf16
 fi
-expect 1 "value per channel" -- "$stoker" train --synthetic --arch resnet18 --batch 1 --size 32
-expect 2 "label-smoothing" -- "$stoker" train --synthetic --label-smoothing 2
+expect 1 "value per channel" train --synthetic --arch resnet18 --batch 1 --size 32
+expect 2 "label-smoothing" train --synthetic --label-smoothing 2
 echo "PASS"

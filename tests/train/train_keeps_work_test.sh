@@ -6,11 +6,11 @@
 # train --val and train --resume refuse a dataset whose classes differ, naming both (a list
 # file from `stoker index --out` keeps the names; one without them is checked by count).
 set -euo pipefail
+. "$(dirname "$0")/../cli_expect.sh"  # fail, expect CODE PATTERN ARGS...
 stoker=$1
 tmp=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=2
 cd "$tmp"  # runs/ would be made here
 
@@ -35,15 +35,6 @@ mkdir -p "$tmp/pets" && cp -r "$tmp/d/class_000" "$tmp/pets/cat" && cp -r "$tmp/
 common=(--arch resnet18 --size 32 --batch 4 --reader threads:2 --seed 1)
 
 # expect CODE PATTERN ARGS...: stoker ARGS exits CODE and its stderr matches PATTERN (grep -E).
-expect() {
-  local code=$1 pattern=$2
-  shift 2
-  local got=0
-  "$stoker" "$@" > "$tmp/out.txt" 2> "$tmp/err.txt" || got=$?
-  [ "$got" = "$code" ] || { cat "$tmp/out.txt" "$tmp/err.txt"; fail "stoker $*: exit $got, expected $code"; }
-  grep -Eq -- "$pattern" "$tmp/err.txt" ||
-    { cat "$tmp/err.txt"; fail "stoker $*: stderr does not match '$pattern'"; }
-}
 
 # The default: a new file under runs/ of the current directory, named at the start.
 mkdir "$tmp/w"
