@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one object a trainer pulls batches from. The reader policy (serial, threads:N,
-// processes:N, uring:QD[:T]; loader/reader_policy.h) is chosen at run time; whatever it is, batches
-// come out in sampler order, with the same contents for the same seed, and the iterator keeps a
-// checksum of each epoch's data.
+// processes:N, uring:QD[:T]; loader/readers/reader_spec.h) is chosen at run time; whatever it is,
+// batches come out in sampler order, with the same contents for the same seed, and the iterator
+// keeps a checksum of each epoch's data.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/loader_config.h"
-#include "loader/producer.h"
-#include "loader/sample_pipeline.h"
+#include "loader/readers/reader.h"
+#include "loader/readers/sample_pipeline.h"
 
 namespace stoker {
 
@@ -27,7 +27,7 @@ class Iterator {
   ~Iterator();
 
   // Begins `epoch` at global position `start` of it (a boundary of the global batch,
-  // loader/sampler.h; non-zero to resume a run).
+  // loader/sampler/sampler.h; non-zero to resume a run).
   void start_epoch(uint64_t epoch, uint64_t start = 0);
   // The next batch in sampler order, or nullptr when the epoch is done. The batch stays
   // valid until the next call. Throws stoker::Error under --on-error fail.

@@ -12,10 +12,10 @@
 #include "augment/decoder.h"
 #include "loader/bad_samples.h"
 #include "loader/host_memory.h"
-#include "loader/reader_policy.h"
-#include "loader/sampler.h"
-#include "loader/size_schedule.h"
-#include "loader/source.h"
+#include "loader/readers/reader_spec.h"
+#include "loader/sampler/sampler.h"
+#include "loader/sampler/size_schedule.h"
+#include "loader/sources/source.h"
 
 namespace stoker {
 

@@ -15,7 +15,7 @@
 #include <set>
 #include <utility>
 
-#include "loader/source.h"
+#include "loader/sources/source.h"
 
 #if STOKER_HAVE_URING
 #include <liburing.h>

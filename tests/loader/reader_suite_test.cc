@@ -435,7 +435,8 @@ std::vector<std::string> source_names() {
   return out;
 }
 
-// ---- sizes that change over a run (loader/size_schedule.h) --------------------------------
+// ---- sizes that change over a run (loader/sampler/size_schedule.h)
+// --------------------------------
 
 // An epoch schedule: 32, 64, then 96 px. Every reader gives serial's checksums, each epoch
 // equals a fixed-size run at that epoch's size (the crops are a function of the seed alone),

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/reader_policy.h"
+#include "loader/readers/reader_spec.h"
 #include "train/emulated_accelerator.h"
 
 namespace stoker {
