@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one object a trainer pulls batches from. The reader policy (serial, threads:N,
+// The one object a trainer pulls batches from. The reader (serial, threads:N,
 // processes:N, uring:QD[:T]; loader/readers/reader_spec.h) is chosen at run time; whatever it is,
 // batches come out in sampler order, with the same contents for the same seed, and the iterator
 // keeps a checksum of each epoch's data.
@@ -38,8 +38,8 @@ class Iterator {
   // config.keep extra buffers for such batches; once every buffer is retained, next()
   // throws rather than waits or grows. release() may be called from any thread, also after
   // start_epoch(), never after the iterator is gone.
-  void retain() { producer_->retain(); }
-  void release(const Batch* batch) { producer_->release(*batch); }
+  void retain() { reader_->retain(); }
+  void release(const Batch* batch) { reader_->release(*batch); }
 
   // Samples consumed so far by every rank together (the global position; this rank's own
   // when it is the only one): resuming from here continues with exactly the next batch.
@@ -55,12 +55,12 @@ class Iterator {
   const LoaderConfig& config() const { return ctx_->config; }
   // The reader that runs: config().reader, or its fallback (uring:QD:T without io_uring
   // runs as threads:T; the reason went to stderr).
-  const ReaderPolicy& reader() const { return ctx_->reader; }
-  size_t pool_bytes() const { return producer_->pool_bytes(); }
+  const ReaderSpec& reader() const { return ctx_->reader; }
+  size_t pool_bytes() const { return reader_->pool_bytes(); }
 
  private:
   std::unique_ptr<LoaderContext> ctx_;
-  std::unique_ptr<Producer> producer_;
+  std::unique_ptr<Reader> reader_;
   size_t next_batch_ = 0;
   uint64_t consumed_ = 0;  // global position
   bool started_ = false;

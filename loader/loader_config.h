@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Everything that decides what a loader produces and how: reader policy, sampler, transform,
+// Everything that decides what a loader produces and how: reader, sampler, transform,
 // output format, decode limits and the on-error policy. Plain data, filled from the CLI.
 #pragma once
 
@@ -20,7 +20,7 @@
 namespace stoker {
 
 struct LoaderConfig {
-  ReaderPolicy reader;
+  ReaderSpec reader;
   SamplerConfig sampler;
   size_t prefetch = 2;  // batches prepared ahead of the one the consumer holds
   TransformConfig transform;

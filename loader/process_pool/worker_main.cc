@@ -32,7 +32,7 @@ struct WorkerState {
   SharedIndexView index;
   char* batches;  // the pool's tensors, batch_bytes long
   size_t batch_bytes;
-  Worker w;  // its source is made from setup.source and the shared index's root
+  SampleScratch w;  // its source is made from setup.source and the shared index's root
   const char* crash_on = std::getenv("STOKER_WORKER_CRASH_ON");
   const char* hang_on = std::getenv("STOKER_WORKER_HANG_ON");
 };
@@ -44,7 +44,7 @@ bool path_has(const std::string& path, const char* text) {
 // One request: the path comes from the shared index, the work is the loader's own
 // attempt_sample, so every reader produces the same bytes.
 uint64_t run_sample(WorkerState& s, const SampleRequest& r, SampleTiming& t) {
-  Worker& w = s.w;
+  SampleScratch& w = s.w;
   OutputSpec spec = s.normalizer.spec;
   spec.width = r.width;
   spec.height = r.height;
@@ -80,7 +80,7 @@ void serve() {
                 SharedIndexView(index, index_bytes),
                 static_cast<char*>(batches),
                 batch_bytes,
-                Worker(setup.decode, nullptr)};
+                SampleScratch(setup.decode, nullptr)};
   s.w.source =
       make_source(SourceSpec{std::string(s.index.root_text()), s.index.sharded(), setup.source});
   cv::setNumThreads(0);  // one sample at a time on one core: the parent runs N of us

@@ -33,7 +33,7 @@ class Prefetcher {
   // Blocks until batch b (the next in order) is complete; rethrows its first sample error or
   // the reader's failure. `progress` says how far it got, for the 60 s still-waiting note.
   Batch& wait(size_t b, const std::function<std::string(size_t i)>& progress);
-  // The consumer keeps the batch wait() last returned until release() (Producer::retain).
+  // The consumer keeps the batch wait() last returned until release() (Reader::retain).
   void retain();
   void release(const Batch& batch);
   // One sample of buffer i is finished or abandoned (`error`: why it failed; the first is

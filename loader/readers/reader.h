@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The narrow interface behind the iterator: a reader policy (serial, threads:N,
-// processes:N, uring:QD) fills batches of the current epoch, in any order, into buffers
-// it owns; the iterator hands them out in order. The hooks:
+// The narrow interface behind the iterator: a reader (what --reader chooses: serial,
+// threads:N, processes:N, uring:QD; readers/reader_<kind>.cc) fills batches of the current
+// epoch, in any order, into buffers it owns; the iterator hands them out in order. The hooks:
 #pragma once
 
 #include <cstddef>
@@ -12,11 +12,11 @@
 namespace stoker {
 
 struct LoaderContext;
-struct ReaderPolicy;
+struct ReaderSpec;
 
-class Producer {
+class Reader {
  public:
-  virtual ~Producer() = default;
+  virtual ~Reader() = default;
   // Start producing batches first, first+1, ... of the sampler's current epoch.
   virtual void begin(size_t first) = 0;
   // Block until batch `b` (always the next in order) is complete and return it. The batch
@@ -29,13 +29,13 @@ class Producer {
   virtual void retain() = 0;
   // A retained batch may be reused. Any thread.
   virtual void release(const Batch& batch) = 0;
-  // Bytes of batch memory this producer holds.
+  // Bytes of batch memory this reader holds.
   virtual size_t pool_bytes() const = 0;
 };
 
-std::unique_ptr<Producer> make_serial_producer(LoaderContext& ctx);
-std::unique_ptr<Producer> make_threads_producer(LoaderContext& ctx, int threads);
-std::unique_ptr<Producer> make_processes_producer(LoaderContext& ctx, int processes);
-std::unique_ptr<Producer> make_uring_producer(LoaderContext& ctx, int queue_depth, int threads);
+std::unique_ptr<Reader> make_serial_reader(LoaderContext& ctx);
+std::unique_ptr<Reader> make_threads_reader(LoaderContext& ctx, int threads);
+std::unique_ptr<Reader> make_processes_reader(LoaderContext& ctx, int processes);
+std::unique_ptr<Reader> make_uring_reader(LoaderContext& ctx, int queue_depth, int threads);
 
 }  // namespace stoker

@@ -66,9 +66,9 @@ struct Proc {
   int64_t head_since = 0;   // when the worker started on sent.front()
 };
 
-class ProcessesProducer final : public Producer {
+class ProcessesReader final : public Reader {
  public:
-  ProcessesProducer(LoaderContext& ctx, int processes)
+  ProcessesReader(LoaderContext& ctx, int processes)
       : ctx_(ctx),
         processes_(static_cast<size_t>(processes)),
         exe_(find_worker_binary()),
@@ -113,7 +113,7 @@ class ProcessesProducer final : public Producer {
     }
   }
 
-  ~ProcessesProducer() override {
+  ~ProcessesReader() override {
     stop();
     {
       std::lock_guard lock(mu_);
@@ -380,8 +380,8 @@ class ProcessesProducer final : public Producer {
 
 }  // namespace
 
-std::unique_ptr<Producer> make_processes_producer(LoaderContext& ctx, int processes) {
-  return std::make_unique<ProcessesProducer>(ctx, processes);
+std::unique_ptr<Reader> make_processes_reader(LoaderContext& ctx, int processes) {
+  return std::make_unique<ProcessesReader>(ctx, processes);
 }
 
 }  // namespace stoker

@@ -12,15 +12,15 @@ namespace stoker {
 
 namespace {
 
-class SerialProducer final : public Producer {
+class SerialReader final : public Reader {
  public:
   // One buffer, plus the `keep` the consumer may retain.
-  explicit SerialProducer(LoaderContext& ctx)
+  explicit SerialReader(LoaderContext& ctx)
       : ctx_(ctx),
         pool_(1 + ctx.config.keep, ctx.config.sampler.batch_size, ctx.config.output,
               ctx.config.memory),
         order_(pool_.count()),
-        worker_(ctx.config.decode, ctx.source->clone()) {}
+        scratch_(ctx.config.decode, ctx.source->clone()) {}
 
   void begin(size_t) override {}
   Batch& wait(size_t b) override {
@@ -41,7 +41,7 @@ class SerialProducer final : public Producer {
       begin_batch(ctx_, batch, b);
       for (size_t s = 0; s < batch.size; ++s) {
         if (ctx_.config.poll) ctx_.config.poll();
-        load_sample(ctx_, worker_, batch, s);
+        load_sample(ctx_, scratch_, batch, s);
       }
       finish_batch(batch);
     } catch (...) {
@@ -72,13 +72,13 @@ class SerialProducer final : public Producer {
   BatchPool pool_;
   std::mutex mu_;  // order_: release() may come from any thread
   BatchOrder order_;
-  Worker worker_;
+  SampleScratch scratch_;
 };
 
 }  // namespace
 
-std::unique_ptr<Producer> make_serial_producer(LoaderContext& ctx) {
-  return std::make_unique<SerialProducer>(ctx);
+std::unique_ptr<Reader> make_serial_reader(LoaderContext& ctx) {
+  return std::make_unique<SerialReader>(ctx);
 }
 
 }  // namespace stoker

@@ -9,7 +9,7 @@
 
 namespace stoker {
 
-std::string ReaderPolicy::text() const {
+std::string ReaderSpec::text() const {
   switch (kind) {
     case Kind::serial:
       return "serial";
@@ -32,19 +32,19 @@ bool parse_count(std::string_view s, int& n, int max) {
 
 }  // namespace
 
-ReaderPolicy parse_reader(const std::string& text) {
-  ReaderPolicy p;
+ReaderSpec parse_reader(const std::string& text) {
+  ReaderSpec p;
   const std::string_view t(text);
   const size_t colon = t.find(':');
   const std::string_view kind = t.substr(0, colon);
   const std::string_view arg = colon == std::string_view::npos ? "" : t.substr(colon + 1);
   if (kind == "serial" && colon == std::string_view::npos) return p;
   if (kind == "threads" && parse_count(arg, p.workers, 1024)) {
-    p.kind = ReaderPolicy::Kind::threads;
+    p.kind = ReaderSpec::Kind::threads;
     return p;
   }
   if (kind == "processes" && parse_count(arg, p.workers, 1024)) {
-    p.kind = ReaderPolicy::Kind::processes;
+    p.kind = ReaderSpec::Kind::processes;
     return p;
   }
   if (kind == "uring") {
@@ -52,7 +52,7 @@ ReaderPolicy parse_reader(const std::string& text) {
     p.workers = online_cpus();
     if (parse_count(arg.substr(0, c2), p.queue_depth, 4096) &&
         (c2 == std::string_view::npos || parse_count(arg.substr(c2 + 1), p.workers, 1024))) {
-      p.kind = ReaderPolicy::Kind::uring;
+      p.kind = ReaderSpec::Kind::uring;
       return p;
     }
   }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// How samples are read and decoded, chosen at run time:
+// Which reader reads and decodes samples (--reader), chosen at run time; each kind is
+// readers/reader_<kind>.cc behind readers/reader.h:
 //   serial        the caller's thread does everything (the classic baseline)
-//   threads:N     N oneTBB worker threads read and decode
-//   processes:N   N worker processes decode into shared-memory batch slots
+//   threads:N     N oneTBB threads read and decode
+//   processes:N   N stoker-worker processes decode into shared-memory batch slots
 //   uring:QD[:T]  one io_uring submitter keeps QD reads in flight; T threads decode
 //                 (default: one per online CPU)
 #pragma once
@@ -11,7 +12,7 @@
 
 namespace stoker {
 
-struct ReaderPolicy {
+struct ReaderSpec {
   enum class Kind { serial, threads, processes, uring } kind = Kind::serial;
   int workers = 1;      // threads and processes: workers; uring: decode threads
   int queue_depth = 0;  // uring: reads in flight
@@ -19,6 +20,6 @@ struct ReaderPolicy {
 };
 
 // Parses the forms above; anything else is a stoker::Error listing them.
-ReaderPolicy parse_reader(const std::string& text);
+ReaderSpec parse_reader(const std::string& text);
 
 }  // namespace stoker

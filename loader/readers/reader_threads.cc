@@ -21,9 +21,9 @@ namespace stoker {
 
 namespace {
 
-class ThreadsProducer final : public Producer {
+class ThreadsReader final : public Reader {
  public:
-  ThreadsProducer(LoaderContext& ctx, int threads)
+  ThreadsReader(LoaderContext& ctx, int threads)
       // The consumer thread only waits, so the arena needs N workers of its own; TBB's
       // default pool has one fewer than the cores, hence the raised global limit.
       : control_(tbb::global_control::max_allowed_parallelism,
@@ -32,13 +32,13 @@ class ThreadsProducer final : public Producer {
         ctx_(ctx),
         pool_(pool_batches(ctx.config), ctx.config.sampler.batch_size, ctx.config.output,
               ctx.config.memory),
-        workers_([&ctx] { return Worker(ctx.config.decode, ctx.source->clone()); }),
+        scratch_([&ctx] { return SampleScratch(ctx.config.decode, ctx.source->clone()); }),
         prefetch_(ctx, pool_.all(), [this](size_t i) {
           // enqueue, not execute: execute would block the consumer until an arena slot frees.
           arena_.enqueue([this, i] { run(i); });
         }) {}
 
-  ~ThreadsProducer() override { stop(); }
+  ~ThreadsReader() override { stop(); }
 
   void begin(size_t first) override { prefetch_.begin(first); }
 
@@ -68,7 +68,7 @@ class ThreadsProducer final : public Producer {
             std::exception_ptr error;
             if (!cancel_) {
               try {
-                load_sample(ctx_, workers_.local(), batch, s);
+                load_sample(ctx_, scratch_.local(), batch, s);
               } catch (...) {
                 error = std::current_exception();
               }
@@ -83,15 +83,15 @@ class ThreadsProducer final : public Producer {
   tbb::task_arena arena_;
   LoaderContext& ctx_;
   BatchPool pool_;
-  tbb::enumerable_thread_specific<Worker> workers_;
+  tbb::enumerable_thread_specific<SampleScratch> scratch_;
   std::atomic<bool> cancel_{false};
   Prefetcher prefetch_;
 };
 
 }  // namespace
 
-std::unique_ptr<Producer> make_threads_producer(LoaderContext& ctx, int threads) {
-  return std::make_unique<ThreadsProducer>(ctx, threads);
+std::unique_ptr<Reader> make_threads_reader(LoaderContext& ctx, int threads) {
+  return std::make_unique<ThreadsReader>(ctx, threads);
 }
 
 }  // namespace stoker

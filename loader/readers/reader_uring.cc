@@ -33,9 +33,9 @@ struct Request {
   size_t pool_i = 0, slot = 0, buffer = 0;
 };
 
-class AsyncProducer final : public Producer {
+class UringReader final : public Reader {
  public:
-  AsyncProducer(LoaderContext& ctx, std::unique_ptr<Source> source, int threads)
+  UringReader(LoaderContext& ctx, std::unique_ptr<Source> source, int threads)
       : control_(tbb::global_control::max_allowed_parallelism,
                  std::max<size_t>(threads + 2, tbb::info::default_concurrency())),
         arena_(threads, 0),
@@ -44,7 +44,7 @@ class AsyncProducer final : public Producer {
         qd_(source_->queue_depth()),
         pool_(pool_batches(ctx.config), ctx.config.sampler.batch_size, ctx.config.output,
               ctx.config.memory),
-        workers_([&ctx] { return Worker(ctx.config.decode, ctx.source->clone()); }),
+        scratch_([&ctx] { return SampleScratch(ctx.config.decode, ctx.source->clone()); }),
         buffers_(qd_ + 2 * static_cast<size_t>(threads)),
         requests_(qd_),
         prefetch_(ctx, pool_.all(), [this](size_t i) { queue_batch(i); }) {
@@ -53,7 +53,7 @@ class AsyncProducer final : public Producer {
     submitter_ = std::thread([this] { submitter(); });
   }
 
-  ~AsyncProducer() override {
+  ~UringReader() override {
     stop();
     std::unique_lock lock(mu_);
     quit_ = true;
@@ -164,7 +164,7 @@ class AsyncProducer final : public Producer {
       if (!cancelled) {
         const PreRead pre{{buffers_[r.buffer].data(), c.bytes}, c.read_ns, c.error};
         try {
-          load_sample(ctx_, workers_.local(), pool_[r.pool_i], r.slot, &pre);
+          load_sample(ctx_, scratch_.local(), pool_[r.pool_i], r.slot, &pre);
         } catch (...) {
           error = std::current_exception();
         }
@@ -183,7 +183,7 @@ class AsyncProducer final : public Producer {
   std::unique_ptr<Source> source_;  // the submitter thread's alone
   const size_t qd_;
   BatchPool pool_;
-  tbb::enumerable_thread_specific<Worker> workers_;
+  tbb::enumerable_thread_specific<SampleScratch> scratch_;
   std::vector<ReadBuffer> buffers_;
   std::vector<Request> requests_;  // [qd] indexed by a read's tag
 
@@ -205,10 +205,10 @@ void say_once(const std::string& text) {
 
 }  // namespace
 
-std::unique_ptr<Producer> make_uring_producer(LoaderContext& ctx, int queue_depth, int threads) {
+std::unique_ptr<Reader> make_uring_reader(LoaderContext& ctx, int queue_depth, int threads) {
   const std::string reader = fmt::format("uring:{}:{}", queue_depth, threads);
   if (ctx.source->queue_depth() > 0) {
-    return std::make_unique<AsyncProducer>(ctx, ctx.source->clone(), threads);
+    return std::make_unique<UringReader>(ctx, ctx.source->clone(), threads);
   }
   // A synchronous local source (the automatic choice, pread, or shard: local byte ranges):
   // io_uring takes its place for the first read of each slot.
@@ -223,12 +223,12 @@ std::unique_ptr<Producer> make_uring_producer(LoaderContext& ctx, int queue_dept
   o.kind = SourceOptions::Kind::uring;
   o.queue_depth = static_cast<uint32_t>(queue_depth);
   try {
-    return std::make_unique<AsyncProducer>(ctx, make_uring_source(o), threads);
+    return std::make_unique<UringReader>(ctx, make_uring_source(o), threads);
   } catch (const Error& e) {
     say_once(fmt::format("{}: uring readers fall back to pread in {} decode threads", e.what(),
                          threads));
-    ctx.reader = {ReaderPolicy::Kind::threads, threads, 0};
-    return make_threads_producer(ctx, threads);
+    ctx.reader = {ReaderSpec::Kind::threads, threads, 0};
+    return make_threads_reader(ctx, threads);
   }
 }
 

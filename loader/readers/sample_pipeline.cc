@@ -26,7 +26,7 @@ SourceOptions source_options(const LoaderConfig& c) {
   o.direct = c.direct;
   o.evict_after_read = c.evict_after_read;
   o.queue_depth =
-      c.reader.kind == ReaderPolicy::Kind::uring ? static_cast<uint32_t>(c.reader.queue_depth) : 0;
+      c.reader.kind == ReaderSpec::Kind::uring ? static_cast<uint32_t>(c.reader.queue_depth) : 0;
   const size_t n = std::min(c.null_file.size(), sizeof o.null_file - 1);
   std::copy_n(c.null_file.data(), n, o.null_file);
   return o;
@@ -61,7 +61,7 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::uni
       reader(cfg.reader) {
   config.output = normalizer.spec;
   // The loader parallelises across samples; OpenCV's own pool inside resize would only
-  // oversubscribe the cores the reader policy was given.
+  // oversubscribe the cores the reader was given.
   cv::setNumThreads(0);
 }
 
@@ -94,7 +94,7 @@ void finish_batch(Batch& batch) {
   batch.ready_ns = now_ns();
 }
 
-uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, Worker& w,
+uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, SampleScratch& w,
                         const SampleLocation& where, uint64_t epoch, uint32_t idx, uint32_t attempt,
                         void* dst, const PreRead* pre_read, SampleTiming& t) {
   const size_t dst_bytes = size_t(3) * size_t(recipe.transform.out_width()) *
@@ -163,7 +163,7 @@ void SlotChain::filled(LoaderContext& ctx, Batch& batch, size_t slot, uint64_t h
   ctx.bad.skipped += k_;
 }
 
-void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t slot,
+void load_sample(LoaderContext& ctx, SampleScratch& w, Batch& batch, size_t slot,
                  const PreRead* pre_read) {
   SlotChain chain;
   chain.begin(ctx, batch.number, slot);

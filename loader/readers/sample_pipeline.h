@@ -45,14 +45,15 @@ struct LoaderContext {
   SampleRecipe recipe;
   BadSamples bad;
   SourceOptions source_options;
-  std::unique_ptr<Source> source;  // never read from: cloned into each Worker
+  std::unique_ptr<Source> source;  // never read from: cloned into each thread's SampleScratch
   // The policy that runs: config.reader, or what it fell back to (uring without io_uring).
-  ReaderPolicy reader;
+  ReaderSpec reader;
 };
 
-// Per-worker state: its own source instance, and scratch sized by the largest image seen.
-struct Worker {
-  Worker(const DecodeOptions& options, std::unique_ptr<Source> src)
+// Per-thread (or per-process) state: its own source instance, and scratch sized by the largest
+// image seen.
+struct SampleScratch {
+  SampleScratch(const DecodeOptions& options, std::unique_ptr<Source> src)
       : source(std::move(src)), decoder(options) {}
   std::unique_ptr<Source> source;
   std::string location;  // the file name locate_sample() wrote
@@ -88,7 +89,7 @@ struct PreRead {
 // size; the normaliser's dtype and layout). Returns the hash of what
 // it wrote (of the file's bytes with no_decode) and adds to `t`. Throws stoker::Error naming
 // the file. No policy here. Every reader, worker processes included, runs exactly this.
-uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, Worker& w,
+uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, SampleScratch& w,
                         const SampleLocation& where, uint64_t epoch, uint32_t idx, uint32_t attempt,
                         void* dst, const PreRead* pre_read, SampleTiming& t);
 
@@ -121,7 +122,7 @@ class SlotChain {
 
 // Fills sample `slot` of `batch` through the chain above, reading with w.source. Throws
 // stoker::Error under --on-error fail, or when the chain ran out under skip.
-void load_sample(LoaderContext& ctx, Worker& w, Batch& batch, size_t slot,
+void load_sample(LoaderContext& ctx, SampleScratch& w, Batch& batch, size_t slot,
                  const PreRead* pre_read = nullptr);
 
 }  // namespace stoker
