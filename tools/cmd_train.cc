@@ -45,9 +45,9 @@
 #include "tools/train_sizes.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 #ifdef STOKER_HAVE_NCCL
-#include "train/dist/collective_nccl.h"
+#include "train/parallel/collective_nccl.h"
 #endif
 #include "train/loader_feed.h"
 #include "train/loop_trace.h"

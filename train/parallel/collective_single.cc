@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {

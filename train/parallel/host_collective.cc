@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // make_mpi_collective() in a build without MPI: a clear error, so that callers need no #if.
 #include "common/error.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 

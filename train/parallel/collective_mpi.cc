@@ -26,7 +26,7 @@
 
 #include "common/error.h"
 #include "common/interrupt.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {

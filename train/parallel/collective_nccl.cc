@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Collective over NCCL (train/dist/collective_nccl.h). allreduce_sum enqueues
+// The Collective over NCCL (train/parallel/collective_nccl.h). allreduce_sum enqueues
 // ncclAllReduce(float, sum) on the given stream and returns; start_allreduce_sum does the same
 // and records an event, which wait() synchronises the host with. check_async() polls NCCL's
 // asynchronous error (the GPU backend calls it while it waits on its streams) and aborts the
@@ -7,7 +7,7 @@
 // Every rank gets
 // bit-identical sums: NCCL reduces each element along one ring or tree order shared by all
 // ranks and sends the result back out. Host memory is refused (the host collective takes it).
-#include "train/dist/collective_nccl.h"
+#include "train/parallel/collective_nccl.h"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>

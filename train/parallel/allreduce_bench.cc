@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// stoker-allreduce: times the host Collective's all-reduce (train/dist) on a buffer the size
+// stoker-allreduce: times the host Collective's all-reduce (train/parallel) on a buffer the size
 // of a network's gradients (default ResNet-50's, fp32), and beside it one MPI_Allreduce of
-// the same buffer, under mpirun (scripts/mpirun_local.sh N build/train/dist/stoker-allreduce).
+// the same buffer, under mpirun (scripts/mpirun_local.sh N build/train/parallel/stoker-allreduce).
 // Prints `#` context lines, then one row per engine: median/p10/p90 ms, algorithm and bus
 // bandwidth (the ring model's 2(N-1)/N x bytes per rank), and a correctness column. Rank 0
 // prints; --json writes {context, results}. Not a training run: no backend, no overlap.
@@ -19,7 +19,7 @@
 #include "common/error.h"
 #include "common/system_info.h"
 #include "models/resnet.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {
