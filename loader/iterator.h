@@ -50,8 +50,6 @@ class Iterator {
   size_t batches_per_epoch() const { return ctx_->sampler.batches(); }
   const Sampler& sampler() const { return ctx_->sampler; }
   const BadSamples& bad_samples() const { return ctx_->bad; }
-  // The source the workers clone ("pread", "uring", "null", ...).
-  const char* source_name() const { return ctx_->source->name(); }
   const LoaderConfig& config() const { return ctx_->config; }
   // The reader that runs: config().reader, or its fallback (uring:QD:T without io_uring
   // runs as threads:T; the reason went to stderr).

@@ -64,7 +64,6 @@ class NfsClient {
   NfsClient& operator=(const NfsClient&) = delete;
 
   const NfsUrl& url() const { return url_; }
-  uint64_t read_max() const { return read_max_; }
 
   // Synchronous, each one request through the same bounded loop. Errors name the URL.
   // The entries of directory `path` ("" = the URL itself), without "." and "..".
