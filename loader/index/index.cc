@@ -15,6 +15,10 @@
 
 namespace stoker {
 
+SourceSpec source_spec(const Index& index, const SourceOptions& options) {
+  return {index.root, index.sharded(), options};
+}
+
 void join_location(std::string& out, std::string_view root, std::string_view relative) {
   // An nfs:// URL's arguments (?nfsport=...&mountport=...) stay last, after the path.
   const bool nfs = is_nfs_url(root);

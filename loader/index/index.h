@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,17 @@ Index open_index(const std::string& path);
 // open_index's first check alone (the path exists; an nfs:// URL passes): a command that
 // reads several datasets checks them all before it measures the first.
 void check_dataset_path(const std::string& path);
+
+// What make_source needs of this dataset: its root, and whether samples are shard ranges.
+SourceSpec source_spec(const Index& index, const SourceOptions& options);
+inline std::unique_ptr<Source> make_source(const Index& index, const SourceOptions& options) {
+  return make_source(source_spec(index, options));
+}
+
+// posix_fadvise(DONTNEED) on every file of the index (its shards, when packed), so the next
+// read comes from storage. Returns the number of files that could not be evicted
+// (evict_file_from_page_cache, source.h). Local datasets only.
+size_t evict_from_page_cache(const Index& index);
 
 // torchvision's IMG_EXTENSIONS, case-insensitive.
 bool has_image_extension(std::string_view name);

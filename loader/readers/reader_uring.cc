@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // uring:QD:T: one submitter thread keeps QD reads in flight through an asynchronous source's
-// submit/reap (io_uring for local files; any source with queue_depth() > 0, such as null);
+// submit/reap (io_uring for local files; any source declaring kAsync, such as null);
 // as each read completes, its buffer goes to an arena of T decode threads. I/O depth is
 // thus decoupled from CPU parallelism, which is what high-latency storage needs. A slot's
 // first candidate comes from here; replacements of a bad one are read by the decode
@@ -207,13 +207,13 @@ void say_once(const std::string& text) {
 
 std::unique_ptr<Reader> make_uring_reader(LoaderContext& ctx, int queue_depth, int threads) {
   const std::string reader = fmt::format("uring:{}:{}", queue_depth, threads);
-  if (ctx.source->queue_depth() > 0) {
+  const uint32_t caps = ctx.source->capabilities();
+  if (caps & Source::kAsync) {
     return std::make_unique<UringReader>(ctx, ctx.source->clone(), threads);
   }
-  // A synchronous local source (the automatic choice, pread, or shard: local byte ranges):
+  // A synchronous source of local byte ranges (the automatic choice, pread, or shard):
   // io_uring takes its place for the first read of each slot.
-  const std::string_view sync_name = ctx.source->name();
-  if (sync_name != "pread" && sync_name != "shard") {
+  if (!(caps & Source::kLocalRanges)) {
     fail(
         "reader {} keeps reads in flight and needs an asynchronous source (uring, null); the {} "
         "source of '{}' reads one sample at a time: use threads:N or processes:N",

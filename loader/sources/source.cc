@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "common/error.h"
-#include "loader/index/index.h"
 
 namespace stoker {
 
@@ -63,10 +62,6 @@ SourceOptions::Kind parse_source_kind(const std::string& text) {
     if (text == name) return kind;
   }
   fail("unknown source '{}': expected auto, pread, uring, null, nfs or shard", text);
-}
-
-SourceSpec source_spec(const Index& index, const SourceOptions& options) {
-  return {index.root, index.sharded(), options};
 }
 
 void Source::submit(const ReadRequest&) {

@@ -4,11 +4,12 @@
 // never decodes, never applies the --on-error policy and never chooses the order.
 //
 // How a new source plugs in (a shard or NFS source, say):
-//   1. one file loader/source_<name>.cc with a class deriving from Source: read() always;
-//      submit()/reap() and queue_depth() > 0 if it can keep several reads in flight;
-//      clone() giving an instance with its own descriptors or connection;
+//   1. one file loader/sources/source_<name>.cc with a class deriving from Source: read()
+//      always; capabilities() saying what else it can do; submit()/reap() and
+//      queue_depth() > 0 if it can keep several reads in flight (kAsync); clone() giving an
+//      instance with its own descriptors or connection;
 //   2. its factory: fill in make_nfs_source / make_shard_source (replace the stub file
-//      source_<name>_stub.cc in loader/CMakeLists.txt) or add a kind to make_source();
+//      sources/source_<name>_stub.cc in loader/CMakeLists.txt) or add a kind to make_source();
 //   3. one line in the reader suite's table (tests/loader/reader_suite_test.cc): it is then
 //      tested under every reader, clean and corrupted, for checksums equal to serial's.
 #pragma once
@@ -25,10 +26,8 @@
 
 namespace stoker {
 
-struct Index;
-
 // Where one sample's bytes are: the whole of `file`, or `length` bytes at `offset` of it (a
-// member of a packed shard). Built only by locate_sample() (index.h), for Index and for
+// member of a packed shard). Built only by locate_sample() (index/index.h), for Index and for
 // the worker processes' shared index alike; `file` points into the caller's string.
 struct SampleLocation {
   static constexpr uint64_t kWholeFile = UINT64_MAX;
@@ -92,14 +91,14 @@ const char* source_kind_name(SourceOptions::Kind k);
 // "auto", "pread", "uring", "null", "nfs", "shard"; anything else is a stoker::Error.
 SourceOptions::Kind parse_source_kind(const std::string& text);
 
-// What make_source needs to know of a dataset: enough to rebuild a source in a worker
-// process that has only the shared index.
+// What make_source needs to know of a dataset: its root and whether its samples are byte
+// ranges of packed shards; enough to rebuild a source in a worker process that has only the
+// shared index. (The index side makes one from an Index: source_spec in index/index.h.)
 struct SourceSpec {
-  std::string root;  // Index::root: a directory or an nfs:// URL
+  std::string root;  // a directory or an nfs:// URL
   bool sharded = false;
   SourceOptions options;
 };
-SourceSpec source_spec(const Index& index, const SourceOptions& options);
 
 // The interface. One instance per thread or process: instances share nothing mutable, so
 // no hook needs a lock. Every error is a stoker::Error naming the file/URL and the reason.
@@ -114,15 +113,23 @@ class SourceBroken : public Error {
 class Source {
  public:
   virtual ~Source() = default;
+  // What an instance can do besides read(), declared by each source (as fio's engine flags),
+  // so that no reader decides by a source's name.
+  enum Capability : uint32_t {
+    kAsync = 1u << 0,        // submit/reap with queue_depth() > 0 reads in flight
+    kLocalRanges = 1u << 1,  // reads byte ranges of local files: io_uring can read for it
+  };
   // Short name for reports and messages: "pread", "uring", "null", "nfs", "shard".
   virtual const char* name() const = 0;
+  // The Capability flags of this instance, or-ed.
+  virtual uint32_t capabilities() const = 0;
   // A new instance for another thread, with its own descriptors/connection/ring.
   virtual std::unique_ptr<Source> clone() const = 0;
   // Synchronous: all bytes of the sample, read into buf (grown as needed); returns them. (The
   // null source returns its own constant bytes, valid as long as the source.)
   virtual std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) = 0;
 
-  // Asynchronous sources only (queue_depth() > 0); the defaults refuse.
+  // Asynchronous sources only (kAsync, queue_depth() > 0); the defaults refuse.
   // Reads this instance can have in flight; 0: synchronous only, submit/reap unsupported.
   virtual size_t queue_depth() const { return 0; }
   // Queues one read (at most queue_depth() unreaped). A per-file failure (missing file)
@@ -136,24 +143,14 @@ class Source {
 // The source for a dataset: spec.options.kind, or from the dataset when automatic. Throws
 // naming the dataset when the kind cannot serve it (io_uring over nfs://, say).
 std::unique_ptr<Source> make_source(const SourceSpec& spec);
-inline std::unique_ptr<Source> make_source(const Index& index, const SourceOptions& options) {
-  return make_source(source_spec(index, options));
-}
 
 // Hooks filled by their own files; until then the stubs fail with the reason.
-std::unique_ptr<Source> make_nfs_source(const SourceSpec& spec);    // source_nfs_stub.cc
-std::unique_ptr<Source> make_shard_source(const SourceSpec& spec);  // source_shard_stub.cc
+std::unique_ptr<Source> make_nfs_source(const SourceSpec& spec);    // source_nfs.cc (or its stub)
+std::unique_ptr<Source> make_shard_source(const SourceSpec& spec);  // source_shard.cc
 // The built-in ones.
 std::unique_ptr<Source> make_pread_source(const SourceOptions& options);
 std::unique_ptr<Source> make_uring_source(const SourceOptions& options);  // throws without io_uring
 std::unique_ptr<Source> make_null_source(const SourceOptions& options);
-
-// Tests only (fault injection): every io_uring completion's result passes through `hook`
-// before the source handles it, with the read's file, offset and O_DIRECT flag, so that
-// -EAGAIN, short reads, an early end of file or an error reach the real handling
-// deterministically. Null (the default): results as the kernel gave them.
-using UringCompletionHook = int (*)(std::string_view file, uint64_t offset, bool direct, int res);
-void set_uring_completion_hook(UringCompletionHook hook);
 
 // The bytes the null source serves by default: a valid 256x256 baseline JPEG, made once.
 std::span<const uint8_t> null_source_jpeg();
@@ -163,9 +160,10 @@ std::span<const uint8_t> null_source_jpeg();
 std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>& buf,
                                    bool evict = false);
 
-// posix_fadvise(DONTNEED) on every file of the index, so the next read comes from storage.
-// Returns the number of files that could not be evicted: missing, unreadable, or still in
-// the page cache afterwards (tmpfs, say; checked with cachestat(2) or mincore(2)).
-size_t evict_from_page_cache(const Index& index);
+// posix_fadvise(DONTNEED) on the local file `path`, so its next read comes from storage.
+// False when it could not be evicted: missing, unreadable, or still in the page cache
+// afterwards (tmpfs, say; checked with cachestat(2) or mincore(2)). A dataset's files:
+// evict_from_page_cache(Index) in index/index.h.
+bool evict_file_from_page_cache(const std::string& path);
 
 }  // namespace stoker

@@ -29,6 +29,7 @@ class NfsSource final : public Source {
         depth_(spec.options.queue_depth ? spec.options.queue_depth : kDefaultDepth) {}
 
   const char* name() const override { return "nfs"; }
+  uint32_t capabilities() const override { return kAsync; }  // depth_ is never 0
   std::unique_ptr<Source> clone() const override { return std::make_unique<NfsSource>(spec_); }
 
   std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) override {

@@ -44,6 +44,7 @@ class NullSource final : public Source {
     }
   }
   const char* name() const override { return "null"; }
+  uint32_t capabilities() const override { return kAsync; }
   std::unique_ptr<Source> clone() const override { return std::make_unique<NullSource>(options_); }
   std::span<const uint8_t> read(const SampleLocation&, ReadBuffer&) override { return bytes_; }
   size_t queue_depth() const override { return options_.queue_depth ? options_.queue_depth : 64; }

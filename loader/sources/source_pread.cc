@@ -2,19 +2,14 @@
 // The pread source: local files, one buffered (or O_DIRECT) read at a time, a whole file or a
 // byte range of one. The size of a whole file is taken from fstat at open, not from the
 // index, so a file that changed since indexing is read as it is now. Also the cold-cache
-// switch: evict files from the page cache.
+// switch: evict a file from the page cache.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <tbb/parallel_for.h>
-
-#include <atomic>
-
 #include "common/error.h"
-#include "loader/index/index.h"
 #include "loader/sources/source.h"
 
 namespace stoker {
@@ -52,6 +47,7 @@ class PreadSource final : public Source {
  public:
   explicit PreadSource(const SourceOptions& o) : options_(o) {}
   const char* name() const override { return "pread"; }
+  uint32_t capabilities() const override { return kLocalRanges; }
   std::unique_ptr<Source> clone() const override { return std::make_unique<PreadSource>(options_); }
 
   std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) override {
@@ -154,30 +150,16 @@ std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>
   return {buf.data(), got};
 }
 
-size_t evict_from_page_cache(const Index& index) {
-  std::atomic<size_t> failed{0};
-  const size_t files = index.sharded() ? index.shards.size() : index.size();
-  tbb::parallel_for(size_t{0}, files, [&](size_t i) {
-    std::string path;
-    join_location(path, index.root,
-                  index.sharded() ? std::string_view(index.shards[i]) : index.relative_path(i));
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      ++failed;
-      return;
-    }
-    // Dirty pages cannot be dropped: write them back first (cheap when already clean).
-    fdatasync(fd);
-    struct stat st {};
-    // fadvise succeeds on file systems that keep the pages anyway (tmpfs, some FUSE and
-    // overlay set-ups): what is still cached afterwards counts as not evicted.
-    if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0 || fstat(fd, &st) != 0 ||
-        still_cached(fd, st)) {
-      ++failed;
-    }
-    close(fd);
-  });
-  return failed.load();
+bool evict_file_from_page_cache(const std::string& path) {
+  const Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) return false;
+  // Dirty pages cannot be dropped: write them back first (cheap when already clean).
+  fdatasync(f.fd);
+  struct stat st {};
+  // fadvise succeeds on file systems that keep the pages anyway (tmpfs, some FUSE and
+  // overlay set-ups): what is still cached afterwards counts as not evicted.
+  return posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED) == 0 && fstat(f.fd, &st) == 0 &&
+         !still_cached(f.fd, st);
 }
 
 }  // namespace stoker

@@ -6,6 +6,7 @@
 // ring's failure, thrown as stoker::Error; a file that cannot be opened or read is that
 // request's error. Synchronous read() is the pread path (used for a slot's replacement samples).
 #include "loader/sources/source.h"
+#include "loader/sources/source_uring_testing.h"
 
 #include "common/error.h"
 
@@ -71,6 +72,7 @@ class UringSource final : public Source {
   }
 
   const char* name() const override { return "uring"; }
+  uint32_t capabilities() const override { return kAsync | kLocalRanges; }
   std::unique_ptr<Source> clone() const override { return std::make_unique<UringSource>(options_); }
   std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) override {
     return pread_->read(where, buf);

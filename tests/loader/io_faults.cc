@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "loader/sources/source.h"
+#include "loader/sources/source_uring_testing.h"
 
 #if STOKER_HAVE_URING
 #include <liburing.h>
