@@ -37,6 +37,22 @@ std::string last_error(nfs_context* n) {
   return e && *e ? e : "closed by the server";
 }
 
+std::string error_text(int err, void* data) {
+  return data ? static_cast<const char*>(data) : strerror(-err);
+}
+
+// One synchronous request (list, stat) in flight: NfsCallbacks::sync_call issues it,
+// sync_answered records the answer and hands a success's data to `on_data`.
+struct SyncCall {
+  NfsClient* client = nullptr;
+  void (*on_data)(SyncCall& call, nfs_context* n, void* data) = nullptr;
+  bool done = false;
+  int err = 0;
+  std::string error;
+  std::vector<NfsEntry> entries;
+  NfsEntry entry;
+};
+
 }  // namespace
 
 // A file kept open for range reads (shards): opened once, shared by the reads of its members.
@@ -201,21 +217,38 @@ struct NfsCallbacks {
     }
   }
 
-  static std::string error_text(int err, void* data) {
-    return data ? static_cast<const char*>(data) : strerror(-err);
+  // The one path of every synchronous request: `start` (nfs_opendir_async, nfs_stat64_async)
+  // queues it for `rel` with sync_answered as its callback; waits for the answer. Throws
+  // "URL: cannot WHAT" when it cannot be queued, SourceBroken when the connection is; else
+  // returns with call.err and call.error (or on_data's result) set.
+  static void sync_call(NfsClient& c, std::string_view rel, const char* what,
+                        int (*start)(nfs_context*, const char*, nfs_cb, void*), SyncCall& call) {
+    if (!c.broken_.empty()) throw SourceBroken(c.broken_);
+    const std::string path = c.mount_path(rel);
+    ++c.pending_rpcs_;
+    if (c.pending_rpcs_ == 1) c.last_answer_ns_ = now_ns();
+    if (start(c.nfs_, path.c_str(), sync_answered, &call) != 0) {
+      --c.pending_rpcs_;
+      fail("{}: cannot {}: {}", c.url_.join(rel), what, last_error(c.nfs_));
+    }
+    c.run_until(call.done, what);
+  }
+
+  static void sync_answered(int err, nfs_context* n, void* data, void* priv) {
+    auto& s = *static_cast<SyncCall*>(priv);
+    if (!s.client->nfs_) return;
+    answered(*s.client);
+    s.done = true;
+    s.err = err;
+    if (err < 0) {
+      s.error = error_text(err, data);
+      return;
+    }
+    s.on_data(s, n, data);
   }
 };
 
 namespace {
-
-struct SyncCall {
-  NfsClient* client = nullptr;
-  bool done = false;
-  int err = 0;
-  std::string error;
-  std::vector<NfsEntry> entries;
-  NfsEntry entry;
-};
 
 NfsEntry::Type type_of_mode(uint64_t mode) {
   switch (mode & S_IFMT) {
@@ -228,10 +261,6 @@ NfsEntry::Type type_of_mode(uint64_t mode) {
     default:
       return NfsEntry::Type::other;
   }
-}
-
-std::string error_text(int err, void* data) {
-  return data ? static_cast<const char*>(data) : strerror(-err);
 }
 
 }  // namespace
@@ -384,78 +413,46 @@ void NfsClient::run_until(const bool& done, std::string_view) {
   while (!done) pump(100);
 }
 
-std::vector<NfsEntry> NfsClient::list(std::string_view rel) {
-  if (!broken_.empty()) throw SourceBroken(broken_);
-  SyncCall call{this};
-  const std::string path = mount_path(rel);
-  ++pending_rpcs_;
-  if (pending_rpcs_ == 1) last_answer_ns_ = now_ns();
-  const int rc = nfs_opendir_async(
-      nfs_, path.c_str(),
-      [](int err, nfs_context* n, void* data, void* priv) {
-        auto& s = *static_cast<SyncCall*>(priv);
-        if (!s.client->nfs_) return;
-        NfsCallbacks::answered(*s.client);
-        s.done = true;
-        s.err = err;
-        if (err < 0) {
-          s.error = error_text(err, data);
-          return;
-        }
-        auto* dir = static_cast<nfsdir*>(data);
-        while (nfsdirent* e = nfs_readdir(n, dir)) {
-          if (std::strcmp(e->name, ".") == 0 || std::strcmp(e->name, "..") == 0) continue;
-          NfsEntry out;
-          out.name = e->name;
-          // NF3REG 1, NF3DIR 2, NF3LNK 5; 0 when READDIRPLUS brought no attributes, which
-          // callers resolve with stat() as they do links.
-          out.type = e->type == 1                   ? NfsEntry::Type::file
-                     : e->type == 2                 ? NfsEntry::Type::dir
-                     : e->type == 5 || e->type == 0 ? NfsEntry::Type::link
-                                                    : NfsEntry::Type::other;
-          out.size = e->size;
-          s.entries.push_back(std::move(out));
-        }
-        nfs_closedir(n, dir);
-      },
-      &call);
-  if (rc != 0) {
-    --pending_rpcs_;
-    fail("{}: cannot list: {}", url_.join(rel), last_error(nfs_));
+namespace {
+
+// sync_call's on_data for a listing: the entries of the opened directory.
+void take_entries(SyncCall& s, nfs_context* n, void* data) {
+  auto* dir = static_cast<nfsdir*>(data);
+  while (nfsdirent* e = nfs_readdir(n, dir)) {
+    if (std::strcmp(e->name, ".") == 0 || std::strcmp(e->name, "..") == 0) continue;
+    NfsEntry out;
+    out.name = e->name;
+    // NF3REG 1, NF3DIR 2, NF3LNK 5; 0 when READDIRPLUS brought no attributes, which
+    // callers resolve with stat() as they do links.
+    out.type = e->type == 1                   ? NfsEntry::Type::file
+               : e->type == 2                 ? NfsEntry::Type::dir
+               : e->type == 5 || e->type == 0 ? NfsEntry::Type::link
+                                              : NfsEntry::Type::other;
+    out.size = e->size;
+    s.entries.push_back(std::move(out));
   }
-  run_until(call.done, "opendir");
+  nfs_closedir(n, dir);
+}
+
+// sync_call's on_data for a stat: the entry's type and size.
+void take_stat(SyncCall& s, nfs_context*, void* data) {
+  const auto* st = static_cast<const nfs_stat_64*>(data);
+  s.entry.type = type_of_mode(st->nfs_mode);
+  s.entry.size = st->nfs_size;
+}
+
+}  // namespace
+
+std::vector<NfsEntry> NfsClient::list(std::string_view rel) {
+  SyncCall call{this, take_entries};
+  NfsCallbacks::sync_call(*this, rel, "list", nfs_opendir_async, call);
   if (call.err < 0) fail("{}: cannot list directory: {}", url_.join(rel), call.error);
   return std::move(call.entries);
 }
 
 NfsEntry NfsClient::stat(std::string_view rel) {
-  if (!broken_.empty()) throw SourceBroken(broken_);
-  SyncCall call{this};
-  const std::string path = mount_path(rel);
-  ++pending_rpcs_;
-  if (pending_rpcs_ == 1) last_answer_ns_ = now_ns();
-  const int rc = nfs_stat64_async(
-      nfs_, path.c_str(),
-      [](int err, nfs_context*, void* data, void* priv) {
-        auto& s = *static_cast<SyncCall*>(priv);
-        if (!s.client->nfs_) return;
-        NfsCallbacks::answered(*s.client);
-        s.done = true;
-        s.err = err;
-        if (err < 0) {
-          s.error = error_text(err, data);
-          return;
-        }
-        const auto* st = static_cast<const nfs_stat_64*>(data);
-        s.entry.type = type_of_mode(st->nfs_mode);
-        s.entry.size = st->nfs_size;
-      },
-      &call);
-  if (rc != 0) {
-    --pending_rpcs_;
-    fail("{}: cannot stat: {}", url_.join(rel), last_error(nfs_));
-  }
-  run_until(call.done, "stat");
+  SyncCall call{this, take_stat};
+  NfsCallbacks::sync_call(*this, rel, "stat", nfs_stat64_async, call);
   if (call.err < 0) fail("{}: {}", url_.join(rel), call.error);
   const size_t slash = rel.rfind('/');
   call.entry.name = rel.substr(slash == std::string_view::npos ? 0 : slash + 1);
