@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Listing over NFS: class directories walked in parallel, one NfsClient (one libnfs context,
-// one TCP connection) per thread; READDIRPLUS brings each entry's type and size, so only
-// symbolic links cost a stat. Ordering is image_folder_order's, as for a local tree.
+// Datasets over NFS: an ImageFolder tree through the shared walk (image_folder_walk.h) with a
+// DirLister per thread, each its own NfsClient (one libnfs context, one TCP connection);
+// READDIRPLUS brings each entry's type and size, so only symbolic links cost a stat. List
+// files and packed shards as locally, their files stat-ed in parallel.
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
@@ -13,7 +14,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "loader/index/image_folder_order.h"
+#include "loader/index/image_folder_walk.h"
 #include "loader/index/index_nfs.h"
 #include "loader/index/shard_index.h"
 #include "loader/sources/nfs_client.h"
@@ -23,52 +24,44 @@ namespace stoker {
 
 namespace {
 
-using image_folder::ClassFiles;
-using image_folder::ListedDir;
+using image_folder::DirLister;
 using image_folder::Listing;
 
-// Connections kept busy while listing: NFS is latency-bound, so more than there are cores.
+// Connections kept busy while stat-ing a list file's samples: NFS is latency-bound, so more
+// than there are cores.
 constexpr int kScanThreads = 16;
 
-// Lists `rel` into `out` (non-hidden entries; links resolved; dangling ones skipped).
-void list_dir(NfsClient& c, const std::string& rel, Listing& out) {
-  for (NfsEntry& e : c.list(rel)) {
-    if (e.name[0] == '.') continue;
-    if (e.type == NfsEntry::Type::link) {
-      try {
-        const NfsEntry target = c.stat(rel.empty() ? e.name : rel + "/" + e.name);
-        e.type = target.type;
-        e.size = target.size;
-      } catch (const Error&) {
-        continue;  // dangling: not a sample, as locally
+// Directories below the client's URL, one NfsClient (one connection) per lister.
+class NfsLister final : public DirLister {
+ public:
+  explicit NfsLister(NfsClient& c) : c_(c) {}
+  explicit NfsLister(std::unique_ptr<NfsClient> own) : own_(std::move(own)), c_(*own_) {}
+  void list(const std::string& rel, Listing& out) override {
+    for (NfsEntry& e : c_.list(rel)) {
+      if (e.name[0] == '.') continue;
+      if (e.type == NfsEntry::Type::link) {
+        try {
+          const NfsEntry target = c_.stat(rel.empty() ? e.name : rel + "/" + e.name);
+          e.type = target.type;
+          e.size = target.size;
+        } catch (const Error&) {
+          continue;  // dangling: not a sample, as locally
+        }
+      }
+      if (e.type == NfsEntry::Type::dir) {
+        out.dirs.push_back(image_folder::push_name(out.pool, e.name.c_str()));
+      } else if (e.type == NfsEntry::Type::file && has_image_extension(e.name)) {
+        out.files.push_back(image_folder::push_name(out.pool, e.name.c_str()));
+        out.file_size.push_back(e.size);
       }
     }
-    if (e.type == NfsEntry::Type::dir) {
-      out.dirs.push_back(image_folder::push_name(out.pool, e.name.c_str()));
-    } else if (e.type == NfsEntry::Type::file && has_image_extension(e.name)) {
-      out.files.push_back(image_folder::push_name(out.pool, e.name.c_str()));
-      out.file_size.push_back(e.size);
-    }
   }
-}
+  std::string display(const std::string& rel) const override { return c_.url().join(rel); }
 
-void walk_class(NfsClient& c, const std::string& cls, ClassFiles& out) {
-  std::vector<ListedDir> dirs;
-  std::vector<std::string> pending = {cls};
-  while (!pending.empty()) {
-    std::string rel = std::move(pending.back());
-    pending.pop_back();
-    if (std::count(rel.begin(), rel.end(), '/') > 64) {
-      fail("{}: directories nested more than 64 deep (a symlink loop?)", c.url().join(rel));
-    }
-    ListedDir d{rel, {}};
-    list_dir(c, rel, d.listing);
-    for (uint32_t off : d.listing.dirs)
-      pending.push_back(rel + "/" + (d.listing.pool.data() + off));
-    dirs.push_back(std::move(d));
-  }
-  image_folder::order_class(dirs, out);
-}
+ private:
+  std::unique_ptr<NfsClient> own_;
+  NfsClient& c_;
+};
 
 // Runs f(client, i) for i in [0, n) on kScanThreads threads, each with its own client.
 template <class F>
@@ -95,20 +88,10 @@ void parallel_over_nfs(const NfsUrl& url, size_t n, F f) {
 }
 
 Index image_folder_over_nfs(NfsClient& c) {
-  Listing top;
-  list_dir(c, "", top);
-  image_folder::sort_names(top.pool, top.dirs, nullptr);
-  std::vector<std::string> classes;
-  for (uint32_t off : top.dirs) classes.emplace_back(top.pool.data() + off);
-  if (classes.empty()) {
-    fail("dataset root '{}' has no class directories (expected root/<class>/<image>{})",
-         c.url().text(),
-         top.files.empty() ? "" : "; it holds images directly, which ImageFolder does not accept");
-  }
-  std::vector<ClassFiles> per_class(classes.size());
-  parallel_over_nfs(c.url(), classes.size(),
-                    [&](NfsClient& t, size_t i) { walk_class(t, classes[i], per_class[i]); });
-  return image_folder::assemble(c.url().text(), std::move(classes), per_class);
+  NfsLister top(c);
+  return image_folder::walk_image_folder(c.url().text(), top, [&c] {
+    return std::make_unique<NfsLister>(std::make_unique<NfsClient>(c.url()));
+  });
 }
 
 Index list_file_over_nfs(NfsClient& c) {
