@@ -36,7 +36,7 @@ void touch(const cv::Mat& m) {
   g_sink = sum;
 }
 
-// One open + decode + resize, as loader/sample_pipeline.cc does. `p` points at 10 bytes:
+// One open + decode + resize, as loader/readers/sample_pipeline.cc does. `p` points at 10 bytes:
 // region x, y, w, h (u16 each, see scaled()), then out_w - 1 and out_h - 1.
 void decode_once(Decoder& decoder, std::span<const uint8_t> image, const uint8_t* p) {
   const ImageInfo info = decoder.open(image, "fuzz input");

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "common/error.h"
-#include "loader/index.h"
-#include "loader/index_nfs.h"
+#include "loader/index/index.h"
+#include "loader/index/index_nfs.h"
 
 namespace stoker::fuzz {
 

@@ -8,7 +8,7 @@
 namespace stoker {
 
 Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_ptr<Source> source) {
-  if (source && config.reader.kind == ReaderPolicy::Kind::processes) {
+  if (source && config.reader.kind == ReaderSpec::Kind::processes) {
     fail(
         "reader {}: worker processes make their own source from the configuration; a {} "
         "source object cannot be handed to them",
@@ -17,39 +17,39 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_p
   ctx_ = std::make_unique<LoaderContext>(index, config, std::move(source));
   if (config.prefetch == 0) fail("prefetch depth must be at least 1");
   switch (config.reader.kind) {
-    case ReaderPolicy::Kind::serial:
-      producer_ = make_serial_producer(*ctx_);
+    case ReaderSpec::Kind::serial:
+      reader_ = make_serial_reader(*ctx_);
       break;
-    case ReaderPolicy::Kind::threads:
-      producer_ = make_threads_producer(*ctx_, config.reader.workers);
+    case ReaderSpec::Kind::threads:
+      reader_ = make_threads_reader(*ctx_, config.reader.workers);
       break;
-    case ReaderPolicy::Kind::processes:
-      producer_ = make_processes_producer(*ctx_, config.reader.workers);
+    case ReaderSpec::Kind::processes:
+      reader_ = make_processes_reader(*ctx_, config.reader.workers);
       break;
-    case ReaderPolicy::Kind::uring:
-      producer_ = make_uring_producer(*ctx_, config.reader.queue_depth, config.reader.workers);
+    case ReaderSpec::Kind::uring:
+      reader_ = make_uring_reader(*ctx_, config.reader.queue_depth, config.reader.workers);
       break;
   }
 }
 
 Iterator::~Iterator() {
-  producer_->stop();
+  reader_->stop();
 }
 
 void Iterator::start_epoch(uint64_t epoch, uint64_t start) {
-  producer_->stop();
+  reader_->stop();
   ctx_->sampler.set_epoch(epoch);
   next_batch_ = ctx_->sampler.batch_of(start);
   consumed_ = start;
   checksum_ = 0;
   started_ = true;
-  producer_->begin(next_batch_);
+  reader_->begin(next_batch_);
 }
 
 const Batch* Iterator::next() {
   if (!started_) start_epoch(0);
   if (next_batch_ >= ctx_->sampler.batches()) return nullptr;
-  Batch& batch = producer_->wait(next_batch_);
+  Batch& batch = reader_->wait(next_batch_);
   STOKER_CHECK(batch.number == next_batch_ && batch.epoch == ctx_->sampler.epoch());
   checksum_ = XXH3_64bits_withSeed(&batch.checksum, sizeof batch.checksum, checksum_);
   ++next_batch_;

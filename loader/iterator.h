@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one object a trainer pulls batches from. The reader policy (serial, threads:N,
-// processes:N, uring:QD[:T]; loader/reader_policy.h) is chosen at run time; whatever it is, batches
-// come out in sampler order, with the same contents for the same seed, and the iterator keeps a
-// checksum of each epoch's data.
+// The one object a trainer pulls batches from. The reader (serial, threads:N,
+// processes:N, uring:QD[:T]; loader/readers/reader_spec.h) is chosen at run time; whatever it is,
+// batches come out in sampler order, with the same contents for the same seed, and the iterator
+// keeps a checksum of each epoch's data.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/loader_config.h"
-#include "loader/producer.h"
-#include "loader/sample_pipeline.h"
+#include "loader/readers/reader.h"
+#include "loader/readers/sample_pipeline.h"
 
 namespace stoker {
 
@@ -27,7 +27,7 @@ class Iterator {
   ~Iterator();
 
   // Begins `epoch` at global position `start` of it (a boundary of the global batch,
-  // loader/sampler.h; non-zero to resume a run).
+  // loader/sampler/sampler.h; non-zero to resume a run).
   void start_epoch(uint64_t epoch, uint64_t start = 0);
   // The next batch in sampler order, or nullptr when the epoch is done. The batch stays
   // valid until the next call. Throws stoker::Error under --on-error fail.
@@ -38,8 +38,8 @@ class Iterator {
   // config.keep extra buffers for such batches; once every buffer is retained, next()
   // throws rather than waits or grows. release() may be called from any thread, also after
   // start_epoch(), never after the iterator is gone.
-  void retain() { producer_->retain(); }
-  void release(const Batch* batch) { producer_->release(*batch); }
+  void retain() { reader_->retain(); }
+  void release(const Batch* batch) { reader_->release(*batch); }
 
   // Samples consumed so far by every rank together (the global position; this rank's own
   // when it is the only one): resuming from here continues with exactly the next batch.
@@ -50,17 +50,15 @@ class Iterator {
   size_t batches_per_epoch() const { return ctx_->sampler.batches(); }
   const Sampler& sampler() const { return ctx_->sampler; }
   const BadSamples& bad_samples() const { return ctx_->bad; }
-  // The source the workers clone ("pread", "uring", "null", ...).
-  const char* source_name() const { return ctx_->source->name(); }
   const LoaderConfig& config() const { return ctx_->config; }
   // The reader that runs: config().reader, or its fallback (uring:QD:T without io_uring
   // runs as threads:T; the reason went to stderr).
-  const ReaderPolicy& reader() const { return ctx_->reader; }
-  size_t pool_bytes() const { return producer_->pool_bytes(); }
+  const ReaderSpec& reader() const { return ctx_->reader; }
+  size_t pool_bytes() const { return reader_->pool_bytes(); }
 
  private:
   std::unique_ptr<LoaderContext> ctx_;
-  std::unique_ptr<Producer> producer_;
+  std::unique_ptr<Reader> reader_;
   size_t next_batch_ = 0;
   uint64_t consumed_ = 0;  // global position
   bool started_ = false;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Everything that decides what a loader produces and how: reader policy, sampler, transform,
+// Everything that decides what a loader produces and how: reader, sampler, transform,
 // output format, decode limits and the on-error policy. Plain data, filled from the CLI.
 #pragma once
 
@@ -12,15 +12,15 @@
 #include "augment/decoder.h"
 #include "loader/bad_samples.h"
 #include "loader/host_memory.h"
-#include "loader/reader_policy.h"
-#include "loader/sampler.h"
-#include "loader/size_schedule.h"
-#include "loader/source.h"
+#include "loader/readers/reader_spec.h"
+#include "loader/sampler/sampler.h"
+#include "loader/sampler/size_schedule.h"
+#include "loader/sources/source.h"
 
 namespace stoker {
 
 struct LoaderConfig {
-  ReaderPolicy reader;
+  ReaderSpec reader;
   SamplerConfig sampler;
   size_t prefetch = 2;  // batches prepared ahead of the one the consumer holds
   TransformConfig transform;

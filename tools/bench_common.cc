@@ -14,9 +14,9 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "loader/index.h"
-#include "loader/nfs_url.h"
-#include "loader/source.h"
+#include "loader/index/index.h"
+#include "loader/sources/nfs_url.h"
+#include "loader/sources/source.h"
 
 namespace stoker {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/sampler.h"
+#include "loader/sampler/sampler.h"
 
 namespace stoker {
 

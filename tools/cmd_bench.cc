@@ -18,12 +18,12 @@
 #include "common/progress.h"
 #include "common/system_info.h"
 #include "common/trace_writer.h"
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
-#include "loader/nfs_url.h"
 #include "loader/sample_trace.h"
-#include "loader/source.h"
+#include "loader/sources/nfs_url.h"
+#include "loader/sources/source.h"
 #include "tools/bench_common.h"
 #include "tools/cache_dir.h"
 #include "tools/commands.h"
@@ -245,11 +245,11 @@ void run_bench(BenchOptions& o) {
   TraceWriter trace_writer;
   size_t runs = 0;
   if (o.readers.empty()) o.readers = fmt::format("serial,threads:{}", online_cpus());
-  std::vector<ReaderPolicy> readers;
+  std::vector<ReaderSpec> readers;
   for (const auto& r : split(o.readers, ',')) readers.push_back(parse_reader(r));
   if (readers.empty()) fail("--reader: no reader given");
-  for (const ReaderPolicy& r : readers) {
-    if (base.direct && r.kind != ReaderPolicy::Kind::uring) {
+  for (const ReaderSpec& r : readers) {
+    if (base.direct && r.kind != ReaderSpec::Kind::uring) {
       usage_fail(
           "--direct needs uring readers (O_DIRECT wants aligned buffers); {} reads through the "
           "page cache",
@@ -387,7 +387,7 @@ void run_bench(BenchOptions& o) {
           warm.files, warm.bytes / 1e6, (now_ns() - w0) * 1e-9);
       std::fflush(stdout);
     }
-    for (const ReaderPolicy& reader : readers) {
+    for (const ReaderSpec& reader : readers) {
       if (interrupted()) break;
       if (!header_printed) {
         fmt::print(

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "common/system_info.h"
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "models/resnet.h"
 #include "tools/class_names.h"

@@ -9,8 +9,8 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "loader/index.h"
-#include "loader/nfs_url.h"
+#include "loader/index/index.h"
+#include "loader/sources/nfs_url.h"
 #include "tools/commands.h"
 #include "tools/output_check.h"
 

@@ -13,7 +13,7 @@
 
 #include "augment/encode_jpeg.h"
 #include "common/error.h"
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "tools/commands.h"
 #include "tools/loader_options.h"

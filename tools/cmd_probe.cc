@@ -16,11 +16,11 @@
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "common/system_info.h"
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
-#include "loader/nfs_url.h"
-#include "loader/source.h"
+#include "loader/sources/nfs_url.h"
+#include "loader/sources/source.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
 #include "tools/output_check.h"
@@ -67,7 +67,7 @@ void run_probe(ProbeOptions& o) {
   if (o.readers.empty() && !nfs) {
     o.readers = fmt::format("serial,threads:{},threads:{},uring:32:{}", cpus, 4 * cpus, cpus);
   }
-  std::vector<ReaderPolicy> readers;
+  std::vector<ReaderSpec> readers;
   for (const std::string& r : split_list(o.readers)) readers.push_back(parse_reader(r));
   std::vector<uint32_t> depths;
   for (const std::string& d : split_list(o.depths)) {
@@ -105,9 +105,9 @@ void run_probe(ProbeOptions& o) {
       results.push_back(std::move(r));
       std::fflush(stdout);
     }
-    for (const ReaderPolicy& reader : readers) {
+    for (const ReaderSpec& reader : readers) {
       if (interrupted()) break;
-      if (o.direct && reader.kind != ReaderPolicy::Kind::uring) continue;
+      if (o.direct && reader.kind != ReaderSpec::Kind::uring) continue;
       if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
       LoaderConfig c;
       c.reader = reader;

@@ -18,9 +18,9 @@
 #include "common/interrupt.h"
 #include "common/progress.h"
 #include "common/system_info.h"
-#include "loader/index.h"
-#include "loader/nfs_url.h"
-#include "loader/source.h"
+#include "loader/index/index.h"
+#include "loader/sources/nfs_url.h"
+#include "loader/sources/source.h"
 #include "tools/bench_common.h"
 #include "tools/cache_dir.h"
 #include "tools/commands.h"
@@ -53,7 +53,7 @@ struct StudyOptions {
 // One group of cells: the same consumer list and storages for every dataset and reader.
 struct Sweep {
   std::vector<StudyStorage> storages;
-  std::vector<ReaderPolicy> readers;
+  std::vector<ReaderSpec> readers;
   std::vector<StudyConsumer> consumers;
   CellRun run;
   std::vector<size_t> datasets;  // indices into the study's datasets; empty: all
@@ -62,7 +62,7 @@ struct Sweep {
 struct Cell {
   size_t dataset = 0;
   StudyStorage storage = StudyStorage::local;
-  ReaderPolicy reader;
+  ReaderSpec reader;
   const StudyConsumer* consumer = nullptr;
   CellRun run;
 };
@@ -337,7 +337,7 @@ class StudyRun {
           if (s.datasets.empty() ||
               std::find(s.datasets.begin(), s.datasets.end(), d) != s.datasets.end())
             for (const StudyConsumer& c : s.consumers)
-              for (const ReaderPolicy& r : s.readers) cells_.push_back({d, st, r, &c, s.run});
+              for (const ReaderSpec& r : s.readers) cells_.push_back({d, st, r, &c, s.run});
   }
 
   // The root a cell of this dataset and storage reads, made ready (packed, exported, warmed)
@@ -444,7 +444,7 @@ class StudyRun {
                            {"reader", c.reader.text()},
                            {"reader_kind", reader_kind(c.reader)},
                            {"workers", c.reader.workers}};
-    if (c.reader.kind == ReaderPolicy::Kind::uring) cell["queue_depth"] = c.reader.queue_depth;
+    if (c.reader.kind == ReaderSpec::Kind::uring) cell["queue_depth"] = c.reader.queue_depth;
     try {
       const Index& index = storage_index(c.dataset, c.storage);
       LoaderConfig config = base_;
@@ -485,15 +485,15 @@ class StudyRun {
     if (warm_.insert(index.root).second) (void)warm_page_cache(index);
   }
 
-  static const char* reader_kind(const ReaderPolicy& r) {
+  static const char* reader_kind(const ReaderSpec& r) {
     switch (r.kind) {
-      case ReaderPolicy::Kind::serial:
+      case ReaderSpec::Kind::serial:
         return "serial";
-      case ReaderPolicy::Kind::threads:
+      case ReaderSpec::Kind::threads:
         return "threads";
-      case ReaderPolicy::Kind::processes:
+      case ReaderSpec::Kind::processes:
         return "processes";
-      case ReaderPolicy::Kind::uring:
+      case ReaderSpec::Kind::uring:
         return "uring";
     }
     return "?";

@@ -8,7 +8,7 @@
 // measures top-1/top-5 on the way. `#` context lines, a live progress line on stderr, then a
 // summary table; --json writes every step's timings and loss.
 //
-// Under mpirun every rank runs this with its shard of the data (loader/sampler.h) and the
+// Under mpirun every rank runs this with its shard of the data (loader/sampler/sampler.h) and the
 // backend averages the gradients (train/collective.h); rank 0 alone writes checkpoints, the
 // JSON, the trace and the console view, and any rank's error ends the whole job.
 #include <fmt/format.h>
@@ -27,7 +27,7 @@
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "common/system_info.h"
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
 #include "models/flops.h"
@@ -45,9 +45,9 @@
 #include "tools/train_sizes.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 #ifdef STOKER_HAVE_NCCL
-#include "train/dist/collective_nccl.h"
+#include "train/parallel/collective_nccl.h"
 #endif
 #include "train/loader_feed.h"
 #include "train/loop_trace.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/loader_config.h"
 #include "train/backend.h"
 

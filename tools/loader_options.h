@@ -70,7 +70,7 @@ struct LoaderOptions {
   std::string jitter;  // "B,C,S,H" (empty: none)
   double grayscale = 0;
   std::string resize_filter = "fast";
-  std::string size_schedule;  // loader/size_schedule.h; empty: the fixed --size
+  std::string size_schedule;  // loader/sampler/size_schedule.h; empty: the fixed --size
 
   int out_width() const { return size; }
   int out_height() const { return height > 0 ? height : size; }

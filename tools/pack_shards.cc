@@ -10,10 +10,10 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/progress.h"
-#include "loader/index.h"
-#include "loader/shard_index.h"
-#include "loader/source.h"
-#include "loader/tar_writer.h"
+#include "loader/index/index.h"
+#include "loader/index/shard_index.h"
+#include "loader/sources/source.h"
+#include "loader/sources/tar_writer.h"
 
 namespace fs = std::filesystem;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // stoker pack: an indexed dataset (ImageFolder tree or list file) into POSIX tar shards
 // that WebDataset and GNU tar read as they are (`<key>.<ext>` image, `<key>.cls` label),
-// plus a shard index (loader/shard_index.h) for reading any sample by offset.
+// plus a shard index (loader/index/shard_index.h) for reading any sample by offset.
 // Not a reader: loader/ reads shards.
 #pragma once
 

@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "loader/index.h"
-#include "loader/nfs_url.h"
-#include "loader/shard_index.h"
+#include "loader/index/index.h"
+#include "loader/index/shard_index.h"
+#include "loader/sources/nfs_url.h"
 
 namespace stoker {
 

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/system_info.h"
-#include "loader/nfs_url.h"
+#include "loader/sources/nfs_url.h"
 
 namespace stoker {
 

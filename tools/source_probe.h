@@ -11,8 +11,8 @@
 #include <string>
 
 #include "common/histogram.h"
-#include "loader/index.h"
-#include "loader/source.h"
+#include "loader/index/index.h"
+#include "loader/sources/source.h"
 
 namespace stoker {
 

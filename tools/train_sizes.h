@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // stoker train's resolutions: the evaluation's own size (--val-size, --val-resize as
 // torchvision's crop_size / resize_size) and the cost of each training size when a size
-// schedule (--size-schedule, loader/size_schedule.h) changes it over the run. Not the
+// schedule (--size-schedule, loader/sampler/size_schedule.h) changes it over the run. Not the
 // schedule itself (loader/) nor the backend's re-plan (Backend::reshape).
 #pragma once
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The group of processes a data-parallel run trains in, as the backends and the loop see it:
 // a rank, a world size, and the few collectives data parallelism needs. Implementations sit
-// on existing engines: MPI between CPU processes (train/dist/collective_mpi.cc), NCCL between
-// GPUs (train/dist/collective_nccl.cc). A single process is a world of one (no engine).
+// on existing engines: MPI between CPU processes (train/parallel/collective_mpi.cc), NCCL between
+// GPUs (train/parallel/collective_nccl.cc). A single process is a world of one (no engine).
 // Not a transport of our own, and not thread-safe beyond what each method says.
 #pragma once
 

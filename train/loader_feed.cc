@@ -26,7 +26,7 @@ InputSpec LoaderFeed::input_spec() const {
 
 HostBatch LoaderFeed::next() {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    // Positions are global (loader/sampler.h): the end is where all ranks' last batch ends.
+    // Positions are global (loader/sampler/sampler.h): the end is where all ranks' last batch ends.
     const uint64_t end = it_.sampler().position_after(it_.batches_per_epoch());
     if (!started_ || position_.index >= end) {
       if (started_) position_ = {position_.epoch + 1, 0};

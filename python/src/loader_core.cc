@@ -36,8 +36,8 @@ LoaderCore::LoaderCore(const std::string& dataset, LoaderConfig config) {
     pybind11::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw PythonErrorPending{};
   };
-  pool_batches_ = config.reader.kind == ReaderPolicy::Kind::serial ? 1 + config.keep
-                                                                   : stoker::pool_batches(config);
+  pool_batches_ = config.reader.kind == ReaderSpec::Kind::serial ? 1 + config.keep
+                                                                 : stoker::pool_batches(config);
   index_ = open_index(dataset);
   it_ = std::make_unique<Iterator>(index_, config);
 }

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
 

@@ -102,7 +102,8 @@ const std::map<std::string, Setter>& setters() {
        {[](O& o, C&, H v) { o.batch = as_int<size_t>("batch_size", v, 1, 1 << 20); }}},
       {"prefetch", {[](O& o, C&, H v) { o.prefetch = as_int<size_t>("prefetch", v, 1, 1024); }}},
       {"keep", {[](O&, C& c, H v) { c.keep = as_int<size_t>("keep", v, 0, 1024); }}},
-      // Data parallelism: this process's shard, by `mpirun stoker train`'s rule (loader/sampler.h).
+      // Data parallelism: this process's shard, by `mpirun stoker train`'s rule
+      // (loader/sampler/sampler.h).
       {"rank", {[](O&, C& c, H v) { c.sampler.rank = as_int<uint32_t>("rank", v, 0, 1 << 20); }}},
       {"world_size",
        {[](O&, C& c, H v) { c.sampler.world = as_int<uint32_t>("world_size", v, 1, 1 << 20); }}},
@@ -243,7 +244,7 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
     throw pyb::value_error(
         fmt::format("rank must be below world_size ({}), got {}", c.sampler.world, c.sampler.rank));
   c.warn = extra.warn;
-  if (c.direct && c.reader.kind != ReaderPolicy::Kind::uring) {
+  if (c.direct && c.reader.kind != ReaderSpec::Kind::uring) {
     throw pyb::value_error(fmt::format(
         "direct=True needs a uring reader (O_DIRECT wants aligned buffers); reader {} reads "
         "through the page cache",

@@ -8,7 +8,7 @@
 
 #include "augment/encode_jpeg.h"
 #include "common/error.h"
-#include "loader/source.h"
+#include "loader/sources/source.h"
 #include "test_util.h"
 #include "tools/synth_image.h"
 

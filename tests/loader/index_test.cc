@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "common/error.h"
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "test_util.h"
 
 namespace stoker {

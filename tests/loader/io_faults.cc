@@ -15,7 +15,8 @@
 #include <set>
 #include <utility>
 
-#include "loader/source.h"
+#include "loader/sources/source.h"
+#include "loader/sources/source_uring_testing.h"
 
 #if STOKER_HAVE_URING
 #include <liburing.h>

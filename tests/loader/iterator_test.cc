@@ -111,9 +111,9 @@ TEST(Iterator, MemoryStaysFlatOverEpochs) {
   EXPECT_EQ(it.pool_bytes(), (c.prefetch + 1) * ((16 * 3 * 96 * 96 * 4 + 4095) / 4096 * 4096));
 }
 
-TEST(ReaderPolicy, ParsesAndListsValidForms) {
+TEST(ReaderSpec, ParsesAndListsValidForms) {
   EXPECT_EQ(parse_reader("threads:4").workers, 4);
-  EXPECT_EQ(parse_reader("serial").kind, ReaderPolicy::Kind::serial);
+  EXPECT_EQ(parse_reader("serial").kind, ReaderSpec::Kind::serial);
   try {
     parse_reader("threads:x");
     FAIL();

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "common/error.h"
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "nfs_server.h"

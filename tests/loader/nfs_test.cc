@@ -11,11 +11,11 @@
 #include <map>
 
 #include "common/error.h"
-#include "loader/index.h"
-#include "loader/index_nfs.h"
-#include "loader/nfs_client.h"
-#include "loader/nfs_url.h"
-#include "loader/source.h"
+#include "loader/index/index.h"
+#include "loader/index/index_nfs.h"
+#include "loader/sources/nfs_client.h"
+#include "loader/sources/nfs_url.h"
+#include "loader/sources/source.h"
 #include "nfs_server.h"
 #include "test_util.h"
 #include "tools/gen_dataset.h"

@@ -28,7 +28,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "loader/iterator.h"
-#include "loader/process_pool_spawn.h"
+#include "loader/process_pool/process_pool_spawn.h"
 #include "loader_test_util.h"
 #include "test_util.h"
 #include "tools/gen_dataset.h"

@@ -435,7 +435,8 @@ std::vector<std::string> source_names() {
   return out;
 }
 
-// ---- sizes that change over a run (loader/size_schedule.h) --------------------------------
+// ---- sizes that change over a run (loader/sampler/size_schedule.h)
+// --------------------------------
 
 // An epoch schedule: 32, 64, then 96 px. Every reader gives serial's checksums, each epoch
 // equals a fixed-size run at that epoch's size (the crops are a function of the seed alone),
@@ -512,6 +513,7 @@ class BreakingSource final : public Source {
  public:
   explicit BreakingSource(int good) : good_(good), inner_(make_null_source({})) {}
   const char* name() const override { return "breaking"; }
+  uint32_t capabilities() const override { return kAsync; }
   std::unique_ptr<Source> clone() const override { return std::make_unique<BreakingSource>(good_); }
   std::span<const uint8_t> read(const SampleLocation& w, ReadBuffer& b) override {
     return inner_->read(w, b);
@@ -555,6 +557,7 @@ TEST(SourceLayer, AsyncReaderFailureReachesNext) {
 class SyncOnlySource final : public Source {
  public:
   const char* name() const override { return "sync-only"; }
+  uint32_t capabilities() const override { return 0; }
   std::unique_ptr<Source> clone() const override { return std::make_unique<SyncOnlySource>(); }
   std::span<const uint8_t> read(const SampleLocation&, ReadBuffer&) override {
     return null_source_jpeg();

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "common/error.h"
-#include "loader/sampler.h"
+#include "loader/sampler/sampler.h"
 #include "test_util.h"
 
 namespace stoker {

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "loader/shard_index.h"
-#include "loader/tar_writer.h"
+#include "loader/index/shard_index.h"
+#include "loader/sources/tar_writer.h"
 #include "test_util.h"
 
 namespace stoker {

@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "loader/shard_order.h"
+#include "loader/sampler/shard_order.h"
 
 namespace stoker {
 namespace {

@@ -2,7 +2,7 @@
 // The size schedule against FFCV's get_resolution (ffcv-imagenet, train_imagenet.py): the
 // expected sizes below were printed by that function (numpy's interp and round, ties to
 // even) under Debian's python3-numpy, not computed by us. Then the parser's usage errors.
-#include "loader/size_schedule.h"
+#include "loader/sampler/size_schedule.h"
 
 #include <gtest/gtest.h>
 

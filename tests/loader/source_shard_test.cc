@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "loader/index.h"
-#include "loader/shard_index.h"
-#include "loader/source.h"
+#include "loader/index/index.h"
+#include "loader/index/shard_index.h"
+#include "loader/sources/source.h"
 #include "loader_test_util.h"
 #include "tools/pack_shards.h"
 

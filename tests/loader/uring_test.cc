@@ -165,8 +165,8 @@ TEST_F(Uring, BadFilesAreSkippedLikeSerial) {
 }
 
 TEST(ReaderPolicyUring, Parses) {
-  const ReaderPolicy p = parse_reader("uring:32:2");
-  EXPECT_EQ(p.kind, ReaderPolicy::Kind::uring);
+  const ReaderSpec p = parse_reader("uring:32:2");
+  EXPECT_EQ(p.kind, ReaderSpec::Kind::uring);
   EXPECT_EQ(p.queue_depth, 32);
   EXPECT_EQ(p.workers, 2);
   EXPECT_EQ(parse_reader("uring:8").queue_depth, 8);

@@ -30,7 +30,7 @@ def test_rank_and_world_size_are_checked(photos):
 
 def test_shards_split_the_epoch(photos):
     # In order (no shuffle), global step k's 8 samples are [8k, 8k + 8): rank 0 the first 4,
-    # rank 1 the next 4 (loader/sampler.h), every sample once.
+    # rank 1 the next 4 (loader/sampler/sampler.h), every sample once.
     opts = dict(OPTIONS, shuffle=False, drop_last=True, tensors="numpy")
     whole = [int(v) for _, y in stoker.Loader(photos, **opts) for v in y]
     shards = [stoker.Loader(photos, **opts, rank=r, world_size=2) for r in range(2)]

@@ -11,9 +11,9 @@
 namespace stoker {
 namespace {
 
-std::vector<std::string> texts(const std::vector<ReaderPolicy>& rs) {
+std::vector<std::string> texts(const std::vector<ReaderSpec>& rs) {
   std::vector<std::string> out;
-  for (const ReaderPolicy& r : rs) out.push_back(r.text());
+  for (const ReaderSpec& r : rs) out.push_back(r.text());
   return out;
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Collective implementations (train/dist): the world of one directly, the MPI one when
+// The Collective implementations (train/parallel): the world of one directly, the MPI one when
 // this executable runs under mpirun (scripts/mpirun_local.sh N; ctest runs it with 2 and 3
 // ranks). Sums against the same sum done locally, tickets in order, broadcast from a non-zero
 // root, and every rank holding the same bits.
@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "mpi_world.h"
 #include "tests/skip_policy.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {

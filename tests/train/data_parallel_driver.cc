@@ -18,7 +18,7 @@
 #include "common/error.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {

@@ -17,7 +17,7 @@
 #include "models/resnet.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {

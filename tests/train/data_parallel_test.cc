@@ -19,7 +19,7 @@
 #include "tests/skip_policy.h"
 #include "train/backend.h"
 #include "train/cpu/cpu_backend.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "train/collective.h"
-#include "train/dist/collectives.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loader/index.h"
+#include "loader/index/index.h"
 #include "loader/loader_config.h"
 #include "tools/study/study_spec.h"
 

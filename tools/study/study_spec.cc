@@ -65,8 +65,8 @@ const char* StudyConsumer::kind_name() const {
   return "?";
 }
 
-std::vector<ReaderPolicy> parse_study_readers(const std::string& text) {
-  std::vector<ReaderPolicy> out;
+std::vector<ReaderSpec> parse_study_readers(const std::string& text) {
+  std::vector<ReaderSpec> out;
   std::string kind;  // of the last token, for bare counts after it
   std::string uring_threads;
   for (const std::string& token : split(text, ',')) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/reader_policy.h"
+#include "loader/readers/reader_spec.h"
 #include "train/emulated_accelerator.h"
 
 namespace stoker {
@@ -31,7 +31,7 @@ struct StudyConsumer {
 // that kind ("processes:1,2,4" is processes:1, processes:2, processes:4); "A..B" is every
 // count from A to B ("processes:1..4"). uring takes QD or QD:T; its counts are QDs.
 // stoker::Error naming the option and the bad part.
-std::vector<ReaderPolicy> parse_study_readers(const std::string& text);
+std::vector<ReaderSpec> parse_study_readers(const std::string& text);
 // "local,local-cold,shards,nfs,nfs-shards" (any subset, in the order given).
 std::vector<StudyStorage> parse_study_storages(const std::string& text);
 // "emulated:SPEC" (train/emulated_accelerator.h: resnet50-h100, a rate, T/N), "cpu:ARCH",

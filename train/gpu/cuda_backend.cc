@@ -567,7 +567,7 @@ std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConf
          net.name, net.in_channels);
   parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
   // Data parallelism: the gradients go through the collective in device memory (NCCL,
-  // train/dist/collective_nccl.h). f16's dynamic loss scale would need every rank to agree on
+  // train/parallel/collective_nccl.h). f16's dynamic loss scale would need every rank to agree on
   // an overflow before the update; that agreement does not exist yet.
   if (config.collective != nullptr && config.collective->world() > 1 &&
       config.precision == Precision::f16)

@@ -18,11 +18,11 @@
 #include "common/error.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
-#include "train/dist/collective_nccl.h"
-#include "train/dist/collectives.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/device.h"
 #include "train/gpu/gpu_memory.h"
+#include "train/parallel/collective_nccl.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker {
 namespace {

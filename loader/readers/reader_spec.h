@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Which reader reads and decodes samples (--reader), chosen at run time; each kind is
+// readers/reader_<kind>.cc behind readers/reader.h:
+//   serial        the caller's thread does everything (the classic baseline)
+//   threads:N     N oneTBB threads read and decode
+//   processes:N   N stoker-worker processes decode into shared-memory batch slots
+//   uring:QD[:T]  one io_uring submitter keeps QD reads in flight; T threads decode
+//                 (default: one per online CPU)
+#pragma once
+
+#include <string>
+
+namespace stoker {
+
+struct ReaderSpec {
+  enum class Kind { serial, threads, processes, uring } kind = Kind::serial;
+  int workers = 1;      // threads and processes: workers; uring: decode threads
+  int queue_depth = 0;  // uring: reads in flight
+  std::string text() const;
+};
+
+// Parses the forms above; anything else is a stoker::Error listing them.
+ReaderSpec parse_reader(const std::string& text);
+
+}  // namespace stoker

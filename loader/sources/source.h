@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// The source layer: where a sample's bytes come from, behind one narrow interface that every
+// reader (serial, threads:N, processes:N, uring:QD:T) uses. A source moves bytes only: it
+// never decodes, never applies the --on-error policy and never chooses the order.
+//
+// How a new source plugs in (a shard or NFS source, say):
+//   1. one file loader/sources/source_<name>.cc with a class deriving from Source: read()
+//      always; capabilities() saying what else it can do; submit()/reap() and
+//      queue_depth() > 0 if it can keep several reads in flight (kAsync); clone() giving an
+//      instance with its own descriptors or connection;
+//   2. its factory: fill in make_nfs_source / make_shard_source (replace the stub file
+//      sources/source_<name>_stub.cc in loader/CMakeLists.txt) or add a kind to make_source();
+//   3. one line in the reader suite's table (tests/loader/reader_suite_test.cc): it is then
+//      tested under every reader, clean and corrupted, for checksums equal to serial's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace stoker {
+
+// Where one sample's bytes are: the whole of `file`, or `length` bytes at `offset` of it (a
+// member of a packed shard). Built only by locate_sample() (index/index.h), for Index and for
+// the worker processes' shared index alike; `file` points into the caller's string.
+struct SampleLocation {
+  static constexpr uint64_t kWholeFile = UINT64_MAX;
+  std::string_view file;  // a local path or a URL (nfs://host/export/path)
+  uint64_t offset = 0;
+  uint64_t length = kWholeFile;  // kWholeFile: the whole file as it is now (fstat)
+  bool whole_file() const { return length == kWholeFile; }
+};
+
+// A growable read buffer, 4 KiB-aligned (O_DIRECT). Owned by the caller, grown by sources.
+class ReadBuffer {
+ public:
+  static constexpr size_t kAlign = 4096;
+  ReadBuffer() = default;
+  ~ReadBuffer();
+  ReadBuffer(ReadBuffer&& o) noexcept;
+  ReadBuffer& operator=(ReadBuffer&& o) noexcept;
+  ReadBuffer(const ReadBuffer&) = delete;
+  ReadBuffer& operator=(const ReadBuffer&) = delete;
+  // At least `bytes` of room; keeps nothing of the old contents. Throws when memory is short.
+  void reserve(size_t bytes);
+  uint8_t* data() const { return data_; }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// One asynchronous read, as fio's io_u: the caller's tag comes back with the result.
+struct ReadRequest {
+  uint64_t tag = 0;
+  SampleLocation where;          // `file` must stay valid only during submit()
+  ReadBuffer* buffer = nullptr;  // the caller's, untouched by the caller until reaped
+};
+
+struct ReadCompletion {
+  uint64_t tag = 0;
+  size_t bytes = 0;     // at the request's buffer->data()
+  int64_t read_ns = 0;  // from submit to completion
+  std::string error;    // empty: success; else the reason, naming the file or URL
+};
+
+// What a reader asks of the source layer. Plain data (it travels to worker processes).
+struct SourceOptions {
+  enum class Kind : uint32_t {
+    automatic,  // from the dataset: nfs:// -> nfs, packed shards -> shard, else pread
+    pread,      // local files, one buffered pread at a time
+    uring,      // local files, io_uring, many reads in flight (submit/reap)
+    null,       // no I/O at all: every sample is the same bytes (framework overhead)
+    nfs,        // libnfs (make_nfs_source)
+    shard,      // packed tar shards (make_shard_source)
+  } kind = Kind::automatic;
+  bool direct = false;            // O_DIRECT (uring)
+  bool evict_after_read = false;  // drop what was read from the page cache (--cold)
+  uint32_t queue_depth = 0;       // reads in flight for asynchronous sources (uring, nfs)
+  char null_file[256] = {};       // null: serve this file's bytes; empty: a built-in JPEG
+};
+
+const char* source_kind_name(SourceOptions::Kind k);
+// "auto", "pread", "uring", "null", "nfs", "shard"; anything else is a stoker::Error.
+SourceOptions::Kind parse_source_kind(const std::string& text);
+
+// What make_source needs to know of a dataset: its root and whether its samples are byte
+// ranges of packed shards; enough to rebuild a source in a worker process that has only the
+// shared index. (The index side makes one from an Index: source_spec in index/index.h.)
+struct SourceSpec {
+  std::string root;  // a directory or an nfs:// URL
+  bool sharded = false;
+  SourceOptions options;
+};
+
+// The interface. One instance per thread or process: instances share nothing mutable, so
+// no hook needs a lock. Every error is a stoker::Error naming the file/URL and the reason.
+// The source itself is broken (its server stopped answering, its connection dropped, its
+// ring failed): not a bad sample, so no --on-error policy skips it; every reader stops with
+// it. A stoker::Error, so it names the file/URL and the reason as any other.
+class SourceBroken : public Error {
+ public:
+  using Error::Error;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // What an instance can do besides read(), declared by each source (as fio's engine flags),
+  // so that no reader decides by a source's name.
+  enum Capability : uint32_t {
+    kAsync = 1u << 0,        // submit/reap with queue_depth() > 0 reads in flight
+    kLocalRanges = 1u << 1,  // reads byte ranges of local files: io_uring can read for it
+  };
+  // Short name for reports and messages: "pread", "uring", "null", "nfs", "shard".
+  virtual const char* name() const = 0;
+  // The Capability flags of this instance, or-ed.
+  virtual uint32_t capabilities() const = 0;
+  // A new instance for another thread, with its own descriptors/connection/ring.
+  virtual std::unique_ptr<Source> clone() const = 0;
+  // Synchronous: all bytes of the sample, read into buf (grown as needed); returns them. (The
+  // null source returns its own constant bytes, valid as long as the source.)
+  virtual std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) = 0;
+
+  // Asynchronous sources only (kAsync, queue_depth() > 0); the defaults refuse.
+  // Reads this instance can have in flight; 0: synchronous only, submit/reap unsupported.
+  virtual size_t queue_depth() const { return 0; }
+  // Queues one read (at most queue_depth() unreaped). A per-file failure (missing file)
+  // comes back from reap() as an error; a throw here means the source itself is broken.
+  virtual void submit(const ReadRequest& request);
+  // Waits up to timeout_ms for at least one completion and appends up to `max` to `out`;
+  // returns how many (0 on time-out). Throws only when the source is broken (ring, server).
+  virtual size_t reap(std::vector<ReadCompletion>& out, size_t max, int timeout_ms);
+};
+
+// The source for a dataset: spec.options.kind, or from the dataset when automatic. Throws
+// naming the dataset when the kind cannot serve it (io_uring over nfs://, say).
+std::unique_ptr<Source> make_source(const SourceSpec& spec);
+
+// Hooks filled by their own files; until then the stubs fail with the reason.
+std::unique_ptr<Source> make_nfs_source(const SourceSpec& spec);    // source_nfs.cc (or its stub)
+std::unique_ptr<Source> make_shard_source(const SourceSpec& spec);  // source_shard.cc
+// The built-in ones.
+std::unique_ptr<Source> make_pread_source(const SourceOptions& options);
+std::unique_ptr<Source> make_uring_source(const SourceOptions& options);  // throws without io_uring
+std::unique_ptr<Source> make_null_source(const SourceOptions& options);
+
+// The bytes the null source serves by default: a valid 256x256 baseline JPEG, made once.
+std::span<const uint8_t> null_source_jpeg();
+
+// Reads all of `path` into buf (grown, never shrunk): pread of a local whole file. With
+// `evict`, drops it from the page cache afterwards. Throws naming the file.
+std::span<const uint8_t> read_file(const std::string& path, std::vector<uint8_t>& buf,
+                                   bool evict = false);
+
+// posix_fadvise(DONTNEED) on the local file `path`, so its next read comes from storage.
+// False when it could not be evicted: missing, unreadable, or still in the page cache
+// afterwards (tmpfs, say; checked with cachestat(2) or mincore(2)). A dataset's files:
+// evict_from_page_cache(Index) in index/index.h.
+bool evict_file_from_page_cache(const std::string& path);
+
+}  // namespace stoker

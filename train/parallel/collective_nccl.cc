@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Collective over NCCL (train/parallel/collective_nccl.h). allreduce_sum enqueues
+// ncclAllReduce(float, sum) on the given stream and returns; start_allreduce_sum does the same
+// and records an event, which wait() synchronises the host with. check_async() polls NCCL's
+// asynchronous error (the GPU backend calls it while it waits on its streams) and aborts the
+// communicator on one, so that no destructor then blocks on kernels waiting for a dead peer.
+// Every rank gets
+// bit-identical sums: NCCL reduces each element along one ring or tree order shared by all
+// ranks and sends the result back out. Host memory is refused (the host collective takes it).
+#include "train/parallel/collective_nccl.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <deque>
+#include <utility>
+
+#include "common/error.h"
+#include "train/gpu/cuda_check.h"
+#include "train/gpu/device.h"
+
+namespace stoker {
+namespace {
+
+class NcclCollective final : public Collective {
+ public:
+  NcclCollective(Collective& host, int device) : host_(host), device_(device) {
+    const std::string why = gpu::device_unavailable_reason(device);
+    if (!why.empty())
+      fail("NCCL: rank {} of {} cannot use CUDA device {}: {}", host.rank(), host.world(), device,
+           why);
+    STOKER_GPU(cudaSetDevice(device));
+    ncclUniqueId id{};
+    if (host.rank() == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    host.broadcast(&id, sizeof(id), 0);
+    check(ncclCommInitRank(&comm_, host.world(), id, host.rank()), "ncclCommInitRank");
+    int version = 0;
+    ncclGetVersion(&version);
+    version_ = fmt::format("{}.{}.{}", version / 10000, version / 100 % 100, version % 100);
+  }
+
+  // ncclCommDestroy waits for the communicator's pending work, which never ends when a peer
+  // failed: a communicator in error (or ours already aborted) is aborted, as torch's c10d does.
+  ~NcclCollective() override {
+    for (auto& [ticket, event] : pending_) cudaEventDestroy(event);
+    if (!comm_) return;
+    if (async_error() == ncclSuccess)
+      ncclCommDestroy(comm_);
+    else
+      ncclCommAbort(comm_);
+  }
+
+  int rank() const override { return host_.rank(); }
+  int world() const override { return host_.world(); }
+  std::string describe() const override {
+    return fmt::format("nccl {} on device {}, {} rank{}", version_, device_, world(),
+                       world() == 1 ? "" : "s");
+  }
+
+  void allreduce_sum(float* data, size_t n, CollectiveMemory where) override {
+    check(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comm_, stream_of(where, "all-reduce")),
+          "ncclAllReduce");
+  }
+
+  uint64_t start_allreduce_sum(float* data, size_t n, CollectiveMemory where) override {
+    allreduce_sum(data, n, where);
+    cudaEvent_t event = nullptr;
+    STOKER_GPU(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    pending_.emplace_back(next_ticket_, event);
+    STOKER_GPU(cudaEventRecord(event, stream_of(where, "all-reduce")));
+    return next_ticket_++;
+  }
+
+  // Tickets finish in order: waiting for one waits for (and forgets) every earlier one.
+  void wait(uint64_t ticket) override {
+    STOKER_CHECK(ticket >= 1 && ticket < next_ticket_);
+    while (!pending_.empty() && pending_.front().first <= ticket) {
+      cudaEvent_t event = pending_.front().second;
+      pending_.pop_front();
+      const cudaError_t st = cudaEventSynchronize(event);
+      cudaEventDestroy(event);
+      STOKER_GPU(st);
+    }
+    check_async();
+  }
+
+  void check_async() override {
+    const ncclResult_t st = async_error();
+    if (st == ncclSuccess || st == ncclInProgress) return;
+    const std::string why = error_text(st);
+    abort_communicator();
+    fail("NCCL: an operation failed asynchronously on rank {} of {} (device {}): {}", rank(),
+         world(), device_, why);
+  }
+
+  void abort_communicator() override {
+    if (comm_) ncclCommAbort(std::exchange(comm_, nullptr));
+  }
+
+  void broadcast(void* data, size_t bytes, int root, CollectiveMemory where) override {
+    STOKER_CHECK(root >= 0 && root < world());
+    check(ncclBroadcast(data, data, bytes, ncclChar, root, comm_, stream_of(where, "broadcast")),
+          "ncclBroadcast");
+  }
+
+  void barrier() override { host_.barrier(); }
+
+  // The communicator first (NCCL kernels waiting for a dead peer end), then the job.
+  [[noreturn]] void abort(int code) override {
+    if (comm_) ncclCommAbort(std::exchange(comm_, nullptr));
+    host_.abort(code);
+    _exit(code);  // not reached: the host collective's abort ends the process
+  }
+
+ private:
+  cudaStream_t stream_of(CollectiveMemory where, const char* what) const {
+    if (!where.device)
+      fail(
+          "the NCCL collective's {} takes device memory on a stream, not host memory (the host "
+          "collective takes that)",
+          what);
+    return static_cast<cudaStream_t>(where.stream);
+  }
+
+  ncclResult_t async_error() const {
+    ncclResult_t st = ncclSuccess;
+    if (comm_) ncclCommGetAsyncError(comm_, &st);
+    return st;
+  }
+
+  std::string error_text(ncclResult_t st) const {
+    const char* last = ncclGetLastError(comm_);
+    return fmt::format("{}{}{}", ncclGetErrorString(st), last != nullptr && *last ? ": " : "",
+                       last != nullptr ? last : "");
+  }
+
+  void check(ncclResult_t st, const char* what) const {
+    if (st == ncclSuccess) return;
+    fail("NCCL: {} failed on rank {} of {} (device {}): {}", what, host_.rank(), host_.world(),
+         device_, error_text(st));
+  }
+
+  Collective& host_;
+  int device_ = 0;
+  ncclComm_t comm_ = nullptr;
+  std::string version_;
+  uint64_t next_ticket_ = 1;
+  std::deque<std::pair<uint64_t, cudaEvent_t>> pending_;  // started, not yet waited for
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_device_collective(Collective& host, int device) {
+  return std::make_unique<NcclCollective>(host, device);
+}
+
+}  // namespace stoker
