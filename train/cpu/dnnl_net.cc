@@ -997,25 +997,4 @@ std::vector<float> read_activation(DnnlNet& d, int id, bool gradient) {
   return out;
 }
 
-std::string plan_report(const DnnlNet& d) {
-  std::string s;
-  const auto list = [&](const char* title, const std::vector<Step>& program) {
-    s += fmt::format("{} ({} steps)\n", title, program.size());
-    for (const Step& step : program) {
-      std::string layouts;
-      for (const auto& [arg, m] : step.args) {
-        if (arg == DNNL_ARG_SCRATCHPAD) continue;
-        layouts += fmt::format(" {}:{}", arg, format_of(m.get_desc()));
-      }
-      s += fmt::format("  {:<44} {:<18}{}\n", step.what, step.impl, layouts);
-    }
-  };
-  list("training forward", d.forward_train);
-  list("backward", d.backward);
-  list("eval forward", d.forward_eval);
-  s += fmt::format("weight reorders per training step: {}; scratchpad {} KiB\n",
-                   d.reorders_per_step, d.scratchpad_bytes / 1024);
-  return s;
-}
-
 }  // namespace stoker::cpu

@@ -132,7 +132,4 @@ void run(DnnlNet& d, std::vector<Step>& program, std::vector<ActivityRecord>* ac
 // Tensor `id` (or its gradient) in plain NCHW f32, for tests and debugging.
 std::vector<float> read_activation(DnnlNet& d, int id, bool gradient);
 
-// Every primitive with its implementation and layouts, one per line.
-std::string plan_report(const DnnlNet& d);
-
 }  // namespace stoker::cpu
