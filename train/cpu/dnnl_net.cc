@@ -984,8 +984,9 @@ void run(DnnlNet& d, std::vector<Step>& program, std::vector<ActivityRecord>* ac
   STOKER_DNNL(d.stream.wait());
 }
 
-std::vector<float> read_activation(DnnlNet& d, int id, bool gradient) {
-  STOKER_CHECK(id >= 0 && size_t(id) < d.md.size() && (!gradient || id > 0));
+std::vector<float> debug_tensor(DnnlNet& d, int id, bool gradient) {
+  STOKER_CHECK(id >= 0 && size_t(id) < d.md.size());
+  if (gradient ? id == 0 || !d.grad_final[size_t(id)] : bool(d.fused_relu[size_t(id)])) return {};
   const memory& m = gradient ? d.dact[size_t(id)] : d.act[size_t(id)];
   const memory::dims dims = m.get_desc().dims();
   const memory::desc plain(dims, dt::f32, dims.size() == 2 ? tag::nc : tag::nchw);

@@ -769,7 +769,9 @@ void CudnnNet::cast_weights() {
                hyper_device(), nullptr, false, stream_);
 }
 
-std::vector<float> CudnnNet::read_tensor(int id, bool gradient) const {
+std::vector<float> CudnnNet::debug_tensor(int id, bool gradient) const {
+  STOKER_CHECK(id >= 0 && size_t(id) < tensors_.size());
+  if (id == 0 || (gradient ? aliased(id) : overwritten(id))) return {};
   const GpuTensor& t = tensors_[size_t(id)];
   const void* src = gradient ? t.dact : t.act;
   STOKER_CHECK(src != nullptr);
