@@ -132,13 +132,16 @@ EOF
   cat "$work/env.txt" "$work/cuda_libs.txt" "$work/torch_env.json"
 }
 
-# The CUDA tests (gtest JSON each) and the conformance suite's cuda rows; 77 = skipped.
+# The CUDA tests (gtest JSON each), the conformance suite's cuda rows and the collective
+# suite's nccl rows (one rank); 77 = skipped.
 step_tests() {
   local t rc bad=0 cmd
-  for t in gpu_host_test cuda_backend_test backend_conformance_test data_parallel_cuda_test; do
+  for t in gpu_host_test cuda_backend_test backend_conformance_test collective_test \
+    data_parallel_cuda_test; do
     local args=(--gtest_output="json:$work/gtest_$t.json")
     # The cuda rows only (none without a device: the dry run rehearses the call).
     [ "$t" = backend_conformance_test ] && args+=(--gtest_filter='*cuda*')
+    [ "$t" = collective_test ] && args+=(--gtest_filter='*/nccl')
     cmd_of "$t"
     echo "-- $t ${args[*]:1}"
     tmo "${cmd[@]}" "${args[@]}" >"$work/$t.out" 2>&1

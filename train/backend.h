@@ -234,6 +234,16 @@ class Backend {
   virtual std::vector<ConvChoice> algorithms() const = 0;
   // Memory and recording figures of a device backend; a CPU's says device = false.
   virtual DeviceReport device_report() const { return {}; }
+  // Network tensor `id` (Network::tensors) as the last training forward left it, or with
+  // `gradient` the loss's gradient with respect to it from the last backward (loss-scaled
+  // under f16), plain NCHW (N x C for the logits) f32: what the conformance suite compares
+  // layer by layer. Empty where the backend keeps no copy of its own (fused, computed in
+  // place, memory reused since); the default keeps none. For tests and debugging; waits for
+  // the device.
+  virtual std::vector<float> debug_tensor(int id, bool gradient) {
+    (void)id, (void)gradient;
+    return {};
+  }
 };
 
 // The backends this build has, by name: "cpu" (oneDNN) and "cuda" (cuDNN + cuBLAS) when

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The pread source's error paths, driven by injected faults (io_faults.h): short reads and
-// EINTR are continued to the last byte (whole files, byte ranges of shards, read_file), a
-// read error is that sample's error naming the file, and the cold-cache switch really drops
-// what was read from the page cache (mincore), or says which files it could not drop.
+// What only the pread source has (its faults are source_faults_test.cc's, with every other
+// source's): read_file continues short and interrupted reads (io_faults.h), and the cold-cache
+// switch really drops what was read from the page cache (mincore), or says which files it
+// could not drop.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -16,7 +16,6 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "test_util.h"
-#include "tools/pack_shards.h"
 
 namespace stoker {
 namespace {
@@ -39,7 +38,7 @@ LoaderConfig config(const std::string& reader) {
   return c;
 }
 
-class PreadFaults : public ::testing::Test {
+class PreadSource : public ::testing::Test {
  protected:
   void SetUp() override {
     root = test::make_dataset(dir, GenPattern::photo, 128, 2, 8);
@@ -52,21 +51,9 @@ class PreadFaults : public ::testing::Test {
   Outcome want;
 };
 
-TEST_F(PreadFaults, ShortReadsAndEintrAreContinued) {
-  for (const bool eintr : {false, true}) {
-    FaultPlan p;
-    p.pread_max = 777;
-    p.pread_eintr = eintr;
-    Faults f(p);
-    for (const char* reader : {"serial", "threads:2"}) {
-      const Outcome got = run(index, config(reader));
-      EXPECT_EQ(got.checksums, want.checksums) << reader << (eintr ? " EINTR" : "");
-      EXPECT_TRUE(got.bad.empty()) << reader << ": " << std::get<1>(got.bad.at(0));
-      EXPECT_EQ(got.bytes_read, want.bytes_read) << reader;
-    }
-    EXPECT_GT(f.counts().pread_faults, 4 * index.size());
-  }
-  // read_file (stoker peek, probe) the same way.
+// read_file (stoker peek, probe) continues short and interrupted reads as the sources do
+// (source_faults_test.cc).
+TEST_F(PreadSource, ReadFileSurvivesShortReadsAndEintr) {
   const std::string path = root + "/" + std::string(index.relative_path(3));
   std::vector<uint8_t> clean, faulted;
   const std::vector<uint8_t> a(read_file(path, clean).begin(), read_file(path, clean).end());
@@ -77,45 +64,6 @@ TEST_F(PreadFaults, ShortReadsAndEintrAreContinued) {
   const auto b = read_file(path, faulted);
   EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()));
   EXPECT_GT(f.counts().pread_faults, a.size() / 100);
-}
-
-TEST_F(PreadFaults, ByteRangesOfShardsSurviveShortReadsAndEintr) {
-  PackConfig pc;
-  pc.data = root;
-  pc.out = dir / "shards";
-  pc.shard_size = 32 * 1024;
-  pc.progress = false;
-  pack_shards(pc);
-  const Index shards = open_index(pc.out);
-  LoaderConfig c = config("threads:2");
-  c.source = SourceOptions::Kind::automatic;
-  const Outcome clean = run(shards, c);
-  EXPECT_EQ(clean.checksums, want.checksums);  // same samples, same order as the tree
-  FaultPlan p;
-  p.pread_max = 333;
-  p.pread_eintr = true;
-  Faults f(p);
-  const Outcome got = run(shards, c);
-  EXPECT_EQ(got.checksums, want.checksums);
-  EXPECT_TRUE(got.bad.empty());
-  EXPECT_GT(f.counts().pread_faults, 0u);
-}
-
-TEST_F(PreadFaults, ReadErrorIsThatSamplesErrorNamingTheFile) {
-  const std::string victim(index.relative_path(6));
-  FaultPlan p;
-  p.path_has = victim;
-  p.pread_errno = EIO;
-  Outcome got;
-  {
-    Faults f(p);
-    got = run(index, config("threads:2"));
-  }
-  ASSERT_EQ(got.bad.size(), 1u);
-  EXPECT_EQ(std::get<0>(got.bad[0]), 6u);
-  const std::string& reason = std::get<1>(got.bad[0]);
-  EXPECT_NE(reason.find(victim), std::string::npos) << reason;
-  EXPECT_NE(reason.find("Input/output error"), std::string::npos) << reason;
 }
 
 // ---- the cold-cache switch -------------------------------------------------------------
@@ -156,7 +104,7 @@ void warm(const Index& index) {
   }
 }
 
-TEST_F(PreadFaults, EvictionReallyEmptiesThePageCache) {
+TEST_F(PreadSource, EvictionReallyEmptiesThePageCache) {
   warm(index);
   ASSERT_GT(resident_pages(index), index.size()) << "reading did not fill the page cache";
   EXPECT_EQ(evict_from_page_cache(index), 0u);

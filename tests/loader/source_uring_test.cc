@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The io_uring source's error paths, driven by injected faults (io_faults.h) through the
-// real uring:QD:T reader: -EAGAIN/-EINTR completions resubmitted, short reads continued,
-// a file that shrank after fstat read as it is now (buffered and O_DIRECT, whose unaligned
-// tail is read buffered), a read error reported for that sample, a refused submit retried
-// and a failed one stopping the reader with the reason, and the fallback to threads:T where
-// io_uring cannot start. Each outcome is compared with serial over pread without faults.
-// Without liburing in the build, only the fallback is tested.
+// What only the io_uring source has, driven by injected faults (io_faults.h) through the real
+// uring:QD:T reader (the faults every source meets, short reads, -EAGAIN/-EINTR and read
+// errors, are source_faults_test.cc's): a file that shrank after fstat read as it is now
+// (buffered and O_DIRECT, whose unaligned tail is read buffered), a refused submit retried and
+// a failed one stopping the reader with the reason, files changed after indexing, and the
+// fallback to threads:T where io_uring cannot start. Each outcome is compared with serial over
+// pread. Without liburing in the build, only the fallback is tested.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -72,53 +72,6 @@ class UringFaults : public ::testing::Test {
   Outcome want;
 };
 
-TEST_F(UringFaults, EagainAndEintrCompletionsAreResubmitted) {
-  for (const int e : {EAGAIN, EINTR}) {
-    FaultPlan p;
-    p.cqe_retry = e;
-    Faults f(p);
-    const Outcome got = run(index, config("uring:4:2"));
-    EXPECT_EQ(got.reader, "uring:4:2");
-    EXPECT_EQ(got.checksums, want.checksums) << strerror(e);
-    EXPECT_TRUE(got.bad.empty()) << strerror(e) << ": " << std::get<1>(got.bad.at(0));
-    EXPECT_EQ(got.bytes_read, want.bytes_read);
-    // Every read failed once: as many faults as reads that succeeded.
-    EXPECT_EQ(f.counts().cqe_faults * 2, f.counts().cqes) << strerror(e);
-  }
-}
-
-TEST_F(UringFaults, ShortReadsAreContinued) {
-  FaultPlan p;
-  p.cqe_max = 1000;
-  Faults f(p);
-  const Outcome got = run(index, config("uring:8:3"));
-  EXPECT_EQ(got.checksums, want.checksums);
-  EXPECT_TRUE(got.bad.empty());
-  EXPECT_EQ(got.bytes_read, want.bytes_read);
-  EXPECT_GT(f.counts().cqe_faults, 2 * index.size());  // each file in several pieces
-}
-
-TEST_F(UringFaults, DirectShortReadsAlignedAndUnalignedGiveTheWholeFile) {
-  if (!direct_supported())
-    STOKER_SKIP_HONEST("no-o-direct", "O_DIRECT is not supported on " << dir.path());
-  // 4096: aligned, asked for again with O_DIRECT; 5000: unaligned, the rest read buffered,
-  // where an EINTR must not cut the file short.
-  for (const int max : {4096, 5000}) {
-    FaultPlan p;
-    p.cqe_max = max;
-    p.cqe_retry = EINTR;
-    p.pread_eintr = true;
-    Faults f(p);
-    LoaderConfig c = config("uring:8:2");
-    c.direct = true;
-    const Outcome got = run(index, c);
-    EXPECT_EQ(got.checksums, want.checksums) << max;
-    EXPECT_TRUE(got.bad.empty()) << max;
-    EXPECT_EQ(got.bytes_read, want.bytes_read) << max;
-    EXPECT_GT(f.counts().cqe_faults, index.size()) << max;
-  }
-}
-
 // The file ends earlier than fstat said (it shrank between the two): the reader takes what
 // is there, exactly as serial reads the file truncated for real.
 TEST_F(UringFaults, FileThatShrankAfterFstatIsReadAsItIsNow) {
@@ -149,28 +102,6 @@ TEST_F(UringFaults, FileThatShrankAfterFstatIsReadAsItIsNow) {
       EXPECT_NE(got.checksums, want.checksums) << keep << (direct ? " O_DIRECT" : "");
     }
   }
-}
-
-TEST_F(UringFaults, ReadErrorIsThatSamplesErrorNamingTheFile) {
-  const std::string victim = file(2);
-  FaultPlan p;
-  p.path_has = victim;
-  p.cqe_errno = EIO;
-  Outcome got;
-  {
-    Faults f(p);
-    got = run(index, config("uring:4:2"));
-  }
-  ASSERT_EQ(got.bad.size(), 1u);
-  EXPECT_EQ(std::get<0>(got.bad[0]), 2u);
-  const std::string& reason = std::get<1>(got.bad[0]);
-  EXPECT_NE(reason.find(victim), std::string::npos) << reason;
-  EXPECT_NE(reason.find("Input/output error"), std::string::npos) << reason;
-  // Replaced by the same samples as serial replaces an unreadable file with.
-  const std::vector<uint8_t> bytes = test::read_bytes(root + "/" + victim);
-  test::write_text(root + "/" + victim, "unreadable");
-  EXPECT_EQ(got.checksums, run(index, config("serial")).checksums);
-  test::write_bytes(root + "/" + victim, bytes);
 }
 
 TEST_F(UringFaults, RefusedSubmitsAreRetried) {

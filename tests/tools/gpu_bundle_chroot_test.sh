@@ -103,7 +103,7 @@ check "--backend cuda: no device, not a missing library" 1 "no CUDA device" $run
 check "a PNG is refused by name (JPEG-only build)" 1 "a PNG file, and this build decodes JPEG only" \
   /bin/sh -c "mkdir -p /tmp/t/png/c && printf '\211PNG\r\n\032\n\0\0\0\rIHDR\0\0\0\1\0\0\0\1\10\2\0\0\0' >/tmp/t/png/c/x.png && $run stoker bench /tmp/t/png --batch 1 --size 8 --max-batches 1 --on-error fail"
 check "a CUDA GPU test skips with no device" 0 "no CUDA device" $run cuda_backend_test \
-  --gtest_filter='CudaContract.*'
+  --gtest_filter='CudaBackend.*'
 # Without CUDA's libraries the launcher names each one missing and runs nothing.
 rm -rf "$chroot_dir/usr/local/cuda"
 check "no CUDA libraries: the launcher names them" 127 "cannot start stoker: .*libcudart.so.13.* not found" $run stoker --version

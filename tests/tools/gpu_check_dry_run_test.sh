@@ -31,7 +31,8 @@ doc = json.load(open(os.path.join(out, "gpu_check.json")))
 steps = {s["step"]: s["status"] for s in doc["steps"]}
 assert steps == dict.fromkeys(["env", "tests", "stoker", "torch", "loader"], "ok"), steps
 assert doc["context"]["dry_run"] is True
-for t in ("gpu_host_test", "cuda_backend_test", "backend_conformance_test", "data_parallel_cuda_test"):
+for t in ("gpu_host_test", "cuda_backend_test", "backend_conformance_test", "collective_test",
+          "data_parallel_cuda_test"):
     assert t in doc["tests"] and doc["tests"][t]["exit"] in (0, 77), (t, doc["tests"].get(t))
 ran = [r for r in doc["synthetic"]["stoker"] if "skipped" not in r]
 assert len(doc["synthetic"]["stoker"]) == 13 and len(ran) == 2, doc["synthetic"]["stoker"]

@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Collective implementations (train/parallel): the world of one directly, the MPI one when
-// this executable runs under mpirun (scripts/mpirun_local.sh N; ctest runs it with 2 and 3
-// ranks). Sums against the same sum done locally, tickets in order, broadcast from a non-zero
-// root, and every rank holding the same bits.
+// One suite for every Collective (train/parallel), nccl-tests' way: the same cases over the world
+// of one, MPI and NCCL. MPI runs when this executable runs under mpirun
+// (scripts/mpirun_local.sh N; ctest runs it with 2 and 3 ranks) and skips otherwise; NCCL
+// runs in either world with a CUDA device for every rank and skips, saying so, without. Sums
+// against the same sum done locally, tickets in order, broadcast from a non-zero root, every
+// rank holding the same bits, and memory an engine cannot reach refused.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <ostream>
+#include <string>
 #include <vector>
 
+#include "collective_engines.h"
 #include "common/error.h"
 #include "mpi_world.h"
 #include "tests/skip_policy.h"
@@ -28,82 +36,120 @@ float contribution(int r, size_t i) {
   return unit * scale;
 }
 
-TEST(SingleCollective, IsTheIdentity) {
-  auto c = make_single_collective();
-  EXPECT_EQ(c->rank(), 0);
-  EXPECT_EQ(c->world(), 1);
-  EXPECT_EQ(c->describe(), "single process");
-  std::vector<float> x = {1.5f, -2.0f};
-  c->allreduce_sum(x.data(), x.size());
-  uint64_t t1 = c->start_allreduce_sum(x.data(), x.size());
-  uint64_t t2 = c->start_allreduce_sum(x.data(), 1);
-  EXPECT_LT(t1, t2);
-  c->wait(t2);
-  c->wait(t1);
-  c->broadcast(x.data(), sizeof(float) * x.size(), 0);
-  c->barrier();
-  EXPECT_EQ(x, (std::vector<float>{1.5f, -2.0f}));
+struct EngineCase {
+  const char* name;
+  const char* describes;  // in describe()
+  // The message when handed the other kind of memory; null: either kind (the identity).
+  const char* refuses;
+};
+
+void PrintTo(const EngineCase& e, std::ostream* os) {
+  *os << e.name;
 }
 
-TEST(HostCollective, MatchesTheLauncher) {
-  if (mpirun_world()) STOKER_SKIP_HONEST("not-applicable", "under mpirun: the Mpi tests cover it");
-  auto c = make_host_collective();
-  EXPECT_EQ(c->world(), 1);
-}
+const EngineCase kEngines[] = {
+    {"single", "single process", nullptr},
+    {"mpi", "mpi (Open MPI", "takes host memory"},
+#if STOKER_HAVE_NCCL
+    {"nccl", "nccl ", "takes device memory"},
+#endif
+};
 
 ::testing::Environment* const mpi_env = ::testing::AddGlobalTestEnvironment(new MpiWorld);
 
-class Mpi : public ::testing::Test {
+class CollectiveSuite : public ::testing::TestWithParam<EngineCase> {
  protected:
   void SetUp() override {
-    if (!mpirun_world())
-      STOKER_SKIP_HONEST("not-applicable", "not under mpirun (scripts/mpirun_local.sh 2 ...)");
-    c = MpiWorld::get();
-    ASSERT_NE(c, nullptr);
+    const std::string name = GetParam().name;
+    if (name == "single") {
+      owned = make_single_collective();
+      memory = std::make_unique<test::HostMemory>();
+    } else if (name == "mpi") {
+      if (!mpirun_world())
+        STOKER_SKIP_HONEST("not-applicable", "not under mpirun (scripts/mpirun_local.sh 2 ...)");
+      ASSERT_NE(MpiWorld::get(), nullptr);
+      memory = std::make_unique<test::HostMemory>();
+    } else {
+      // Over MPI's ranks under mpirun, else over a world of one.
+      if (mpirun_world()) {
+        ASSERT_NE(MpiWorld::get(), nullptr);
+      } else {
+        host = make_single_collective();
+      }
+      test::DeviceEngine e = test::make_nccl_engine(host ? *host : *MpiWorld::get());
+      if (!e.collective) STOKER_SKIP_UNAVAILABLE(e.why_not);
+      owned = std::move(e.collective);
+      memory = std::move(e.memory);
+    }
+    c = owned ? owned.get() : MpiWorld::get();
   }
+  // `values` in the engine's memory.
+  template <class T>
+  T* put(const std::vector<T>& values) {
+    void* p = memory->allocate(values.size() * sizeof(T));
+    memory->copy_in(p, values.data(), values.size() * sizeof(T));
+    return static_cast<T*>(p);
+  }
+  template <class T>
+  std::vector<T> get(const T* p, size_t n) {
+    std::vector<T> out(n);
+    memory->copy_out(out.data(), p, n * sizeof(T));
+    return out;
+  }
+  std::unique_ptr<Collective> host, owned;
+  std::unique_ptr<test::EngineMemory> memory;
   Collective* c = nullptr;
 };
 
-TEST_F(Mpi, KnowsItsRankAndWorld) {
-  EXPECT_EQ(c->world(), mpirun_world()->world);
-  EXPECT_EQ(c->rank(), mpirun_world()->rank);
-  EXPECT_NE(c->describe().find("mpi (Open MPI"), std::string::npos) << c->describe();
-  EXPECT_NE(c->describe().find(fmt::format("{} ranks", c->world())), std::string::npos);
+TEST_P(CollectiveSuite, KnowsItsRankAndWorld) {
+  const std::optional<LaunchWorld> launched = mpirun_world();
+  const bool alone = std::string(GetParam().name) == "single";
+  EXPECT_EQ(c->world(), launched && !alone ? launched->world : 1);
+  EXPECT_EQ(c->rank(), launched && !alone ? launched->rank : 0);
+  EXPECT_NE(c->describe().find(GetParam().describes), std::string::npos) << c->describe();
+  if (c->world() > 1) {
+    EXPECT_NE(c->describe().find(fmt::format("{} ranks", c->world())), std::string::npos)
+        << c->describe();
+  }
 }
 
-TEST_F(Mpi, SumsLikeTheLocalSumAndEveryRankHoldsTheSameBits) {
+TEST_P(CollectiveSuite, SumsLikeTheLocalSumAndEveryRankHoldsTheSameBits) {
   // Not a multiple of any world size: the blocks are uneven.
   const size_t n = 1000003;
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; ++i) x[i] = contribution(c->rank(), i);
-  c->allreduce_sum(x.data(), n);
+  std::vector<float> mine(n);
+  for (size_t i = 0; i < n; ++i) mine[i] = contribution(c->rank(), i);
+  float* x = put(mine);
+  c->allreduce_sum(x, n, memory->where());
+  const std::vector<float> sum = get(x, n);
 
   size_t far = 0;
   for (size_t i = 0; i < n; ++i) {
     double exact = 0;
     for (int r = 0; r < c->world(); ++r) exact += contribution(r, i);
-    // Two ranks: one float addition, commutative, so exactly the local a + b.
-    if (c->world() == 2) {
-      if (x[i] != contribution(0, i) + contribution(1, i)) ++far;
-    } else if (std::abs(x[i] - exact) > 1e-6 * 1e6 * c->world()) {
+    // One rank: its own values. Two: one float addition, commutative, so exactly a + b.
+    if (c->world() == 1) {
+      far += sum[i] != contribution(0, i);
+    } else if (c->world() == 2) {
+      far += sum[i] != contribution(0, i) + contribution(1, i);
+    } else if (std::abs(sum[i] - exact) > 1e-6 * 1e6 * c->world()) {
       ++far;
     }
   }
   EXPECT_EQ(far, 0u);
 
   // Rank 0's bits to everyone: each rank compares its own.
-  std::vector<float> zero = x;
-  c->broadcast(zero.data(), n * sizeof(float), 0);
-  EXPECT_EQ(std::memcmp(zero.data(), x.data(), n * sizeof(float)), 0)
+  c->broadcast(x, n * sizeof(float), 0, memory->where());
+  const std::vector<float> zero = get(x, n);
+  EXPECT_EQ(std::memcmp(zero.data(), sum.data(), n * sizeof(float)), 0)
       << "rank " << c->rank() << " holds other bits than rank 0";
 }
 
-TEST_F(Mpi, TicketsFinishInTheOrderTheyStarted) {
-  std::vector<std::vector<float>> bufs;
+TEST_P(CollectiveSuite, TicketsFinishInTheOrderTheyStarted) {
+  std::vector<float*> bufs;
   std::vector<uint64_t> tickets;
   for (size_t k = 0; k < 6; ++k) {
-    bufs.emplace_back((k + 1) * 100003, float(c->rank() + 1) * float(k + 1));
-    tickets.push_back(c->start_allreduce_sum(bufs.back().data(), bufs.back().size()));
+    bufs.push_back(put(std::vector<float>((k + 1) * 100003, float(c->rank() + 1) * float(k + 1))));
+    tickets.push_back(c->start_allreduce_sum(bufs.back(), (k + 1) * 100003, memory->where()));
   }
   for (size_t k = 1; k < tickets.size(); ++k) EXPECT_GT(tickets[k], tickets[k - 1]);
   // Waiting for the last one means every earlier one is finished too.
@@ -111,33 +157,52 @@ TEST_F(Mpi, TicketsFinishInTheOrderTheyStarted) {
   const float ranks_sum = float(c->world() * (c->world() + 1) / 2);
   for (size_t k = 0; k < bufs.size(); ++k) {
     size_t wrong = 0;
-    for (float v : bufs[k]) wrong += v != ranks_sum * float(k + 1);
+    for (float v : get(bufs[k], (k + 1) * 100003)) wrong += v != ranks_sum * float(k + 1);
     EXPECT_EQ(wrong, 0u) << "bucket " << k;
   }
   for (auto it = tickets.rbegin(); it != tickets.rend(); ++it) c->wait(*it);
 }
 
-TEST_F(Mpi, BroadcastsFromAnyRoot) {
+TEST_P(CollectiveSuite, BroadcastsFromAnyRoot) {
   const int root = c->world() - 1;
   std::vector<unsigned char> bytes(777777, static_cast<unsigned char>(c->rank()));
   if (c->rank() == root)
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 1);
-  c->broadcast(bytes.data(), bytes.size(), root);
+  unsigned char* p = put(bytes);
+  c->broadcast(p, bytes.size(), root, memory->where());
   size_t wrong = 0;
-  for (size_t i = 0; i < bytes.size(); ++i)
-    wrong += bytes[i] != static_cast<unsigned char>(i * 7 + 1);
+  const std::vector<unsigned char> got = get(p, bytes.size());
+  for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != static_cast<unsigned char>(i * 7 + 1);
   EXPECT_EQ(wrong, 0u);
   c->barrier();
 }
 
-TEST_F(Mpi, RefusesDeviceMemory) {
+// MPI takes host memory and NCCL device memory: the other kind is an error naming what it
+// takes, before any rank waits. The world of one does nothing with either.
+TEST_P(CollectiveSuite, RefusesMemoryItCannotReach) {
   float x = 1;
-  try {
-    c->allreduce_sum(&x, 1, CollectiveMemory{.device = true});
-    ADD_FAILURE() << "no stoker::Error for device memory";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  const CollectiveMemory other{.device = !memory->where().device};
+  if (GetParam().refuses == nullptr) {
+    c->allreduce_sum(&x, 1, other);
+    EXPECT_EQ(x, 1.0f);
+    return;
   }
+  try {
+    c->allreduce_sum(&x, 1, other);
+    ADD_FAILURE() << "no stoker::Error for the other kind of memory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(GetParam().refuses), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, CollectiveSuite, ::testing::ValuesIn(kEngines),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(HostCollective, MatchesTheLauncher) {
+  if (mpirun_world())
+    STOKER_SKIP_HONEST("not-applicable", "under mpirun: the suite's mpi rows cover it");
+  auto c = make_host_collective();
+  EXPECT_EQ(c->world(), 1);
 }
 
 }  // namespace

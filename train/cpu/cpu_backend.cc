@@ -271,6 +271,11 @@ class CpuBackend final : public Backend {
     return out;
   }
 
+  std::vector<float> debug_tensor(int id, bool gradient) override {
+    finish_allreduce();
+    return cpu::debug_tensor(*d_, id, gradient);
+  }
+
   DnnlNet& net() {
     return *d_;
   }

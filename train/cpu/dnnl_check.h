@@ -24,11 +24,6 @@ decltype(auto) dnnl_call(const char* what, F&& f) {
   }
 }
 
-// A memory descriptor in oneDNN's own tag notation: dimensions a, b, c, d outermost first,
-// upper case where a dimension is blocked, then the inner blocks ("abcd" is plain NCHW or
-// OIHW, "aBcd8b" is nChw8c, "ABcd8b8a" is OIhw8i8o). For logs and tests.
-std::string format_of(const dnnl::memory::desc& md);
-
 }  // namespace stoker::cpu
 
 #define STOKER_DNNL(expr) ::stoker::cpu::dnnl_call(#expr, [&]() { return expr; })

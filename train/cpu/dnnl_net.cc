@@ -984,8 +984,9 @@ void run(DnnlNet& d, std::vector<Step>& program, std::vector<ActivityRecord>* ac
   STOKER_DNNL(d.stream.wait());
 }
 
-std::vector<float> read_activation(DnnlNet& d, int id, bool gradient) {
-  STOKER_CHECK(id >= 0 && size_t(id) < d.md.size() && (!gradient || id > 0));
+std::vector<float> debug_tensor(DnnlNet& d, int id, bool gradient) {
+  STOKER_CHECK(id >= 0 && size_t(id) < d.md.size());
+  if (gradient ? id == 0 || !d.grad_final[size_t(id)] : bool(d.fused_relu[size_t(id)])) return {};
   const memory& m = gradient ? d.dact[size_t(id)] : d.act[size_t(id)];
   const memory::dims dims = m.get_desc().dims();
   const memory::desc plain(dims, dt::f32, dims.size() == 2 ? tag::nc : tag::nchw);
@@ -995,27 +996,6 @@ std::vector<float> read_activation(DnnlNet& d, int id, bool gradient) {
   STOKER_DNNL(dnnl::reorder(src, user).execute(d.stream, src, user));
   STOKER_DNNL(d.stream.wait());
   return out;
-}
-
-std::string plan_report(const DnnlNet& d) {
-  std::string s;
-  const auto list = [&](const char* title, const std::vector<Step>& program) {
-    s += fmt::format("{} ({} steps)\n", title, program.size());
-    for (const Step& step : program) {
-      std::string layouts;
-      for (const auto& [arg, m] : step.args) {
-        if (arg == DNNL_ARG_SCRATCHPAD) continue;
-        layouts += fmt::format(" {}:{}", arg, format_of(m.get_desc()));
-      }
-      s += fmt::format("  {:<44} {:<18}{}\n", step.what, step.impl, layouts);
-    }
-  };
-  list("training forward", d.forward_train);
-  list("backward", d.backward);
-  list("eval forward", d.forward_eval);
-  s += fmt::format("weight reorders per training step: {}; scratchpad {} KiB\n",
-                   d.reorders_per_step, d.scratchpad_bytes / 1024);
-  return s;
 }
 
 }  // namespace stoker::cpu

@@ -129,10 +129,9 @@ std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& 
 void run(DnnlNet& d, std::vector<Step>& program, std::vector<ActivityRecord>* activity = nullptr,
          int64_t step = -1);
 
-// Tensor `id` (or its gradient) in plain NCHW f32, for tests and debugging.
-std::vector<float> read_activation(DnnlNet& d, int id, bool gradient);
-
-// Every primitive with its implementation and layouts, one per line.
-std::string plan_report(const DnnlNet& d);
+// Tensor `id` (or its gradient) in plain NCHW f32 (Backend::debug_tensor): empty for a batch
+// norm output fused with its ReLU, the images' gradient, and a gradient whose memory the
+// backward reused for another tensor's.
+std::vector<float> debug_tensor(DnnlNet& d, int id, bool gradient);
 
 }  // namespace stoker::cpu

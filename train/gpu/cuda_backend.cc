@@ -414,6 +414,12 @@ class CudaBackend final : public Backend {
     load(state, "the state before a reshape");
   }
 
+  std::vector<float> debug_tensor(int id, bool gradient) override {
+    flush_pending();
+    wait_stream(compute_);
+    return net_->debug_tensor(id, gradient);
+  }
+
   CudnnNet& net() { return *net_; }
 
  private:

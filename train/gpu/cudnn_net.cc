@@ -281,10 +281,12 @@ void CudnnNet::plan_layers() {
   const ConvPolicy policy = parse_conv_policy(config_.conv_algorithm);
   const std::string key_prefix =
       fmt::format("{} cudnn{} sm{}", device_name_, cudnnGetVersion(), [] {
+        // Checked: an unchecked failure would key the cache as "sm0" and share measured
+        // choices between devices.
         int d = 0, major = 0, minor = 0;
-        cudaGetDevice(&d);
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d);
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d);
+        STOKER_GPU(cudaGetDevice(&d));
+        STOKER_GPU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
+        STOKER_GPU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d));
         return major * 10 + minor;
       }());
   // Exhaustive search measures in a workspace as large as the limit allows (planning only).
@@ -767,7 +769,9 @@ void CudnnNet::cast_weights() {
                hyper_device(), nullptr, false, stream_);
 }
 
-std::vector<float> CudnnNet::read_tensor(int id, bool gradient) const {
+std::vector<float> CudnnNet::debug_tensor(int id, bool gradient) const {
+  STOKER_CHECK(id >= 0 && size_t(id) < tensors_.size());
+  if (id == 0 || (gradient ? aliased(id) : overwritten(id))) return {};
   const GpuTensor& t = tensors_[size_t(id)];
   const void* src = gradient ? t.dact : t.act;
   STOKER_CHECK(src != nullptr);

@@ -107,8 +107,10 @@ class CudnnNet {
   void upload(void* dst, const void* src, size_t bytes) const;
   void download(void* dst, const void* src, size_t bytes) const;
 
-  // Tensor `id` (or its gradient) as plain NCHW f32, for tests. Synchronous.
-  std::vector<float> read_tensor(int id, bool gradient) const;
+  // Tensor `id` (or its gradient) as plain NCHW f32 (Backend::debug_tensor): empty for the
+  // images (the staged batch), a value computed over in place, and an aliased gradient.
+  // Synchronous.
+  std::vector<float> debug_tensor(int id, bool gradient) const;
   // A ReLU output computed in place over its input (`aliased`): the input's values are the
   // ReLU's after the forward (`overwritten`), and the output's gradient memory holds the
   // input's gradient after the backward.
