@@ -32,6 +32,7 @@ PYBIND11_MODULE(_stoker, m) {
   pyb::register_exception<stoker::Error>(m, "Error", PyExc_RuntimeError);
 
   m.def("default_kwargs", &stoker::py::default_kwargs);
+  m.def("cli_names", &stoker::py::cli_names);
 
   pyb::class_<LoaderCore, std::shared_ptr<LoaderCore>>(m, "LoaderCore")
       .def(pyb::init([](const std::string& dataset, const pyb::dict& kwargs) {
