@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "augment/color_jitter.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -75,10 +73,6 @@ void parse_jitter(const std::string& text, ColorConfig& c) {
   c.contrast = v[1];
   c.saturation = v[2];
   c.hue = v[3];
-}
-
-std::string jitter_text(const ColorConfig& c) {
-  return fmt::format("{},{},{},{}", c.brightness, c.contrast, c.saturation, c.hue);
 }
 
 ColorDraw draw_color(const ColorConfig& c, Rng& rng) {

@@ -36,7 +36,6 @@ struct ColorDraw {
 // Parses "B,C,S,H" (four non-negative numbers, H at most 0.5) into `c`'s jitter fields.
 // Throws stoker::Error saying which part is wrong.
 void parse_jitter(const std::string& text, ColorConfig& c);
-std::string jitter_text(const ColorConfig& c);
 
 ColorDraw draw_color(const ColorConfig& c, Rng& rng);
 

@@ -14,10 +14,6 @@ ResizeFilter parse_resize_filter(const std::string& name) {
   fail("unknown resize filter '{}': expected fast or antialias", name);
 }
 
-const char* resize_filter_name(ResizeFilter f) {
-  return f == ResizeFilter::antialias ? "antialias" : "fast";
-}
-
 void resize_region(const cv::Mat& src, int out_w, int out_h, cv::Mat& dst, ResizeFilter filter) {
   if (src.cols == out_w && src.rows == out_h) {
     src.copyTo(dst);

@@ -16,7 +16,6 @@ enum class ResizeFilter : uint8_t { fast, antialias };
 
 // "fast" or "antialias"; throws stoker::Error naming the value otherwise.
 ResizeFilter parse_resize_filter(const std::string& name);
-const char* resize_filter_name(ResizeFilter f);
 
 // dst: out_h x out_w x 3 uint8. Reuses dst's buffer when it already has that size.
 void resize_region(const cv::Mat& src, int out_w, int out_h, cv::Mat& dst,

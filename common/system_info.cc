@@ -5,7 +5,6 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 
 namespace stoker {
@@ -31,13 +30,8 @@ std::string kernel_release() {
   return uname(&u) == 0 ? std::string(u.release) : "unknown";
 }
 
-uint64_t rss_bytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  unsigned long size = 0, resident = 0;
-  const int got = std::fscanf(f, "%lu %lu", &size, &resident);
-  std::fclose(f);
-  return got == 2 ? resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+uint64_t memory_bytes() {
+  return uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
 }
 
 double process_cpu_seconds() {
@@ -49,6 +43,13 @@ double process_cpu_seconds() {
            ru.ru_stime.tv_usec * 1e-6;
   };
   return secs(self) + secs(children);
+}
+
+nlohmann::json machine_context() {
+  return {{"cpu", cpu_model()},
+          {"online_cpus", online_cpus()},
+          {"memory_bytes", memory_bytes()},
+          {"kernel", kernel_release()}};
 }
 
 }  // namespace stoker

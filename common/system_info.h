@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace stoker {
@@ -10,7 +11,11 @@ namespace stoker {
 std::string cpu_model();
 int online_cpus();
 std::string kernel_release();
-uint64_t rss_bytes();          // resident set size now
+uint64_t memory_bytes();       // physical memory
 double process_cpu_seconds();  // user + system time of all threads so far
+
+// {cpu, online_cpus, memory_bytes, kernel}: the machine, as every command's --json context
+// carries it (merged into the context, so the keys are the same in each).
+nlohmann::json machine_context();
 
 }  // namespace stoker

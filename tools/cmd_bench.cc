@@ -282,40 +282,18 @@ void run_bench(BenchOptions& o) {
             "--shard-order sequential needs a packed shard dataset (`stoker pack` makes one); "
             "{} is not one",
             root);
-  nlohmann::json context = {
-      {"tool", "stoker bench"},
-      {"version", STOKER_VERSION},
-      {"date", utc_now()},
-      {"cpu", cpu_model()},
-      {"online_cpus", online_cpus()},
-      {"kernel", kernel_release()},
-      {"libraries", library_versions()},
-      {"transform", transform_name(base.transform.kind)},
-      {"size", base.transform.out_width()},
-      {"height", base.transform.out_height()},
-      {"size_schedule", base.size_schedule.text()},
-      {"mean", base.output.mean},
-      {"std", base.output.std},
-      {"flip", base.transform.flip},
-      {"dtype", dtype_name(base.output.dtype)},
-      {"layout", layout_name(base.output.layout)},
-      {"batch", base.sampler.batch_size},
-      {"prefetch", base.prefetch},
-      {"seed", base.sampler.seed},
-      {"shuffle", base.sampler.shuffle},
-      {"drop_last", base.sampler.drop_last},
-      {"on_error", error_policy_name(base.on_error)},
-      {"epochs", o.epochs},
-      {"max_batches", o.max_batches},
-      {"seconds", o.seconds},
-      {"page_cache", o.cold ? "cold" : "warm"},
-      {"dct_scaling", base.decode.allow_dct_scaling},
-      {"partial_decode", base.decode.allow_partial},
-      {"emulate", o.emulate},
-      {"no_decode", base.no_decode},
-      {"direct", base.direct},
-      {"source", source_kind_name(base.source)},
-  };
+  // The machine, the loader options as given (every one, by its JSON key), and bench's own.
+  nlohmann::json context = machine_context();
+  context.update(loader_options_json(o.loader));
+  context.update({{"tool", "stoker bench"},
+                  {"version", STOKER_VERSION},
+                  {"date", utc_now()},
+                  {"libraries", library_versions()},
+                  {"epochs", o.epochs},
+                  {"max_batches", o.max_batches},
+                  {"seconds", o.seconds},
+                  {"page_cache", o.cold ? "cold" : "warm"},
+                  {"emulate", o.emulate}});
   fmt::print("# stoker {} bench, {}\n", STOKER_VERSION, context["date"].get<std::string>());
   fmt::print("# cpu: {}, {} online cpus, kernel {}\n", cpu_model(), online_cpus(),
              kernel_release());

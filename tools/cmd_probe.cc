@@ -144,20 +144,16 @@ void run_probe(ProbeOptions& o) {
   }
   if (!o.json.empty()) {
     std::ofstream out(o.json);
-    out << nlohmann::json{{"context",
-                           {{"tool", "stoker probe"},
-                            {"dataset", o.data},
-                            {"files", index.size()},
-                            {"bytes", total},
-                            {"cpu", cpu_model()},
-                            {"online_cpus", cpus},
-                            {"warm", o.warm},
-                            {"depths", o.depths},
-                            {"direct", o.direct},
-                            {"interrupted", interrupted()}}},
-                          {"results", results}}
-               .dump(2)
-        << "\n";
+    nlohmann::json context = machine_context();
+    context.update({{"tool", "stoker probe"},
+                    {"dataset", o.data},
+                    {"files", index.size()},
+                    {"bytes", total},
+                    {"warm", o.warm},
+                    {"depths", o.depths},
+                    {"direct", o.direct},
+                    {"interrupted", interrupted()}});
+    out << nlohmann::json{{"context", context}, {"results", results}}.dump(2) << "\n";
     if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
   }
   if (interrupted())

@@ -116,10 +116,6 @@ void write_atomically(const std::string& path, const std::string& text) {
   if (ec) fail("cannot rename {} to {}: {}", tmp, path, ec.message());
 }
 
-uint64_t memory_bytes() {
-  return uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
-}
-
 // "256px" -> 256; 0 when the name carries no resolution.
 int resolution_of(const std::string& name) {
   int r = 0;
@@ -183,7 +179,8 @@ class StudyRun {
     } catch (const Error& e) {
       throw CLI::ValidationError("study", e.what());
     }
-    base_.sampler.drop_last = true;  // every step is a full batch: images = iterations x batch
+    // Every step is a full batch: images = iterations x batch.
+    o_.loader.drop_last = base_.sampler.drop_last = true;
     if (o_.out.empty()) o_.out = default_out();
     prepare_out(o_.out, o_.force);
     exports_ = std::make_unique<NfsExports>(o_.nfs, (fs::path(o_.out) / "nfs").string());
@@ -547,33 +544,28 @@ class StudyRun {
         consumers.push_back(std::move(j));
       }
     }
-    return {{"tool", "stoker study"},
-            {"version", STOKER_VERSION},
-            {"date", date_},
-            {"command", command_},
-            {"cpu", cpu_model()},
-            {"online_cpus", online_cpus()},
-            {"memory_bytes", memory_bytes()},
-            {"kernel", kernel_release()},
-            {"libraries", libs},
-            {"gpu", nullptr},
-            {"iterations", o_.iterations},
-            {"warmup", o_.warmup},
-            {"repeats", o_.repeats},
-            {"batch", base_.sampler.batch_size},
-            {"size", base_.transform.size},
-            {"transform", transform_name(base_.transform.kind)},
-            {"dtype", dtype_name(base_.output.dtype)},
-            {"layout", layout_name(base_.output.layout)},
-            {"quick", o_.quick},
-            {"datasets", datasets_},
-            {"storages", storages},
-            {"consumers", consumers},
-            {"planned_cells", cells_.size()},
-            {"left_out", left_out_},
-            {"finished_cells", results_.size()},
-            {"state", state},
-            {"elapsed_s", (now_ns() - t0_) * 1e-9}};
+    // The machine, the loader options every cell shares (by their JSON keys), the study's own.
+    nlohmann::json context = machine_context();
+    context.update(loader_options_json(o_.loader));
+    context.update({{"tool", "stoker study"},
+                    {"version", STOKER_VERSION},
+                    {"date", date_},
+                    {"command", command_},
+                    {"libraries", libs},
+                    {"gpu", nullptr},
+                    {"iterations", o_.iterations},
+                    {"warmup", o_.warmup},
+                    {"repeats", o_.repeats},
+                    {"quick", o_.quick},
+                    {"datasets", datasets_},
+                    {"storages", storages},
+                    {"consumers", consumers},
+                    {"planned_cells", cells_.size()},
+                    {"left_out", left_out_},
+                    {"finished_cells", results_.size()},
+                    {"state", state},
+                    {"elapsed_s", (now_ns() - t0_) * 1e-9}});
+    return context;
   }
 
   void write_result(const std::string& state) {

@@ -628,7 +628,6 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     const nlohmann::json doc = {
         {"tool", "stoker train"},
         {"version", STOKER_VERSION},
-        {"machine", {{"cpu", cpu_model()}, {"cores", online_cpus()}, {"kernel", kernel_release()}}},
         {"backend", backend->describe()},
         {"arch", net.name},
         {"classes", t.classes},
@@ -683,10 +682,9 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
         {"options", nlohmann::json::parse(end.config)}};
     std::ofstream out(o.json);
     out << context_and_result(
-               doc, {"tool",         "version",   "machine",    "backend",       "arch",
-                     "classes",      "precision", "conv_algo",  "threads",       "batch",
-                     "global_batch", "world",     "collective", "image_size",    "synthetic",
-                     "data",         "reader",    "input",      "timing_warmup", "options"})
+               doc, {"tool", "version", "backend", "arch", "classes", "precision", "conv_algo",
+                     "threads", "batch", "global_batch", "world", "collective", "image_size",
+                     "synthetic", "data", "reader", "input", "timing_warmup", "options"})
                .dump(2)
         << "\n";
     if (!out) fail("train: cannot write {}", o.json);

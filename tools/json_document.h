@@ -10,8 +10,9 @@
 
 namespace stoker {
 
-// {context: the `context_keys` of `flat`, results: [the rest of `flat`]}, for a command
-// that measures one run and builds its summary as one object.
+// {context: machine_context() (common/system_info.h) and the `context_keys` of `flat`,
+// results: [the rest of `flat`]}, for a command that measures one run and builds its summary
+// as one object.
 nlohmann::json context_and_result(nlohmann::json flat,
                                   std::initializer_list<std::string_view> context_keys);
 

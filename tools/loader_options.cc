@@ -72,130 +72,188 @@ std::string LoaderOptions::size_text() const {
 }
 
 void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
-  const auto want = [which](LoaderOption o) { return (which & o) != 0; };
-  if (want(kBatch))
-    app.add_option("--batch", batch, "Samples per batch")
-        ->capture_default_str()
-        ->check(integer_in(1, 1u << 20));
-  if (want(kPrefetch))
-    app.add_option("--prefetch", prefetch,
-                   "Batches prepared ahead of the consumer (all readers but serial)")
-        ->capture_default_str()
-        ->check(integer_in(1, 1024));
-  if (want(kTransform))
-    app.add_option("--transform", transform,
-                   "random-resized-crop (rrc), random-crop (crop: the study's fixed window), "
-                   "center-crop (center: evaluation)")
-        ->capture_default_str()
-        ->check(parsed_by([](const std::string& s) { parse_transform(s); }, "TRANSFORM"));
-  if (want(kSize))
-    app.add_option_function<std::string>(
-           "--size", [this](const std::string& s) { parse_size(s, size, height); },
-           "Output size: N (N x N pixels) or HxW (height x width, as torchvision's (h, w))")
-        ->default_str(size_text());
-  if (want(kSizeSchedule)) {
-    CLI::Option* o =
-        app.add_option("--size-schedule", size_schedule,
-                       "Progressive resizing (square): MIN:MAX@A-B is MIN px until epoch A, a "
-                       "linear ramp to MAX px by epoch B (rounded to a multiple of 32, as FFCV), "
-                       "MAX px after; MIN:MAX@steps:A-B counts optimiser steps (batches) instead")
-            ->check(parsed_by([](const std::string& s) { parse_size_schedule(s); }, "SCHEDULE"));
-    if (CLI::Option* size = app.get_option_no_throw("--size")) o->excludes(size);
-  }
-  if (want(kNormalize)) {
-    app.add_option_function<std::string>(
-           "--mean", [this](const std::string& s) { mean = parse_triple("--mean", s, false); },
-           "Per-channel mean R,G,B on the 0..1 scale, for f32 output ((x/255 - mean)/std) and "
-           "the backends' u8 input")
-        ->default_str("0.485,0.456,0.406");
-    app.add_option_function<std::string>(
-           "--std", [this](const std::string& s) { std = parse_triple("--std", s, true); },
-           "Per-channel standard deviation R,G,B on the 0..1 scale (positive)")
-        ->default_str("0.229,0.224,0.225");
-  }
-  if (want(kFlip))
-    app.add_option("--flip", flip, "Probability of a horizontal flip")
-        ->capture_default_str()
-        ->check(number_in(0.0, 1.0));
-  if (want(kDtype))
-    app.add_option("--dtype", dtype, "f32 (normalised with ImageNet mean/std) or u8")
-        ->capture_default_str()
-        ->check(parsed_by([](const std::string& s) { parse_dtype(s); }, "DTYPE"));
-  if (want(kLayout))
-    app.add_option("--layout", layout, "nchw or nhwc")
-        ->capture_default_str()
-        ->check(parsed_by([](const std::string& s) { parse_layout(s); }, "LAYOUT"));
-  if (want(kSeed))
-    app.add_option("--seed", seed, "Seed for shuffling and augmentation")
-        ->capture_default_str()
-        ->check(integer_in(0));
-  if (want(kNoShuffle)) app.add_flag("--no-shuffle", no_shuffle, "Visit samples in index order");
-  if (want(kDropLast))
-    app.add_flag("--drop-last", drop_last, "Drop the short last batch of an epoch");
-  if (want(kOnError))
-    app.add_option("--on-error", on_error,
-                   "Bad sample policy: skip (replace by the next sample, count and list) or fail")
-        ->capture_default_str()
-        ->check(parsed_by([](const std::string& s) { parse_error_policy(s); }, "POLICY"));
-  if (want(kMaxPixels))
-    app.add_option("--max-pixels", max_pixels, "Refuse images whose header claims more pixels")
-        ->capture_default_str()
-        ->check(integer_in(1));
-  if (want(kNoDctScaling))
-    app.add_flag("--no-dct-scaling", no_dct_scaling, "Always decode JPEGs at full resolution");
-  if (want(kNoPartialDecode))
-    app.add_flag("--no-partial-decode", no_partial_decode,
-                 "Decode whole JPEGs even where the crop needs only some rows and columns");
-  if (want(kNoDecode))
-    app.add_flag("--no-decode", no_decode,
-                 "Read only (no decode or augment): the raw storage path through the reader");
-  if (want(kDirect))
-    app.add_flag("--direct", direct, "O_DIRECT reads, bypassing the page cache (uring readers)");
-  if (want(kShardOrder))
-    app.add_option("--shard-order", shard_order,
-                   "Packed shards: global (exact shuffle, each sample read by offset: the file "
-                   "tree's order) or sequential (shards shuffled, streamed through a shuffle "
-                   "buffer)")
-        ->capture_default_str()
-        ->check(parsed_by([](const std::string& s) { parse_shard_order(s); }, "ORDER"));
-  if (want(kShuffleBuffer))
-    app.add_option("--shuffle-buffer", shuffle_buffer,
-                   "Samples in the shuffle buffer of --shard-order sequential")
-        ->capture_default_str()
-        ->check(integer_in(0));
-  if (want(kSource))
-    app.add_option("--source", source,
-                   "Where bytes come from: auto (from the dataset and reader), pread, uring, null "
-                   "(no I/O, one fixed JPEG: the loader's own overhead), nfs, shard")
-        ->capture_default_str()
-        ->check(parsed_by([](const std::string& s) { parse_source_kind(s); }, "SOURCE"));
-  if (want(kNullFile))
-    app.add_option("--null-file", null_file,
-                   "With --source null: serve this file's bytes instead of the built-in JPEG");
-  if (want(kJitter))
-    app.add_option("--jitter", jitter,
-                   "Colour jitter B,C,S,H as torchvision's ColorJitter(brightness, contrast, "
-                   "saturation, hue): factors drawn per sample from [max(0,1-x), 1+x] (hue: "
-                   "[-H, H], H <= 0.5), the four ops in a random order; 0 leaves one out")
-        ->check(parsed_by(
-            [](const std::string& s) {
-              ColorConfig c;
-              parse_jitter(s, c);
-            },
-            "B,C,S,H"));
-  if (want(kGrayscale))
-    app.add_option("--grayscale", grayscale,
-                   "Probability of turning a sample grey (RandomGrayscale: 3 equal channels of "
-                   "its luma), after any jitter")
-        ->capture_default_str()
-        ->check(number_in(0.0, 1.0));
-  if (want(kResizeFilter))
-    app.add_option("--resize-filter", resize_filter,
-                   "fast (OpenCV bilinear, area averaging from 3x down, after DCT scaling) or "
-                   "antialias (Pillow's bilinear on a full-resolution decode: torchvision's "
-                   "default PIL path, pixel for pixel; slower)")
-        ->capture_default_str()
-        ->check(parsed_by([](const std::string& s) { parse_resize_filter(s); }, "FILTER"));
+  add_rows(loader_option_table(), app, *this, which);
+}
+
+const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
+  using O = LoaderOptions;
+  using Row = OptionRow<O>;
+  constexpr OnResume kept = OnResume::kept;
+  static const std::vector<Row> table = [] {
+    std::vector<Row> t;
+    t.push_back(option_row("batch", "--batch", &O::batch, "Samples per batch")
+                    .checked(integer_in(1, 1u << 20))
+                    .on_resume(OnResume::global)
+                    .in(kBatch));
+    t.push_back(option_row("prefetch", "--prefetch", &O::prefetch,
+                           "Batches prepared ahead of the consumer (all readers but serial)")
+                    .checked(integer_in(1, 1024))
+                    .in(kPrefetch));
+    t.push_back(
+        option_row("transform", "--transform", &O::transform,
+                   "random-resized-crop (rrc), random-crop (crop: the study's fixed "
+                   "window), center-crop (center: evaluation)")
+            .checked(parsed_by([](const std::string& s) { parse_transform(s); }, "TRANSFORM"))
+            .on_resume(kept)
+            .in(kTransform));
+    t.push_back(
+        field_row("size", "--size", &O::size,
+                  "Output size: N (N x N pixels) or HxW (height x width, as torchvision's (h, w))")
+            .on_resume(kept)
+            .in(kSize)
+            .added_by([](CLI::App& app, O& o, const Row& r) {
+              return app
+                  .add_option_function<std::string>(
+                      r.flag, [&o](const std::string& s) { parse_size(s, o.size, o.height); },
+                      r.help)
+                  ->default_str(o.size_text());
+            }));
+    // Set by --size HxW (0: square); registered with "size".
+    t.push_back(field_row("height", "--size", &O::height, "").on_resume(kept).in(kSize));
+    t.push_back(
+        field_row("size_schedule", "--size-schedule", &O::size_schedule,
+                  "Progressive resizing (square): MIN:MAX@A-B is MIN px until epoch A, a linear "
+                  "ramp to MAX px by epoch B (rounded to a multiple of 32, as FFCV), MAX px "
+                  "after; MIN:MAX@steps:A-B counts optimiser steps (batches) instead")
+            .on_resume(kept)
+            .in(kSizeSchedule)
+            .added_by([](CLI::App& app, O& o, const Row& r) {
+              CLI::Option* opt =
+                  app.add_option(r.flag, o.size_schedule, r.help)
+                      ->check(parsed_by([](const std::string& s) { parse_size_schedule(s); },
+                                        "SCHEDULE"));
+              if (CLI::Option* size = app.get_option_no_throw("--size")) opt->excludes(size);
+              return opt;
+            }));
+    // Normalisation: three numbers each, given as "R,G,B".
+    const auto triple = [](const char* key, const char* flag, std::array<float, 3> O::*m,
+                           const char* help, const char* default_text, bool positive) {
+      return field_row(key, flag, m, help)
+          .on_resume(kept)
+          .in(kNormalize)
+          .added_by([m, default_text, positive](CLI::App& app, O& o, const Row& r) {
+            const char* flag = r.flag;
+            return app
+                .add_option_function<std::string>(
+                    flag,
+                    [&o, m, flag, positive](const std::string& s) {
+                      o.*m = parse_triple(flag, s, positive);
+                    },
+                    r.help)
+                ->default_str(default_text);
+          });
+    };
+    t.push_back(triple("mean", "--mean", &O::mean,
+                       "Per-channel mean R,G,B on the 0..1 scale, for f32 output ((x/255 - "
+                       "mean)/std) and the backends' u8 input",
+                       "0.485,0.456,0.406", false));
+    t.push_back(triple("std", "--std", &O::std,
+                       "Per-channel standard deviation R,G,B on the 0..1 scale (positive)",
+                       "0.229,0.224,0.225", true));
+    t.push_back(option_row("flip", "--flip", &O::flip, "Probability of a horizontal flip")
+                    .checked(number_in(0.0, 1.0))
+                    .on_resume(kept)
+                    .in(kFlip));
+    t.push_back(
+        option_row("dtype", "--dtype", &O::dtype, "f32 (normalised with ImageNet mean/std) or u8")
+            .checked(parsed_by([](const std::string& s) { parse_dtype(s); }, "DTYPE"))
+            .in(kDtype));
+    t.push_back(option_row("layout", "--layout", &O::layout, "nchw or nhwc")
+                    .checked(parsed_by([](const std::string& s) { parse_layout(s); }, "LAYOUT"))
+                    .on_resume(kept)
+                    .in(kLayout));
+    t.push_back(option_row("seed", "--seed", &O::seed, "Seed for shuffling and augmentation")
+                    .checked(integer_in(0))
+                    .on_resume(kept)
+                    .in(kSeed));
+    t.push_back(
+        option_row("no_shuffle", "--no-shuffle", &O::no_shuffle, "Visit samples in index order")
+            .on_resume(kept)
+            .in(kNoShuffle));
+    t.push_back(option_row("drop_last", "--drop-last", &O::drop_last,
+                           "Drop the short last batch of an epoch")
+                    .in(kDropLast));
+    t.push_back(
+        option_row("on_error", "--on-error", &O::on_error,
+                   "Bad sample policy: skip (replace by the next sample, count and list) "
+                   "or fail")
+            .checked(parsed_by([](const std::string& s) { parse_error_policy(s); }, "POLICY"))
+            .in(kOnError));
+    t.push_back(option_row("max_pixels", "--max-pixels", &O::max_pixels,
+                           "Refuse images whose header claims more pixels")
+                    .checked(integer_in(1))
+                    .in(kMaxPixels));
+    t.push_back(option_row("no_dct_scaling", "--no-dct-scaling", &O::no_dct_scaling,
+                           "Always decode JPEGs at full resolution")
+                    .in(kNoDctScaling));
+    t.push_back(option_row("no_partial_decode", "--no-partial-decode", &O::no_partial_decode,
+                           "Decode whole JPEGs even where the crop needs only some rows and "
+                           "columns")
+                    .in(kNoPartialDecode));
+    t.push_back(option_row("no_decode", "--no-decode", &O::no_decode,
+                           "Read only (no decode or augment): the raw storage path through the "
+                           "reader")
+                    .in(kNoDecode));
+    t.push_back(option_row("direct", "--direct", &O::direct,
+                           "O_DIRECT reads, bypassing the page cache (uring readers)")
+                    .in(kDirect));
+    t.push_back(option_row("shard_order", "--shard-order", &O::shard_order,
+                           "Packed shards: global (exact shuffle, each sample read by offset: "
+                           "the file tree's order) or sequential (shards shuffled, streamed "
+                           "through a shuffle buffer)")
+                    .checked(parsed_by([](const std::string& s) { parse_shard_order(s); }, "ORDER"))
+                    .in(kShardOrder));
+    t.push_back(option_row("shuffle_buffer", "--shuffle-buffer", &O::shuffle_buffer,
+                           "Samples in the shuffle buffer of --shard-order sequential")
+                    .checked(integer_in(0))
+                    .in(kShuffleBuffer));
+    t.push_back(
+        option_row("source", "--source", &O::source,
+                   "Where bytes come from: auto (from the dataset and reader), pread, "
+                   "uring, null (no I/O, one fixed JPEG: the loader's own overhead), "
+                   "nfs, shard")
+            .checked(parsed_by([](const std::string& s) { parse_source_kind(s); }, "SOURCE"))
+            .in(kSource));
+    t.push_back(option_row("null_file", "--null-file", &O::null_file,
+                           "With --source null: serve this file's bytes instead of the built-in "
+                           "JPEG")
+                    .no_default()
+                    .in(kNullFile));
+    t.push_back(option_row("jitter", "--jitter", &O::jitter,
+                           "Colour jitter B,C,S,H as torchvision's ColorJitter(brightness, "
+                           "contrast, saturation, hue): factors drawn per sample from "
+                           "[max(0,1-x), 1+x] (hue: [-H, H], H <= 0.5), the four ops in a random "
+                           "order; 0 leaves one out")
+                    .checked(parsed_by(
+                        [](const std::string& s) {
+                          ColorConfig c;
+                          parse_jitter(s, c);
+                        },
+                        "B,C,S,H"))
+                    .no_default()
+                    .on_resume(kept)
+                    .in(kJitter));
+    t.push_back(option_row("grayscale", "--grayscale", &O::grayscale,
+                           "Probability of turning a sample grey (RandomGrayscale: 3 equal "
+                           "channels of its luma), after any jitter")
+                    .checked(number_in(0.0, 1.0))
+                    .on_resume(kept)
+                    .in(kGrayscale));
+    t.push_back(
+        option_row("resize_filter", "--resize-filter", &O::resize_filter,
+                   "fast (OpenCV bilinear, area averaging from 3x down, after DCT "
+                   "scaling) or antialias (Pillow's bilinear on a full-resolution "
+                   "decode: torchvision's default PIL path, pixel for pixel; slower)")
+            .checked(parsed_by([](const std::string& s) { parse_resize_filter(s); }, "FILTER"))
+            .on_resume(kept)
+            .in(kResizeFilter));
+    return t;
+  }();
+  return table;
+}
+
+nlohmann::json loader_options_json(const LoaderOptions& o) {
+  return rows_json(loader_option_table(), o, false);
 }
 
 LoaderConfig LoaderOptions::to_config() const {

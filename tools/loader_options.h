@@ -8,9 +8,12 @@
 #include <CLI/CLI.hpp>
 
 #include <array>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "loader/loader_config.h"
+#include "tools/option_table.h"
 
 namespace stoker {
 
@@ -82,5 +85,13 @@ struct LoaderOptions {
   // Validates and converts; the reader policy is set separately (bench runs several).
   LoaderConfig to_config() const;
 };
+
+// Every loader option, one row each (tools/option_table.h); a row's group is its LoaderOption
+// bit. Those that decide a training run's numbers are kept on --resume.
+const std::vector<OptionRow<LoaderOptions>>& loader_option_table();
+
+// The options as given, by their JSON keys: what `stoker bench --json` and `stoker study`
+// report in their context, and what a checkpoint stores (the kept ones).
+nlohmann::json loader_options_json(const LoaderOptions& o);
 
 }  // namespace stoker

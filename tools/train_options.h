@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tools/loader_options.h"
+#include "tools/option_table.h"
 #include "train/backend.h"
 #include "train/lr_schedule.h"
 #include "train/sgd.h"
@@ -65,18 +66,27 @@ struct TrainOptions {
   LrSchedule schedule(int64_t batch, int64_t run_end_step) const;
 };
 
+// The group of the backend options in train_option_table() (train and eval register them).
+constexpr uint32_t kBackendOption = 1;
+
+// Every training option, one row each (tools/option_table.h): registration, the JSON a
+// checkpoint stores, and what --resume does with each.
+const std::vector<OptionRow<TrainOptions>>& train_option_table();
+
 // The algorithm vocabulary of train/backend.h, with the words of older versions (stored in
 // their checkpoints) mapped: auto -> heuristic, direct -> fixed:direct, winograd ->
 // fixed:winograd. Other words pass unchanged (the backend judges them).
 std::string canonical_conv_algo(const std::string& word);
 
-// The options that decide a run's numbers (these and the loader's data options). `world`:
-// the ranks training together; "global_batch" (world x --batch) is what a resume keeps.
+// The options that decide a run's numbers (the rows of both tables that are not per_run).
+// `world`: the ranks training together; "global_batch" (world x --batch) is what a resume
+// keeps.
 nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l, int world = 1);
-// Overwrites them from a checkpoint's stored config. stoker::Error naming `path` when the
-// config is unreadable, or when an option given on the command line contradicts it; except
-// --total-steps, which may change the schedule's length (a resumed run extended: the caller
-// says so). On `world` ranks the per-rank --batch becomes the stored global batch / world (a
+// Overwrites them from a checkpoint's stored config, by one rule for every row (a key an
+// older checkpoint lacks is that option's default: restore_rows). stoker::Error naming `path`
+// when the config is unreadable, or when an option given on the command line contradicts it;
+// except --total-steps, which may change the schedule's length (a resumed run extended: the
+// caller says so). On `world` ranks the per-rank --batch becomes the stored global batch / world (a
 // run resumes on another number of ranks with the same global batch); stoker::Error when the
 // global batch does not divide, or a --batch given contradicts it.
 void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string& config,

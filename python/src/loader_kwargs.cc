@@ -3,11 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
-#include <map>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/system_info.h"
@@ -87,35 +88,55 @@ void check(const std::string& name, const std::string& value, Parse parse) {
   }
 }
 
-struct Setter {
+// One row per Python name: the CLI option it mirrors (nullptr: Python only; docs/PYTHON.md
+// lists exactly these names, tests/python/test_errors.py checks), its default, and where a
+// value goes. CLI flags that turn something off (--no-shuffle) are positive here
+// (shuffle=True), as Python APIs are.
+struct PyOption {
+  const char* name;
+  const char* cli;
+  std::function<pyb::object(const LoaderOptions&)> fallback;
   std::function<void(LoaderOptions&, LoaderConfig&, const pyb::handle&)> set;
 };
 
-// Python name -> where it goes. CLI flags that turn something off (--no-shuffle) are
-// positive here (shuffle=True), as Python APIs are.
-const std::map<std::string, Setter>& setters() {
+const std::vector<PyOption>& py_options() {
   using O = LoaderOptions;
   using C = LoaderConfig;
   using H = const pyb::handle&;
-  static const std::map<std::string, Setter> m = {
-      {"batch_size",
-       {[](O& o, C&, H v) { o.batch = as_int<size_t>("batch_size", v, 1, 1 << 20); }}},
-      {"prefetch", {[](O& o, C&, H v) { o.prefetch = as_int<size_t>("prefetch", v, 1, 1024); }}},
-      {"keep", {[](O&, C& c, H v) { c.keep = as_int<size_t>("keep", v, 0, 1024); }}},
+  static const std::vector<PyOption> m = {
+      {"batch_size", "--batch", [](const O& o) { return pyb::cast(o.batch); }, {[](O& o, C&, H v) {
+         o.batch = as_int<size_t>("batch_size", v, 1, 1 << 20);
+       }}},
+      {"prefetch",
+       "--prefetch",
+       [](const O& o) { return pyb::cast(o.prefetch); },
+       {[](O& o, C&, H v) { o.prefetch = as_int<size_t>("prefetch", v, 1, 1024); }}},
+      {"keep", nullptr, [](const O&) { return pyb::cast(kDefaultKeep); }, {[](O&, C& c, H v) {
+         c.keep = as_int<size_t>("keep", v, 0, 1024);
+       }}},
       // Data parallelism: this process's shard, by `mpirun stoker train`'s rule
       // (loader/sampler/sampler.h).
-      {"rank", {[](O&, C& c, H v) { c.sampler.rank = as_int<uint32_t>("rank", v, 0, 1 << 20); }}},
-      {"world_size",
-       {[](O&, C& c, H v) { c.sampler.world = as_int<uint32_t>("world_size", v, 1, 1 << 20); }}},
-      {"reader", {[](O&, C& c, H v) {
+      {"rank", "(mpirun's rank)", [](const O&) { return pyb::cast(0); }, {[](O&, C& c, H v) {
+         c.sampler.rank = as_int<uint32_t>("rank", v, 0, 1 << 20);
+       }}},
+      {"world_size", "(mpirun's -np)", [](const O&) { return pyb::cast(1); }, {[](O&, C& c, H v) {
+         c.sampler.world = as_int<uint32_t>("world_size", v, 1, 1 << 20);
+       }}},
+      {"reader",
+       "--reader",
+       [](const O&) { return pyb::cast(default_reader()); },
+       {[](O&, C& c, H v) {
          const std::string s = as_str("reader", v);
          check("reader", s, [&](const std::string& t) { c.reader = parse_reader(t); });
        }}},
-      {"transform", {[](O& o, C&, H v) {
+      {"transform",
+       "--transform",
+       [](const O& o) { return pyb::cast(o.transform); },
+       {[](O& o, C&, H v) {
          o.transform = as_str("transform", v);
          check("transform", o.transform, parse_transform);
        }}},
-      {"size", {[](O& o, C&, H v) {
+      {"size", "--size", [](const O& o) { return pyb::cast(o.size); }, {[](O& o, C&, H v) {
          // An int (square) or (height, width), as torchvision's sizes.
          if (PyTuple_Check(v.ptr()) || PyList_Check(v.ptr())) {
            const pyb::sequence hw = pyb::reinterpret_borrow<pyb::sequence>(v);
@@ -135,24 +156,30 @@ const std::map<std::string, Setter>& setters() {
            o.height = 0;
          }
        }}},
-      {"mean", {[](O& o, C&, H v) { o.mean = as_triple("mean", v, false); }}},
-      {"std", {[](O& o, C&, H v) { o.std = as_triple("std", v, true); }}},
-      {"flip", {[](O& o, C&, H v) {
+      {"mean",
+       "--mean",
+       [](const O& o) { return pyb::object(pyb::make_tuple(o.mean[0], o.mean[1], o.mean[2])); },
+       {[](O& o, C&, H v) { o.mean = as_triple("mean", v, false); }}},
+      {"std",
+       "--std",
+       [](const O& o) { return pyb::object(pyb::make_tuple(o.std[0], o.std[1], o.std[2])); },
+       {[](O& o, C&, H v) { o.std = as_triple("std", v, true); }}},
+      {"flip", "--flip", [](const O& o) { return pyb::cast(o.flip); }, {[](O& o, C&, H v) {
          if (PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())))
            wrong_type("flip", "a float", v);
          o.flip = v.cast<double>();
          if (!(o.flip >= 0 && o.flip <= 1))
            throw pyb::value_error(fmt::format("flip must be in [0, 1], got {}", o.flip));
        }}},
-      {"dtype", {[](O& o, C&, H v) {
+      {"dtype", "--dtype", [](const O& o) { return pyb::cast(o.dtype); }, {[](O& o, C&, H v) {
          o.dtype = as_str("dtype", v);
          check("dtype", o.dtype, parse_dtype);
        }}},
-      {"layout", {[](O& o, C&, H v) {
+      {"layout", "--layout", [](const O& o) { return pyb::cast(o.layout); }, {[](O& o, C&, H v) {
          o.layout = as_str("layout", v);
          check("layout", o.layout, parse_layout);
        }}},
-      {"seed", {[](O& o, C&, H v) {
+      {"seed", "--seed", [](const O& o) { return pyb::cast(o.seed); }, {[](O& o, C&, H v) {
          if (!PyLong_Check(v.ptr()) || PyBool_Check(v.ptr())) wrong_type("seed", "an int", v);
          try {
            o.seed = v.cast<uint64_t>();
@@ -160,51 +187,95 @@ const std::map<std::string, Setter>& setters() {
            throw pyb::value_error("seed must be in [0, 2**64)");
          }
        }}},
-      {"shuffle", {[](O& o, C&, H v) { o.no_shuffle = !as_bool("shuffle", v); }}},
-      {"drop_last", {[](O& o, C&, H v) { o.drop_last = as_bool("drop_last", v); }}},
-      {"on_error", {[](O& o, C&, H v) {
+      {"shuffle",
+       "--no-shuffle (inverted)",
+       [](const O& o) { return pyb::cast(!o.no_shuffle); },
+       {[](O& o, C&, H v) { o.no_shuffle = !as_bool("shuffle", v); }}},
+      {"drop_last",
+       "--drop-last",
+       [](const O& o) { return pyb::cast(o.drop_last); },
+       {[](O& o, C&, H v) { o.drop_last = as_bool("drop_last", v); }}},
+      {"on_error",
+       "--on-error",
+       [](const O& o) { return pyb::cast(o.on_error); },
+       {[](O& o, C&, H v) {
          o.on_error = as_str("on_error", v);
          check("on_error", o.on_error, parse_error_policy);
        }}},
       {"max_pixels",
+       "--max-pixels",
+       [](const O& o) { return pyb::cast(o.max_pixels); },
        {[](O& o, C&, H v) { o.max_pixels = as_int<uint64_t>("max_pixels", v, 1, 1LL << 62); }}},
-      {"dct_scaling", {[](O& o, C&, H v) { o.no_dct_scaling = !as_bool("dct_scaling", v); }}},
+      {"dct_scaling",
+       "--no-dct-scaling (inverted)",
+       [](const O& o) { return pyb::cast(!o.no_dct_scaling); },
+       {[](O& o, C&, H v) { o.no_dct_scaling = !as_bool("dct_scaling", v); }}},
       {"partial_decode",
+       "--no-partial-decode (inverted)",
+       [](const O& o) { return pyb::cast(!o.no_partial_decode); },
        {[](O& o, C&, H v) { o.no_partial_decode = !as_bool("partial_decode", v); }}},
-      {"decode", {[](O& o, C&, H v) { o.no_decode = !as_bool("decode", v); }}},
-      {"direct", {[](O& o, C&, H v) { o.direct = as_bool("direct", v); }}},
-      {"shard_order", {[](O& o, C&, H v) {
+      {"decode",
+       "--no-decode (inverted)",
+       [](const O& o) { return pyb::cast(!o.no_decode); },
+       {[](O& o, C&, H v) { o.no_decode = !as_bool("decode", v); }}},
+      {"direct", "--direct", [](const O& o) { return pyb::cast(o.direct); }, {[](O& o, C&, H v) {
+         o.direct = as_bool("direct", v);
+       }}},
+      {"shard_order",
+       "--shard-order",
+       [](const O& o) { return pyb::cast(o.shard_order); },
+       {[](O& o, C&, H v) {
          o.shard_order = as_str("shard_order", v);
          check("shard_order", o.shard_order, parse_shard_order);
        }}},
-      {"shuffle_buffer", {[](O& o, C&, H v) {
+      {"shuffle_buffer",
+       "--shuffle-buffer",
+       [](const O& o) { return pyb::cast(o.shuffle_buffer); },
+       {[](O& o, C&, H v) {
          o.shuffle_buffer = as_int<size_t>("shuffle_buffer", v, 0, 1LL << 40);
        }}},
-      {"source_kind", {[](O& o, C&, H v) {
+      {"source_kind",
+       "--source",
+       [](const O& o) { return pyb::cast(o.source); },
+       {[](O& o, C&, H v) {
          o.source = as_str("source_kind", v);
          check("source_kind", o.source, parse_source_kind);
        }}},
-      {"null_file", {[](O& o, C&, H v) { o.null_file = as_str("null_file", v); }}},
-      {"warn", {[](O&, C& c, H v) { c.warn = as_bool("warn", v); }}},
-      {"jitter", {[](O& o, C&, H v) {
+      {"null_file",
+       "--null-file",
+       [](const O& o) { return pyb::cast(o.null_file); },
+       {[](O& o, C&, H v) { o.null_file = as_str("null_file", v); }}},
+      {"warn", nullptr, [](const O&) { return pyb::cast(true); }, {[](O&, C& c, H v) {
+         c.warn = as_bool("warn", v);
+       }}},
+      {"jitter", "--jitter", [](const O& o) { return pyb::cast(o.jitter); }, {[](O& o, C&, H v) {
          o.jitter = as_str("jitter", v);
          check("jitter", o.jitter, [](const std::string& s) {
            ColorConfig c;
            parse_jitter(s, c);
          });
        }}},
-      {"grayscale", {[](O& o, C&, H v) {
+      {"grayscale",
+       "--grayscale",
+       [](const O& o) { return pyb::cast(o.grayscale); },
+       {[](O& o, C&, H v) {
          if (PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())))
            wrong_type("grayscale", "a float", v);
          o.grayscale = v.cast<double>();
          if (!(o.grayscale >= 0 && o.grayscale <= 1))
            throw pyb::value_error(fmt::format("grayscale must be in [0, 1], got {}", o.grayscale));
        }}},
-      {"resize_filter", {[](O& o, C&, H v) {
+      {"resize_filter",
+       "--resize-filter",
+       [](const O& o) { return pyb::cast(o.resize_filter); },
+       {[](O& o, C&, H v) {
          o.resize_filter = as_str("resize_filter", v);
          check("resize_filter", o.resize_filter, parse_resize_filter);
        }}},
-      {"size_schedule", {[](O& o, C&, H v) {
+      {"size_schedule",
+       "--size-schedule",
+       [](const O& o) { return pyb::cast(o.size_schedule); },
+       {[](O& o, C&, H v) {
          o.size_schedule = as_str("size_schedule", v);
          check("size_schedule", o.size_schedule,
                [](const std::string& t) { parse_size_schedule(t, "size_schedule"); });
@@ -222,11 +293,13 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
   extra.keep = kDefaultKeep;
   for (const auto& [k, v] : kwargs) {
     const std::string name = pyb::str(k);
-    const auto it = setters().find(name);
-    if (it == setters().end()) {
+    const auto& rows = py_options();
+    const auto it =
+        std::find_if(rows.begin(), rows.end(), [&](const PyOption& r) { return name == r.name; });
+    if (it == rows.end()) {
       throw pyb::type_error(fmt::format("Loader() got an unexpected keyword argument '{}'", name));
     }
-    it->second.set(o, extra, v);
+    it->set(o, extra, v);
   }
   if (kwargs.contains("size") && kwargs.contains("size_schedule"))
     throw pyb::value_error("give size or size_schedule, not both (a schedule sets every size)");
@@ -256,37 +329,14 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
 pyb::dict default_kwargs() {
   const LoaderOptions o;
   pyb::dict d;
-  d["batch_size"] = o.batch;
-  d["reader"] = default_reader();
-  d["prefetch"] = o.prefetch;
-  d["keep"] = kDefaultKeep;
-  d["transform"] = o.transform;
-  d["size"] = o.size;
-  d["mean"] = pyb::make_tuple(o.mean[0], o.mean[1], o.mean[2]);
-  d["std"] = pyb::make_tuple(o.std[0], o.std[1], o.std[2]);
-  d["flip"] = o.flip;
-  d["dtype"] = o.dtype;
-  d["layout"] = o.layout;
-  d["seed"] = o.seed;
-  d["shuffle"] = !o.no_shuffle;
-  d["drop_last"] = o.drop_last;
-  d["on_error"] = o.on_error;
-  d["max_pixels"] = o.max_pixels;
-  d["dct_scaling"] = !o.no_dct_scaling;
-  d["partial_decode"] = !o.no_partial_decode;
-  d["decode"] = !o.no_decode;
-  d["direct"] = o.direct;
-  d["shard_order"] = o.shard_order;
-  d["shuffle_buffer"] = o.shuffle_buffer;
-  d["source_kind"] = o.source;
-  d["jitter"] = o.jitter;
-  d["grayscale"] = o.grayscale;
-  d["resize_filter"] = o.resize_filter;
-  d["size_schedule"] = o.size_schedule;
-  d["null_file"] = o.null_file;
-  d["warn"] = true;
-  d["rank"] = 0;
-  d["world_size"] = 1;
+  for (const PyOption& r : py_options()) d[r.name] = r.fallback(o);
+  return d;
+}
+
+pyb::dict cli_names() {
+  pyb::dict d;
+  for (const PyOption& r : py_options())
+    d[r.name] = r.cli != nullptr ? pyb::object(pyb::str(r.cli)) : pyb::object(pyb::none());
   return d;
 }
 

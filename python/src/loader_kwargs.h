@@ -10,11 +10,14 @@
 
 namespace stoker::py {
 
-// `kwargs`: the Python names (batch_size, reader, transform, ...; python/stoker/__init__.py
-// lists them with the CLI option each mirrors). Unknown names are a TypeError.
+// `kwargs`: the Python names (batch_size, reader, transform, ...: the one list of them is
+// loader_kwargs.cc's, with the CLI option each mirrors). Unknown names are a TypeError.
 LoaderConfig config_from_kwargs(const pybind11::dict& kwargs);
 
 // The CLI's defaults, under the Python names (for stoker.Loader's signature and docs).
 pybind11::dict default_kwargs();
+
+// Python name -> the CLI option it mirrors (None: Python only), as stoker.CLI_NAMES.
+pybind11::dict cli_names();
 
 }  // namespace stoker::py

@@ -36,6 +36,7 @@ PYBIND11_MODULE(_stoker, m) {
   // The library's warnings go to Python's logging (python/src/log_bridge.h), not stderr.
   stoker::py::install_log_sink();
   m.def("drain_log", &stoker::py::drain_log);
+  m.def("cli_names", &stoker::py::cli_names);
 
   pyb::class_<LoaderCore, std::shared_ptr<LoaderCore>>(m, "LoaderCore")
       .def(pyb::init([](const std::string& dataset, const pyb::dict& kwargs) {

@@ -25,22 +25,9 @@ _worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stoker-worke
 if "STOKER_WORKER" not in os.environ and os.access(_worker, os.X_OK):
     os.environ["STOKER_WORKER"] = _worker
 
-# Python name -> the CLI option it mirrors (docs/CLI.md), for the docs and error messages.
-CLI_NAMES = {
-    "batch_size": "--batch", "reader": "--reader", "prefetch": "--prefetch",
-    "transform": "--transform", "size": "--size", "mean": "--mean", "std": "--std",
-    "flip": "--flip", "dtype": "--dtype",
-    "layout": "--layout", "seed": "--seed", "shuffle": "--no-shuffle (inverted)",
-    "drop_last": "--drop-last", "on_error": "--on-error", "max_pixels": "--max-pixels",
-    "dct_scaling": "--no-dct-scaling (inverted)",
-    "partial_decode": "--no-partial-decode (inverted)", "decode": "--no-decode (inverted)",
-    "direct": "--direct", "shard_order": "--shard-order", "shuffle_buffer": "--shuffle-buffer",
-    "source_kind": "--source", "null_file": "--null-file", "jitter": "--jitter",
-    "grayscale": "--grayscale", "resize_filter": "--resize-filter",
-    "size_schedule": "--size-schedule",
-    "keep": None, "warn": None, "tensors": None, "overflow_batches": None,
-    "rank": "(mpirun's rank)", "world_size": "(mpirun's -np)",
-}
+# Python name -> the CLI option it mirrors (docs/CLI.md), for the docs and error messages:
+# the module's one table of loader arguments, and this class's own two.
+CLI_NAMES = {**_stoker.cli_names(), "tensors": None, "overflow_batches": None}
 
 # Batches copied out of a full pool that may be alive at once (Loader's overflow_batches).
 DEFAULT_OVERFLOW_BATCHES = 64

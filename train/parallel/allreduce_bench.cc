@@ -136,21 +136,18 @@ int main_bench(int argc, char** argv) {
                        {"correct", r.correct}});
   }
   if (!json.empty()) {
-    nlohmann::json doc = {
-        {"context",
-         {{"tool", "stoker-allreduce"},
-          {"version", STOKER_VERSION},
-          {"collective", world->describe()},
-          {"world", w},
-          {"machine",
-           {{"cpu", cpu_model()}, {"cores", online_cpus()}, {"kernel", kernel_release()}}},
-          {"floats", n},
-          {"bytes", bytes},
-          {"ring_bytes_per_rank", ring},
-          {"warmup", warmup},
-          {"repeats", repeats}}},
-        {"results", results}};
-    std::ofstream(json) << doc.dump(2) << "\n";
+    nlohmann::json context = machine_context();
+    context.update({{"tool", "stoker-allreduce"},
+                    {"version", STOKER_VERSION},
+                    {"collective", world->describe()},
+                    {"world", w},
+                    {"floats", n},
+                    {"bytes", bytes},
+                    {"ring_bytes_per_rank", ring},
+                    {"warmup", warmup},
+                    {"repeats", repeats}});
+    std::ofstream(json) << nlohmann::json{{"context", context}, {"results", results}}.dump(2)
+                        << "\n";
   }
   bool ok = true;
   for (const Row& r : rows) ok = ok && r.correct;

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// --resume's one rule, over every row of the option tables (tools/option_table.h): a key an
+// older checkpoint lacks is that option's default, and an option given on the command line
+// that differs from the run being resumed is refused, the same for every kept option
+// (--jitter as --lr); --total-steps alone may change. The command line is `stoker train`'s own
+// registration, so each row is checked as a user would give it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "tools/loader_options.h"
+#include "tools/train_options.h"
+
+namespace stoker {
+namespace {
+
+// A value other than the default for each option a resume keeps or may change. A new row
+// without one fails EveryStoredOptionHasASample: add it here.
+const std::map<std::string, std::vector<std::string>>& samples() {
+  static const std::map<std::string, std::vector<std::string>> m = {
+      {"--arch", {"--arch", "resnet18"}},
+      {"--classes", {"--classes", "7"}},
+      {"--zero-init-residual", {"--zero-init-residual"}},
+      {"--precision", {"--precision", "bf16"}},
+      {"--conv-algo", {"--conv-algo", "fixed:direct"}},
+      {"--lr", {"--lr", "0.5"}},
+      {"--scale-lr", {"--scale-lr"}},
+      {"--momentum", {"--momentum", "0.5"}},
+      {"--nesterov", {"--nesterov"}},
+      {"--weight-decay", {"--weight-decay", "0.01"}},
+      {"--no-bn-decay", {"--no-bn-decay"}},
+      {"--optimizer", {"--optimizer", "lars"}},
+      {"--lars-eta", {"--lars-eta", "0.01"}},
+      {"--sync-bn", {"--sync-bn"}},
+      {"--schedule", {"--schedule", "step"}},
+      {"--lr-warmup", {"--lr-warmup", "7"}},
+      {"--milestones", {"--milestones", "3", "5"}},
+      {"--gamma", {"--gamma", "0.5"}},
+      {"--min-lr", {"--min-lr", "0.01"}},
+      {"--total-steps", {"--total-steps", "99"}},
+      {"--label-smoothing", {"--label-smoothing", "0.1"}},
+      {"--batch", {"--batch", "5"}},
+      {"--size", {"--size", "48x64"}},
+      {"--mean", {"--mean", "0.5,0.5,0.5"}},
+      {"--std", {"--std", "0.5,0.5,0.5"}},
+      {"--transform", {"--transform", "center"}},
+      {"--flip", {"--flip", "0.25"}},
+      {"--seed", {"--seed", "9"}},
+      {"--no-shuffle", {"--no-shuffle"}},
+      {"--layout", {"--layout", "nhwc"}},
+      {"--jitter", {"--jitter", "0.4,0.4,0.4,0.1"}},
+      {"--grayscale", {"--grayscale", "0.2"}},
+      {"--resize-filter", {"--resize-filter", "antialias"}},
+      {"--size-schedule", {"--size-schedule", "32:64@0-2"}},
+  };
+  return m;
+}
+
+// The options as `stoker train` registers them, parsed from `args`.
+struct Parsed {
+  TrainOptions train;
+  LoaderOptions loader;
+  CLI::App app;
+
+  explicit Parsed(std::vector<std::string> args) {
+    train.add_to(app);
+    loader.add_to(app, kAllLoaderOptions & ~(kNoDecode | kDropLast));
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+    app.parse(args);
+  }
+  nlohmann::json json() const { return train_options_json(train, loader); }
+  void resume(const nlohmann::json& stored) {
+    restore_train_options(train, loader, stored.dump(), "ck.safetensors", app);
+  }
+};
+
+// What a checkpoint of a run with every default stores.
+nlohmann::json stored_defaults() {
+  return Parsed({}).json();
+}
+
+// The flags of the rows a resume reads (kept, may_grow, global), with their JSON keys.
+std::vector<std::pair<std::string, std::string>> stored_flags() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : train_option_table())
+    if (r.resume != OnResume::per_run && r.flag) out.emplace_back(r.flag, r.key);
+  for (const auto& r : loader_option_table())
+    if (r.resume != OnResume::per_run && r.flag) out.emplace_back(r.flag, r.key);
+  return out;
+}
+
+TEST(TrainOptions, EveryStoredOptionHasASample) {
+  for (const auto& [flag, key] : stored_flags())
+    EXPECT_TRUE(samples().count(flag)) << flag << " (" << key << ") has no sample value here";
+}
+
+TEST(TrainOptions, EachSampleDiffersFromTheDefault) {
+  const nlohmann::json d = stored_defaults();
+  for (const auto& [flag, args] : samples()) {
+    const nlohmann::json given = Parsed(args).json();
+    EXPECT_NE(given, d) << flag << ": the sample is the default, so it tests nothing";
+  }
+}
+
+// A checkpoint that lacks an option's key was written before the option existed, so it ran
+// with the default: resumed without the option it gets the default; given the default, it
+// resumes; given another value, it is refused as any contradiction is.
+TEST(TrainOptions, AbsentKeyIsTheDefaultForEveryOption) {
+  for (const auto& [flag, key] : stored_flags()) {
+    SCOPED_TRACE(flag);
+    nlohmann::json older = stored_defaults();
+    older.erase(key);
+    if (key == "batch") older.erase("global_batch");
+
+    Parsed plain({});
+    plain.resume(older);
+    EXPECT_EQ(plain.json(), stored_defaults());
+
+    Parsed changed(samples().at(flag));
+    if (flag == "--total-steps") {  // the one option a resume may change
+      changed.resume(older);
+      EXPECT_EQ(changed.train.total_steps, 99);
+    } else {
+      try {
+        changed.resume(older);
+        ADD_FAILURE() << "resumed an older checkpoint with " << flag << " changed";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("ck.safetensors"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+// Given explicitly with the stored value, every option resumes.
+TEST(TrainOptions, SameValueGivenResumes) {
+  for (const auto& [flag, args] : samples()) {
+    SCOPED_TRACE(flag);
+    const nlohmann::json stored = Parsed(args).json();
+    Parsed again(args);
+    again.resume(stored);
+    EXPECT_EQ(again.json(), stored);
+  }
+}
+
+// The stored run wins over the defaults of a resume that gives nothing, for every option.
+TEST(TrainOptions, ResumeWithoutOptionsTakesTheStoredOnes) {
+  for (const auto& [flag, args] : samples()) {
+    SCOPED_TRACE(flag);
+    const nlohmann::json stored = Parsed(args).json();
+    Parsed plain({});
+    plain.resume(stored);
+    EXPECT_EQ(plain.json(), stored);
+  }
+}
+
+// A stored run with defaults, resumed with another value: refused for every kept option.
+TEST(TrainOptions, DifferentValueOnResumeIsRefusedForEveryKeptOption) {
+  const nlohmann::json stored = stored_defaults();
+  for (const auto& [flag, args] : samples()) {
+    SCOPED_TRACE(flag);
+    Parsed changed(args);
+    if (flag == "--total-steps") {
+      changed.resume(stored);
+      EXPECT_EQ(changed.train.total_steps, 99);
+      continue;
+    }
+    EXPECT_THROW(changed.resume(stored), Error);
+  }
+}
+
+// Older checkpoints' words for --conv-algo are the canonical ones.
+TEST(TrainOptions, OlderConvAlgoWordsResumeAsCanonical) {
+  nlohmann::json older = stored_defaults();
+  older["conv_algo"] = "direct";
+  Parsed given({"--conv-algo", "fixed:direct"});
+  given.resume(older);
+  EXPECT_EQ(given.train.conv_algo, "fixed:direct");
+}
+
+// Options no checkpoint stores stay each run's own.
+TEST(TrainOptions, PerRunOptionsAreNotStored) {
+  const nlohmann::json j = stored_defaults();
+  for (const char* key : {"threads", "backend", "prefetch", "on_error", "bucket_mb"})
+    EXPECT_FALSE(j.contains(key)) << key;
+  Parsed p({"--threads", "3", "--prefetch", "5"});
+  p.resume(j);
+  EXPECT_EQ(p.train.threads, 3);
+  EXPECT_EQ(p.loader.prefetch, 5u);
+}
+
+TEST(TrainOptions, UnreadableConfigNamesTheFile) {
+  Parsed p({});
+  try {
+    restore_train_options(p.train, p.loader, "{\"lr\": \"fast\"}", "ck.safetensors", p.app);
+    ADD_FAILURE() << "accepted a string lr";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ck.safetensors"), std::string::npos) << e.what();
+  }
+}
+
+// bench and study report the loader options by the same keys a checkpoint stores them.
+TEST(LoaderOptions, JsonHasEveryRowAndTheAugmentationOptions) {
+  LoaderOptions o;
+  o.jitter = "0.4,0.4,0.4,0.1";
+  o.grayscale = 0.2;
+  o.resize_filter = "antialias";
+  const nlohmann::json j = loader_options_json(o);
+  EXPECT_EQ(j.size(), loader_option_table().size());
+  EXPECT_EQ(j.at("jitter"), "0.4,0.4,0.4,0.1");
+  EXPECT_EQ(j.at("grayscale"), 0.2);
+  EXPECT_EQ(j.at("resize_filter"), "antialias");
+}
+
+}  // namespace
+}  // namespace stoker
