@@ -26,6 +26,7 @@
 
 #include "common/error.h"
 #include "common/interrupt.h"
+#include "common/stats.h"
 #include "common/system_info.h"
 #include "loader/index.h"
 #include "loader/iterator.h"
@@ -76,19 +77,6 @@ struct TrainCommand {
   TrainOptions train;  // what the run computes: restored from a checkpoint on --resume
   LoaderOptions loader;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
-}
 
 // --save-every's files: `<save without .safetensors>-step<N>.safetensors`, N zero-padded so
 // that names sort as steps do.

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/interrupt.h"
+#include "common/stats.h"
 #include "common/system_info.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
@@ -87,12 +88,6 @@ class InterruptibleFeed final : public BatchFeed {
  private:
   BatchFeed& inner_;
 };
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
-}
 
 // The trace excerpt of one step: where each sample of its batch was read, decoded,
 // augmented and collated, relative to the step's start (stages laid end to end from the
