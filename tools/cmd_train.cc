@@ -53,6 +53,7 @@
 #include "train/loader_feed.h"
 #include "train/loop_trace.h"
 #include "train/train_loop.h"
+#include "train/trainer_setup.h"
 
 namespace stoker {
 namespace {
@@ -237,7 +238,6 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   if (!o.synthetic) {
     lc.reader =
         parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
-    lc.sampler.drop_last = true;  // the backend is planned for one batch size
     lc.sampler.rank = uint32_t(world.rank());
     lc.sampler.world = uint32_t(world.world());
   }
@@ -245,10 +245,9 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
   const int64_t global_batch = batch * world.world();
   // Under a size schedule the backend is planned for the first step's size; the loop re-plans
   // it whenever a batch's size differs (Backend::reshape).
-  const int64_t width = lc.size_schedule.active()
-                            ? lc.size_schedule.at(uint64_t(state.epoch), uint64_t(state.step))
-                            : o.loader.out_width();
-  const int64_t height = lc.size_schedule.active() ? width : o.loader.out_height();
+  BackendConfig bc =
+      backend_config(lc, batch, t.threads, uint64_t(state.epoch), uint64_t(state.step));
+  const int64_t height = bc.height, width = bc.width;
   const std::vector<ActShape> shapes = infer_shapes(net, height, width);
   const double flop_per_image = trained_image_flops(forward_cost(net, shapes));
 
@@ -265,17 +264,8 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     }
   }
 
-  // The loader's output format is the backend's input: u8 is normalised by the backend.
-  BackendConfig bc;
-  bc.batch = batch;
-  bc.height = height;
-  bc.width = width;
-  bc.input.type = lc.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
-  bc.input.nhwc = lc.output.layout == Layout::nhwc;
-  bc.input.mean = lc.output.mean;
-  bc.input.std = lc.output.std;
+  // The compute options on top of the loader's input format and size.
   bc.label_smoothing = t.label_smoothing;
-  bc.threads = t.threads > 0 ? t.threads : online_cpus();
   t.apply(bc);
   t.conv_algo = bc.conv_algorithm;  // stored canonical
   bc.record_activity = !o.no_gaps || !o.trace.empty();
@@ -302,8 +292,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     feed = std::make_unique<SyntheticFeed>(batch, height, width, t.classes, lc.sampler.seed,
                                            bc.input.type, backend->host_memory());
   } else {
-    lc.memory = loader_memory(backend->host_memory());  // pinned for a device
-    iterator = std::make_unique<Iterator>(*index, lc);
+    iterator = training_iterator(*index, lc, *backend);
     per_epoch = int64_t(iterator->batches_per_epoch());
     if (per_epoch == 0)
       fail("train: {} has {} images, fewer than one {}batch of {}", o.data, index->size(),
@@ -455,7 +444,7 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
     val_lc = val_config(o.loader, lc.size_schedule, o.val_size, o.val_resize);
     val_lc.reader = lc.reader;
     val_lc.sampler.drop_last = false;
-    val_lc.memory = loader_memory(backend->host_memory());
+    val_lc.memory = loader_memory(*backend);
     fmt::print("# val: {}, centre crop {}x{} of the short side resized to {}\n", o.val,
                val_lc.transform.out_height(), val_lc.transform.out_width(),
                val_lc.transform.resize);
