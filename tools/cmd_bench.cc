@@ -101,6 +101,28 @@ nlohmann::json size_shares_json(const std::vector<SizeShare>& shares) {
   return out;
 }
 
+// A batch of its size, `ns` after the previous one arrived.
+void add_size_share(std::vector<SizeShare>& sizes, const Batch& b, int64_t ns) {
+  auto share = std::find_if(sizes.begin(), sizes.end(), [&](const SizeShare& s) {
+    return s.height == b.spec.height && s.width == b.spec.width;
+  });
+  if (share == sizes.end()) share = sizes.insert(sizes.end(), {b.spec.height, b.spec.width});
+  ++share->batches;
+  share->images += b.size;
+  share->ns += ns;
+}
+
+// The emulated accelerator holds the batch for its compute time; `wait_ns`: the consumer's
+// wait for it (0 for the first batch, which opens the AU window).
+void emulate_compute(const EmulatedAccelerator& accelerator, const Batch& b, int64_t wait_ns,
+                     Utilisation& use) {
+  use.wait_ns += wait_ns;
+  use.compute_ns += accelerator.compute_ns(b.size);
+  const int64_t c0 = now_ns();
+  accelerator.compute(b.size);
+  use.held_ns += now_ns() - c0;
+}
+
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
                     nlohmann::json& result, RunTrace* trace) {
   LoaderStats stats;
@@ -137,25 +159,12 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
       STOKER_CHECK(b != nullptr);
       const int64_t arrived = now_ns();
       stats.add_batch(*b, arrived - w0);
-      auto share = std::find_if(sizes.begin(), sizes.end(), [&](const SizeShare& s) {
-        return s.height == b->spec.height && s.width == b->spec.width;
-      });
-      if (share == sizes.end()) share = sizes.insert(sizes.end(), {b->spec.height, b->spec.width});
-      ++share->batches;
-      share->images += b->size;
-      share->ns += arrived - last_arrival;
+      add_size_share(sizes, *b, arrived - last_arrival);
       last_arrival = arrived;
       if (o.accelerator.enabled()) {
         // AU's window opens when the first batch arrives: start-up is not counted.
-        if (done == 0) {
-          first_arrival = arrived;
-        } else {
-          use.wait_ns += arrived - w0;
-        }
-        use.compute_ns += o.accelerator.compute_ns(b->size);
-        const int64_t c0 = now_ns();
-        o.accelerator.compute(b->size);
-        use.held_ns += now_ns() - c0;
+        if (done == 0) first_arrival = arrived;
+        emulate_compute(o.accelerator, *b, done == 0 ? 0 : arrived - w0, use);
       }
       if (trace != nullptr && o.trace_window.contains(int64_t(done))) {
         trace->numbers.push_back(int64_t(done));
