@@ -101,6 +101,28 @@ nlohmann::json size_shares_json(const std::vector<SizeShare>& shares) {
   return out;
 }
 
+// A batch of its size, `ns` after the previous one arrived.
+void add_size_share(std::vector<SizeShare>& sizes, const Batch& b, int64_t ns) {
+  auto share = std::find_if(sizes.begin(), sizes.end(), [&](const SizeShare& s) {
+    return s.height == b.spec.height && s.width == b.spec.width;
+  });
+  if (share == sizes.end()) share = sizes.insert(sizes.end(), {b.spec.height, b.spec.width});
+  ++share->batches;
+  share->images += b.size;
+  share->ns += ns;
+}
+
+// The emulated accelerator holds the batch for its compute time; `wait_ns`: the consumer's
+// wait for it (0 for the first batch, which opens the AU window).
+void emulate_compute(const EmulatedAccelerator& accelerator, const Batch& b, int64_t wait_ns,
+                     Utilisation& use) {
+  use.wait_ns += wait_ns;
+  use.compute_ns += accelerator.compute_ns(b.size);
+  const int64_t c0 = now_ns();
+  accelerator.compute(b.size);
+  use.held_ns += now_ns() - c0;
+}
+
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
                     nlohmann::json& result, RunTrace* trace) {
   LoaderStats stats;
@@ -137,25 +159,12 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
       STOKER_CHECK(b != nullptr);
       const int64_t arrived = now_ns();
       stats.add_batch(*b, arrived - w0);
-      auto share = std::find_if(sizes.begin(), sizes.end(), [&](const SizeShare& s) {
-        return s.height == b->spec.height && s.width == b->spec.width;
-      });
-      if (share == sizes.end()) share = sizes.insert(sizes.end(), {b->spec.height, b->spec.width});
-      ++share->batches;
-      share->images += b->size;
-      share->ns += arrived - last_arrival;
+      add_size_share(sizes, *b, arrived - last_arrival);
       last_arrival = arrived;
       if (o.accelerator.enabled()) {
         // AU's window opens when the first batch arrives: start-up is not counted.
-        if (done == 0) {
-          first_arrival = arrived;
-        } else {
-          use.wait_ns += arrived - w0;
-        }
-        use.compute_ns += o.accelerator.compute_ns(b->size);
-        const int64_t c0 = now_ns();
-        o.accelerator.compute(b->size);
-        use.held_ns += now_ns() - c0;
+        if (done == 0) first_arrival = arrived;
+        emulate_compute(o.accelerator, *b, done == 0 ? 0 : arrived - w0, use);
       }
       if (trace != nullptr && o.trace_window.contains(int64_t(done))) {
         trace->numbers.push_back(int64_t(done));
@@ -231,19 +240,17 @@ void print_row(const std::string& dataset, const std::string& reader, const Load
   std::fflush(stdout);
 }
 
-void run_bench(BenchOptions& o) {
-  install_interrupt_handlers();
-  // Every output and input is checked before the first measurement.
+// Every output and input is checked before the first measurement: the readers to run, and
+// the loader's configuration they share.
+std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
   check_writable("--json", o.json);
   check_writable("--trace", o.trace);
   for (const std::string& root : o.data) check_dataset_path(root);
-  LoaderConfig base = o.loader.to_config();
+  base = o.loader.to_config();
   if (!o.emulate.empty()) o.accelerator = parse_emulation(o.emulate);
   o.trace_window = {0, 20};
   if (!o.trace_batches.empty())
     o.trace_window = parse_trace_window(o.trace_batches, "--trace-batches", "batches of a run");
-  TraceWriter trace_writer;
-  size_t runs = 0;
   if (o.readers.empty()) o.readers = fmt::format("serial,threads:{}", online_cpus());
   std::vector<ReaderSpec> readers;
   for (const auto& r : split(o.readers, ',')) readers.push_back(parse_reader(r));
@@ -259,22 +266,27 @@ void run_bench(BenchOptions& o) {
   // Cold: every file is evicted before each run and again right after it is read, so
   // later epochs read storage too.
   base.evict_after_read = o.cold;
+  return readers;
+}
 
-  if (o.data.empty()) {
-    GenConfig g;
-    g.out = o.default_root;
-    g.sizes = {256, 512, 1024};
-    g.classes = 10;
-    g.per_class = 40;
-    g.force = true;  // bench's own folder: remade over an older version's default
-    fmt::print(
-        "# no dataset given: using the built-in default in {} (stoker gen {} --sizes "
-        "256,512,1024 --classes {} --per-class {} --seed {}; made once, then reused)\n",
-        g.out, g.out, g.classes, g.per_class, g.seed);
-    std::fflush(stdout);
-    o.data = generate_dataset(g).roots;
-  }
+// No dataset given: the built-in default, generated once and then reused.
+void use_default_dataset(BenchOptions& o) {
+  if (!o.data.empty()) return;
+  GenConfig g;
+  g.out = o.default_root;
+  g.sizes = {256, 512, 1024};
+  g.classes = 10;
+  g.per_class = 40;
+  g.force = true;  // bench's own folder: remade over an older version's default
+  fmt::print(
+      "# no dataset given: using the built-in default in {} (stoker gen {} --sizes "
+      "256,512,1024 --classes {} --per-class {} --seed {}; made once, then reused)\n",
+      g.out, g.out, g.classes, g.per_class, g.seed);
+  std::fflush(stdout);
+  o.data = generate_dataset(g).roots;
+}
 
+void check_shard_order(const BenchOptions& o, const LoaderConfig& base) {
   if (base.sampler.shard_order == SamplerConfig::ShardOrder::sequential)
     for (const std::string& root : o.data)
       if (!is_packed_dataset(root))
@@ -282,6 +294,9 @@ void run_bench(BenchOptions& o) {
             "--shard-order sequential needs a packed shard dataset (`stoker pack` makes one); "
             "{} is not one",
             root);
+}
+
+nlohmann::json bench_context(const BenchOptions& o) {
   // The machine, the loader options as given (every one, by its JSON key), and bench's own.
   nlohmann::json context = machine_context();
   context.update(loader_options_json(o.loader));
@@ -294,6 +309,11 @@ void run_bench(BenchOptions& o) {
                   {"seconds", o.seconds},
                   {"page_cache", o.cold ? "cold" : "warm"},
                   {"emulate", o.emulate}});
+  return context;
+}
+
+void print_bench_context(const BenchOptions& o, const LoaderConfig& base,
+                         const nlohmann::json& context) {
   fmt::print("# stoker {} bench, {}\n", STOKER_VERSION, context["date"].get<std::string>());
   fmt::print("# cpu: {}, {} online cpus, kernel {}\n", cpu_model(), online_cpus(),
              kernel_release());
@@ -332,87 +352,90 @@ void run_bench(BenchOptions& o) {
                       "after each read)"
                     : "warm (each sample the runs will read, read once before them)");
   std::fflush(stdout);  // the context survives a redirect even if the run is cut short
+}
 
-  nlohmann::json results = nlohmann::json::array();
-  bool header_printed = false;
-  for (const std::string& root : o.data) {
-    const int64_t i0 = now_ns();
-    const Index index = open_index(root);
-    const double index_s = (now_ns() - i0) * 1e-9;
-    const uint64_t total = index.total_bytes();
-    WarmStats warm;
+void print_header() {
+  fmt::print("{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
+             "dataset", "reader", "img/s", "MB/s", "read", "decode", "augment", "collate", "wait50",
+             "wait90", "wait99", "cores", "errors", "checksum");
+  fmt::print("{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
+             "", "", "", "", "ms/img", "ms/img", "ms/img", "ms/img", "ms", "ms", "ms", "", "",
+             "(epoch 0)");
+}
+
+// One dataset as the runs see it: indexed, and warmed unless the page cache is cold.
+struct BenchDataset {
+  std::string root;
+  Index index;
+  double index_s = 0;
+  WarmStats warm;
+};
+
+BenchDataset open_bench_dataset(const std::string& root, const BenchOptions& o,
+                                const LoaderConfig& base) {
+  const int64_t i0 = now_ns();
+  BenchDataset d{root, open_index(root)};
+  const Index& index = d.index;
+  d.index_s = (now_ns() - i0) * 1e-9;
+  const uint64_t total = index.total_bytes();
+  fmt::print(
+      "# dataset {}: {} images, {} classes, {:.1f} MB (mean {:.1f} KB), indexed in {:.3f} s\n",
+      root, index.size(), index.classes.size(), total / 1e6,
+      index.size() ? total / 1e3 / index.size() : 0.0, d.index_s);
+  if (!index.empty_classes.empty()) {
+    fmt::print("# warning: {} class directories hold no image (first: {})\n",
+               index.empty_classes.size(), index.empty_classes.front());
+  }
+  if (is_nfs_url(index.root)) {
+    // The page cache that matters is the NFS server's: not ours to evict or to fill.
+    if (o.cold) fail("--cold with {}: the page cache is the NFS server's; evict it there", root);
     fmt::print(
-        "# dataset {}: {} images, {} classes, {:.1f} MB (mean {:.1f} KB), indexed in {:.3f} s\n",
-        root, index.size(), index.classes.size(), total / 1e6,
-        index.size() ? total / 1e3 / index.size() : 0.0, index_s);
-    if (!index.empty_classes.empty()) {
-      fmt::print("# warning: {} class directories hold no image (first: {})\n",
-                 index.empty_classes.size(), index.empty_classes.front());
-    }
-    if (is_nfs_url(index.root)) {
-      // The page cache that matters is the NFS server's: not ours to evict or to fill.
-      if (o.cold) fail("--cold with {}: the page cache is the NFS server's; evict it there", root);
-      fmt::print(
-          "# nfs: page cache on the server, not evicted; one libnfs connection per "
-          "thread or process\n");
-    } else if (!o.cold && index.size() > 0) {  // an empty dataset: the run names it below
-      // Only what the runs read: the samples of their batches in the sampler's order (with
-      // --seconds, all they could read within --epochs and --max-batches), not the dataset.
-      const int64_t w0 = now_ns();
-      warm = warm_samples(index, run_samples(index, base.sampler, o.epochs, o.max_batches));
-      fmt::print(
-          "# warm-up: read {} samples, {:.1f} MB in {:.2f} s (those the runs' batches read)\n",
-          warm.files, warm.bytes / 1e6, (now_ns() - w0) * 1e-9);
-      std::fflush(stdout);
-    }
-    for (const ReaderSpec& reader : readers) {
-      if (interrupted()) break;
-      if (!header_printed) {
-        fmt::print(
-            "{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
-            "dataset", "reader", "img/s", "MB/s", "read", "decode", "augment", "collate", "wait50",
-            "wait90", "wait99", "cores", "errors", "checksum");
-        fmt::print(
-            "{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
-            "", "", "", "", "ms/img", "ms/img", "ms/img", "ms/img", "ms", "ms", "ms", "", "",
-            "(epoch 0)");
-        header_printed = true;
-      }
-      if (o.cold) {
-        const size_t failed = evict_from_page_cache(index);
-        if (failed)
-          fmt::print("# warning: {} files could not be evicted from the page cache\n", failed);
-      }
-      LoaderConfig config = base;
-      config.reader = reader;
-      nlohmann::json r;
-      RunTrace run_trace;
-      const LoaderStats s = run_one(index, config, o, r, o.trace.empty() ? nullptr : &run_trace);
-      if (!o.trace.empty())
-        add_run_trace(trace_writer, runs, fmt::format("{} {}", short_name(root), reader.text()),
-                      run_trace);
-      ++runs;
-      print_row(short_name(root), reader.text(), s, r);
-      if (r.contains("stopped_after_seconds"))
-        fmt::print("# stopped after {} s (--seconds) at a batch boundary: {} images\n", o.seconds,
-                   s.images);
-      if (r.contains("interrupted"))
-        fmt::print("# interrupted: the row above covers the first {} images of the run\n",
-                   s.images);
-      r["dataset"] = root;
-      r["dataset_images"] = index.size();
-      r["dataset_bytes"] = total;
-      r["index_seconds"] = index_s;
-      if (!o.cold) r["warm"] = {{"files", warm.files}, {"bytes", warm.bytes}};
-      results.push_back(std::move(r));
-      if (interrupted()) break;
-    }
-    if (interrupted()) break;
+        "# nfs: page cache on the server, not evicted; one libnfs connection per "
+        "thread or process\n");
+  } else if (!o.cold && index.size() > 0) {  // an empty dataset: the run names it below
+    // Only what the runs read: the samples of their batches in the sampler's order (with
+    // --seconds, all they could read within --epochs and --max-batches), not the dataset.
+    const int64_t w0 = now_ns();
+    d.warm = warm_samples(index, run_samples(index, base.sampler, o.epochs, o.max_batches));
+    fmt::print("# warm-up: read {} samples, {:.1f} MB in {:.2f} s (those the runs' batches read)\n",
+               d.warm.files, d.warm.bytes / 1e6, (now_ns() - w0) * 1e-9);
+    std::fflush(stdout);
   }
-  if (interrupted()) {
-    context["interrupted"] = true;
-    fmt::print("# interrupted: {} run(s) kept\n", results.size());
+  return d;
+}
+
+// One reader over one dataset: its row, its JSON result, its trace (run number `run`).
+nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base, const ReaderSpec& reader,
+                         const BenchOptions& o, size_t run, TraceWriter& trace_writer) {
+  if (o.cold) {
+    const size_t failed = evict_from_page_cache(d.index);
+    if (failed)
+      fmt::print("# warning: {} files could not be evicted from the page cache\n", failed);
   }
+  LoaderConfig config = base;
+  config.reader = reader;
+  nlohmann::json r;
+  RunTrace run_trace;
+  const LoaderStats s = run_one(d.index, config, o, r, o.trace.empty() ? nullptr : &run_trace);
+  if (!o.trace.empty())
+    add_run_trace(trace_writer, run, fmt::format("{} {}", short_name(d.root), reader.text()),
+                  run_trace);
+  print_row(short_name(d.root), reader.text(), s, r);
+  if (r.contains("stopped_after_seconds"))
+    fmt::print("# stopped after {} s (--seconds) at a batch boundary: {} images\n", o.seconds,
+               s.images);
+  if (r.contains("interrupted"))
+    fmt::print("# interrupted: the row above covers the first {} images of the run\n", s.images);
+  r["dataset"] = d.root;
+  r["dataset_images"] = d.index.size();
+  r["dataset_bytes"] = d.index.total_bytes();
+  r["index_seconds"] = d.index_s;
+  if (!o.cold) r["warm"] = {{"files", d.warm.files}, {"bytes", d.warm.bytes}};
+  return r;
+}
+
+void write_bench_outputs(const BenchOptions& o, const nlohmann::json& context,
+                         const nlohmann::json& results, const TraceWriter& trace_writer) {
   if (!o.trace.empty()) {
     trace_writer.write(o.trace);
     fmt::print("# trace: {} (batches {}..{} of each run, {} events)\n", o.trace,
@@ -424,6 +447,34 @@ void run_bench(BenchOptions& o) {
     if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
   }
   std::fflush(stdout);
+}
+
+void run_bench(BenchOptions& o) {
+  install_interrupt_handlers();
+  LoaderConfig base;
+  const std::vector<ReaderSpec> readers = check_bench(o, base);
+  use_default_dataset(o);
+  check_shard_order(o, base);
+  nlohmann::json context = bench_context(o);
+  print_bench_context(o, base, context);
+
+  nlohmann::json results = nlohmann::json::array();
+  TraceWriter trace_writer;
+  for (const std::string& root : o.data) {
+    const BenchDataset d = open_bench_dataset(root, o, base);
+    for (const ReaderSpec& reader : readers) {
+      if (interrupted()) break;
+      if (results.empty()) print_header();
+      results.push_back(bench_run(d, base, reader, o, results.size(), trace_writer));
+      if (interrupted()) break;
+    }
+    if (interrupted()) break;
+  }
+  if (interrupted()) {
+    context["interrupted"] = true;
+    fmt::print("# interrupted: {} run(s) kept\n", results.size());
+  }
+  write_bench_outputs(o, context, results, trace_writer);
   if (interrupted())
     throw Interrupted(fmt::format("bench: interrupted; {} row(s) above{}", results.size(),
                                   o.json.empty() ? "" : " and in " + o.json));

@@ -26,7 +26,7 @@
 #include "tools/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
-#include "train/loader_feed.h"
+#include "train/trainer_setup.h"
 
 namespace stoker {
 namespace {
@@ -85,20 +85,12 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
   lc.reader = parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
   lc.sampler.drop_last = false;
 
-  BackendConfig bc;
-  bc.batch = int64_t(o.loader.batch);
-  bc.height = o.loader.out_height();
-  bc.width = o.loader.out_width();
-  bc.input.type = lc.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
-  bc.input.nhwc = lc.output.layout == Layout::nhwc;
-  bc.input.mean = lc.output.mean;
-  bc.input.std = lc.output.std;
-  bc.threads = o.compute.threads > 0 ? o.compute.threads : online_cpus();
+  BackendConfig bc = backend_config(lc, int64_t(o.loader.batch), o.compute.threads);
   o.compute.apply(bc);
   std::unique_ptr<Backend> backend = make_backend(o.compute.backend, net, bc);
   backend->load(ckpt, o.checkpoint);
 
-  lc.memory = loader_memory(backend->host_memory());
+  lc.memory = loader_memory(*backend);
   const EvalResult r =
       evaluate(*backend, index, lc, classes, bc.batch, fmt::format("eval {}", net.name));
   if (r.images == 0 && !r.interrupted) fail("eval: {} yielded no image", o.data);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/stats.h"
 #include "models/flops.h"
 #include "models/shapes.h"
 #include "tools/option_checks.h"
@@ -83,9 +84,7 @@ std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size
     if (t.empty()) continue;
     double sum = 0;
     for (double x : t) sum += x;
-    std::sort(t.begin(), t.end());
-    out[i].step_ms =
-        1e3 * (t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]));
+    out[i].step_ms = 1e3 * median(t);
     out[i].images_per_s = sum > 0 ? double(images_per_step) * double(t.size()) / sum : 0;
   }
   return out;

@@ -10,20 +10,6 @@ LoaderFeed::LoaderFeed(Iterator& iterator, Position from) : it_(iterator), posit
   STOKER_CHECK_MSG(c.sampler.drop_last, "the training feed needs batches without a short last one");
 }
 
-LoaderMemory loader_memory(const HostMemory& m) {
-  return {m.allocate, m.release, m.pin, m.unpin};
-}
-
-InputSpec LoaderFeed::input_spec() const {
-  const OutputSpec& o = it_.config().output;
-  InputSpec s;
-  s.type = o.dtype == DType::u8 ? InputType::u8 : InputType::f32;
-  s.nhwc = o.layout == Layout::nhwc;
-  s.mean = o.mean;
-  s.std = o.std;
-  return s;
-}
-
 HostBatch LoaderFeed::next() {
   for (int attempt = 0; attempt < 2; ++attempt) {
     // Positions are global (loader/sampler/sampler.h): the end is where all ranks' last batch ends.

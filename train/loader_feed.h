@@ -11,9 +11,6 @@
 
 namespace stoker {
 
-// The backend's host-memory hook in the loader's terms (the loader knows nothing of train/).
-LoaderMemory loader_memory(const HostMemory& m);
-
 class LoaderFeed final : public BatchFeed {
  public:
   // The iterator must drop short batches (the backend is planned for one batch size);
@@ -21,8 +18,6 @@ class LoaderFeed final : public BatchFeed {
   LoaderFeed(Iterator& iterator, Position from);
   HostBatch next() override;
   std::span<const SampleTiming> timings() const override { return timings_; }
-  // The InputSpec the backend must be configured with for this feed's batches.
-  InputSpec input_spec() const;
   // Where the next batch starts: resuming from here replays exactly what follows.
   Position position() const { return position_; }
 

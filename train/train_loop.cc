@@ -57,16 +57,6 @@ class LiveLine {
   Clock::time_point last_draw_{};
 };
 
-void merge(GapStats& into, const GapStats& g) {
-  into.window_ns += g.window_ns;
-  into.busy_ns += g.busy_ns;
-  into.gap_ns += g.gap_ns;
-  into.gaps += g.gaps;
-  into.longest_ns = std::max(into.longest_ns, g.longest_ns);
-  into.during_wait_ns += g.during_wait_ns;
-  into.histogram.merge(g.histogram);
-}
-
 }  // namespace
 
 SyntheticFeed::SyntheticFeed(int64_t batch, int64_t height, int64_t width, int classes,
@@ -92,176 +82,276 @@ SyntheticFeed::~SyntheticFeed() {
     ::operator delete(images_);
 }
 
-LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
-  LoopResult out;
-  std::vector<StepRecord>& records = out.records;
-  records.reserve(size_t(c.steps));
-  LiveLine line(c.progress);
-  const auto start = Clock::now();
-  double window_wait = 0, window_total = 0;
-  size_t collected = 0;  // records[0, collected) have their loss and backend times
-  float last_loss = 0;
-  const auto in_trace = [&](int64_t step) { return step >= c.trace_begin && step < c.trace_end; };
+namespace {
 
-  const ActivityTimeline timeline = backend.activity_timeline();
-  std::vector<Interval> waits;  // the host's data waits, in order (device windows only)
-  std::vector<ActivityRecord> device_pending;  // compute records of steps not yet windowed
-  int64_t windowed = -1;                       // the last step whose device window is closed
-  int64_t label_offset = 0;                    // backend step label - index of the step in this run
+bool in_trace(const LoopConfig& c, int64_t step) {
+  return step >= c.trace_begin && step < c.trace_end;
+}
 
-  const auto fill_gaps = [&](size_t index, const GapStats& g) {
-    StepRecord& r = records[index];
+// One optimiser step, timed phase by phase: wait for the batch, re-plan when its size
+// changed, stage, forward_backward, update with the scheduled rate. `trace`: where the
+// batch's loader timings go when the step is in the trace window (else null).
+StepRecord timed_step(Backend& backend, BatchFeed& feed, const LoopConfig& c, int64_t step,
+                      LoopTrace* trace) {
+  StepRecord r;
+  r.begin_ns = now_ns();
+  const HostBatch batch = feed.next();
+  r.wait_end_ns = now_ns();
+  if (trace != nullptr) {
+    const std::span<const SampleTiming> t = feed.timings();
+    trace->samples.emplace_back(t.begin(), t.end());
+  }
+  r.height = batch.height;
+  r.width = batch.width;
+  // A no-op at the backend's current size; a re-plan when a size schedule or a validation
+  // at its own size (a hook between steps) changed it.
+  if (batch.height > 0) {
+    backend.reshape(batch.height, batch.width);
+    r.reshape = 1e-9 * double(now_ns() - r.wait_end_ns);
+  }
+  backend.stage(batch);
+  r.stage_end_ns = now_ns();
+  backend.forward_backward();
+  r.fb_end_ns = now_ns();
+  r.lr = lr_at(c.schedule, size_t(step));
+  backend.update(c.sgd, float(r.lr));
+  r.end_ns = now_ns();
+  r.wait = 1e-9 * double(r.wait_end_ns - r.begin_ns);
+  r.stage = 1e-9 * double(r.stage_end_ns - r.wait_end_ns) - r.reshape;
+  r.total = 1e-9 * double(r.end_ns - r.begin_ns);
+  return r;
+}
+
+// The gap figures of each step (StepRecord::busy, gap, ...) and their merge over the timed
+// steps, from the activity records each collect takes (train/README.md, "Gap windows"): a
+// CPU's step is windowed by the host's calls, a device's by its own records.
+class StepGaps {
+ public:
+  StepGaps(const LoopConfig& c, ActivityTimeline timeline, LoopResult& out)
+      : c_(c), timeline_(timeline), out_(out) {}
+
+  // The step just begun: a device's idle time is intersected with the loop's data waits.
+  void begun(const StepRecord& r) {
+    if (timeline_.asynchronous) waits_.push_back({r.begin_ns, r.wait_end_ns});
+  }
+
+  // `activity` as the backend returned it, after records [first, records.size()) were
+  // collected; a device's records are relabelled to step indices of this run in place.
+  void add(std::vector<ActivityRecord>& activity, size_t first, bool final) {
+    if (timeline_.asynchronous) return device(activity, final);
+    for (size_t k = first; k < out_.records.size(); ++k) {
+      // The engine works inside the loop's calls: the host's window bounds it.
+      const StepRecord& r = out_.records[k];
+      const Interval wait{r.begin_ns, r.wait_end_ns};
+      fill(k, gap_stats(activity, r.begin_ns, r.end_ns, std::span<const Interval>(&wait, 1)));
+    }
+  }
+
+ private:
+  void fill(size_t index, const GapStats& g) {
+    StepRecord& r = out_.records[index];
     r.busy = 1e-9 * double(g.busy_ns);
     r.gap = 1e-9 * double(g.gap_ns);
     r.gap_during_wait = 1e-9 * double(g.during_wait_ns);
     r.longest_gap = 1e-9 * double(g.longest_ns);
     r.gaps = g.gaps;
-    if (int64_t(index) >= c.timing_warmup) merge(out.gaps, g);
-  };
+    if (int64_t(index) < c_.timing_warmup) return;
+    GapStats& into = out_.gaps;
+    into.window_ns += g.window_ns;
+    into.busy_ns += g.busy_ns;
+    into.gap_ns += g.gap_ns;
+    into.gaps += g.gaps;
+    into.longest_ns = std::max(into.longest_ns, g.longest_ns);
+    into.during_wait_ns += g.during_wait_ns;
+    into.histogram.merge(g.histogram);
+  }
 
   // A device's records: labels to step indices of this run (the last label is the last step
   // begun; records of steps before this run get -1), then each step windowed by its own
-  // compute-stream records; a step's window closes with the next step's first record, so the
-  // newest step waits for the next collect unless this is the last.
-  const auto device_gaps = [&](std::vector<ActivityRecord>& activity, bool final) {
+  // compute-stream records; a step's window closes with the next step's first record, so
+  // the newest step waits for the next collect unless this is the last.
+  void device(std::vector<ActivityRecord>& activity, bool final) {
+    const int64_t steps = int64_t(out_.records.size());
     int64_t newest = -1;
     for (const ActivityRecord& a : activity) newest = std::max(newest, a.step);
-    if (newest >= 0) label_offset = newest - (int64_t(records.size()) - 1);
+    if (newest >= 0) label_offset_ = newest - (steps - 1);
     for (ActivityRecord& a : activity) {
       if (a.step < 0) continue;
-      a.step -= label_offset;
+      a.step -= label_offset_;
       if (a.step < 0) a.step = -1;
       // A straggler of a step already windowed would count twice: left out.
-      if (a.step > windowed && a.stream == timeline.compute_stream) device_pending.push_back(a);
+      if (a.step > windowed_ && a.stream == timeline_.compute_stream) pending_.push_back(a);
     }
-    const std::vector<DeviceStepGaps> steps =
-        device_step_gaps(device_pending, timeline.compute_stream, waits, final);
-    for (const DeviceStepGaps& d : steps) {
-      STOKER_CHECK(d.step < int64_t(records.size()));
-      fill_gaps(size_t(d.step), d.stats);
+    const std::vector<DeviceStepGaps> windows =
+        device_step_gaps(pending_, timeline_.compute_stream, waits_, final);
+    for (const DeviceStepGaps& d : windows) {
+      STOKER_CHECK(d.step < steps);
+      fill(size_t(d.step), d.stats);
     }
-    if (!steps.empty()) {
-      windowed = steps.back().step;
-      std::erase_if(device_pending, [&](const ActivityRecord& a) { return a.step <= windowed; });
-    }
-  };
+    if (windows.empty()) return;
+    windowed_ = windows.back().step;
+    std::erase_if(pending_, [&](const ActivityRecord& a) { return a.step <= windowed_; });
+  }
 
-  // Fills the steps finished since the last collect; with activity, their gap figures.
-  const auto collect = [&](bool final) {
-    const std::vector<StepResult> results = backend.collect();
-    STOKER_CHECK_MSG(collected + results.size() == records.size(),
+  const LoopConfig& c_;
+  const ActivityTimeline timeline_;
+  LoopResult& out_;
+  std::vector<Interval> waits_;          // the host's data waits, in order (device only)
+  std::vector<ActivityRecord> pending_;  // compute records of steps not yet windowed
+  int64_t windowed_ = -1;                // the last step whose device window is closed
+  int64_t label_offset_ = 0;             // backend step label - index of the step in this run
+};
+
+// The trace window's activity records: a device's by their step label (now a step index of
+// this run, made global as the trace names steps), the rest by the host's window.
+void keep_trace_activity(const LoopConfig& c, bool asynchronous,
+                         std::vector<ActivityRecord>& activity, LoopResult& out) {
+  if (c.trace_end <= c.trace_begin) return;
+  const std::vector<StepRecord>& records = out.records;
+  const int64_t lo = std::max(c.trace_begin, c.first_step) - c.first_step;
+  const int64_t hi = std::min(c.trace_end, c.first_step + c.steps) - c.first_step;
+  if (hi <= lo || lo >= int64_t(records.size())) return;
+  const int64_t host_begin = records[size_t(lo)].begin_ns;
+  const int64_t host_end =
+      records[size_t(std::min<int64_t>(hi, int64_t(records.size())) - 1)].end_ns;
+  for (ActivityRecord& a : activity) {
+    const bool by_step = asynchronous && a.step >= 0;
+    const bool keep =
+        by_step ? a.step >= lo && a.step < hi : a.end_ns > host_begin && a.begin_ns < host_end;
+    if (!keep) continue;
+    if (by_step) a.step += c.first_step;
+    out.trace.activity.push_back(std::move(a));
+  }
+}
+
+// The loop's records between steps: steps run but not yet collected, and what collecting
+// them fills in (losses, the backend's phase times, gap figures, trace records).
+class StepCollector {
+ public:
+  StepCollector(Backend& backend, const LoopConfig& c, LoopResult& out)
+      : backend_(backend),
+        c_(c),
+        out_(out),
+        timeline_(backend.activity_timeline()),
+        gaps_(c, timeline_, out) {
+    out_.records.reserve(size_t(c.steps));
+  }
+
+  void add(const StepRecord& r) {
+    out_.records.push_back(r);
+    gaps_.begun(r);
+  }
+  size_t pending() const { return out_.records.size() - collected_; }
+  float last_loss() const { return last_loss_; }
+
+  // Fills the steps finished since the last collect; a non-finite loss ends the run here.
+  void collect(bool final) {
+    const std::vector<StepResult> results = backend_.collect();
+    STOKER_CHECK_MSG(results.size() == pending(),
                      "the backend returned {} results for {} uncollected steps", results.size(),
-                     records.size() - collected);
+                     pending());
     std::vector<ActivityRecord> activity;
-    if (c.activity) activity = backend.take_activity();
-    if (c.activity && timeline.asynchronous) device_gaps(activity, final);
-    for (const StepResult& res : results) {
-      StepRecord& r = records[collected];
-      const int64_t step = c.first_step + int64_t(collected);
-      if (!std::isfinite(res.loss))
-        fail("{}: the loss is {} at step {}: the run diverged (hint: a lower --lr or a warm-up)",
-             c.label, res.loss, step);
-      r.loss = last_loss = res.loss;
-      r.skipped = res.skipped;
-      r.backend_stage = res.times.stage;
-      r.forward = res.times.forward;
-      r.backward = res.times.backward;
-      r.update = res.times.update;
-      r.allreduce_wait = res.times.allreduce_wait;
-      if (c.activity && !timeline.asynchronous) {
-        // The engine works inside the loop's calls: the host's window bounds it.
-        const Interval wait{r.begin_ns, r.wait_end_ns};
-        fill_gaps(collected,
-                  gap_stats(activity, r.begin_ns, r.end_ns, std::span<const Interval>(&wait, 1)));
-      }
-      ++collected;
-    }
-    if (c.trace_end <= c.trace_begin) return;
-    // Trace records: a device's by their step label, the rest by the host's trace window.
-    const int64_t lo = std::max(c.trace_begin, c.first_step) - c.first_step;
-    const int64_t hi = std::min(c.trace_end, c.first_step + c.steps) - c.first_step;
-    if (hi <= lo || lo >= int64_t(records.size())) return;
-    const int64_t host_begin = records[size_t(lo)].begin_ns;
-    const int64_t host_end =
-        records[size_t(std::min<int64_t>(hi, int64_t(records.size())) - 1)].end_ns;
-    for (ActivityRecord& a : activity) {
-      const bool by_step = timeline.asynchronous && a.step >= 0;
-      const bool keep =
-          by_step ? a.step >= lo && a.step < hi : a.end_ns > host_begin && a.begin_ns < host_end;
-      if (!keep) continue;
-      if (by_step) a.step += c.first_step;  // the global step, as the trace names steps
-      out.trace.activity.push_back(std::move(a));
-    }
-  };
+    if (c_.activity) activity = backend_.take_activity();
+    const size_t first = collected_;
+    for (const StepResult& res : results) fill(collected_++, res);
+    if (c_.activity) gaps_.add(activity, first, final);
+    keep_trace_activity(c_, timeline_.asynchronous, activity, out_);
+  }
 
+ private:
+  void fill(size_t index, const StepResult& res) {
+    StepRecord& r = out_.records[index];
+    const int64_t step = c_.first_step + int64_t(index);
+    if (!std::isfinite(res.loss))
+      fail("{}: the loss is {} at step {}: the run diverged (hint: a lower --lr or a warm-up)",
+           c_.label, res.loss, step);
+    r.loss = last_loss_ = res.loss;
+    r.skipped = res.skipped;
+    r.backend_stage = res.times.stage;
+    r.forward = res.times.forward;
+    r.backward = res.times.backward;
+    r.update = res.times.update;
+    r.allreduce_wait = res.times.allreduce_wait;
+  }
+
+  Backend& backend_;
+  const LoopConfig& c_;
+  LoopResult& out_;
+  const ActivityTimeline timeline_;
+  StepGaps gaps_;
+  size_t collected_ = 0;  // records[0, collected_) have their loss and backend times
+  float last_loss_ = 0;
+};
+
+// The live line: step, loss, rate, the run's data-wait share so far, ETA.
+class ProgressLine {
+ public:
+  explicit ProgressLine(const LoopConfig& c) : c_(c), line_(c.progress), start_(Clock::now()) {}
+  void add(const StepRecord& r) {
+    wait_ += r.wait;
+    total_ += r.total;
+  }
+  bool due(bool last) const { return line_.due(last); }
+  void clear() { line_.clear(); }
+  // After step `k` of this run (record `r`), whose loss was last collected as `loss`.
+  void draw(int64_t k, const StepRecord& r, float loss, bool last) {
+    const double per_step = since(start_) / double(k + 1);
+    line_.draw(
+        fmt::format("{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s data wait {:.0f}% ETA {}",
+                    c_.label, c_.first_step + k + 1, c_.first_step + c_.steps, loss, r.lr,
+                    double(c_.images_per_step) / r.total, 100.0 * wait_ / std::max(total_, 1e-12),
+                    duration_text(per_step * double(c_.steps - k - 1))),
+        last);
+  }
+
+ private:
+  const LoopConfig& c_;
+  LiveLine line_;
+  const Clock::time_point start_;
+  double wait_ = 0, total_ = 0;
+};
+
+// The trace's copies of its steps, taken at the end: a device step's gap figures arrive
+// with the next step's records.
+void keep_trace_steps(const LoopConfig& c, LoopResult& out) {
+  for (size_t k = 0; k < out.records.size(); ++k) {
+    const int64_t step = c.first_step + int64_t(k);
+    if (!in_trace(c, step)) continue;
+    out.trace.steps.push_back(out.records[k]);
+    out.trace.numbers.push_back(step);
+  }
+}
+
+}  // namespace
+
+LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
+  LoopResult out;
+  StepCollector steps(backend, c, out);
+  ProgressLine line(c);
   for (int64_t k = 0; k < c.steps && !out.interrupted; ++k) {
     const int64_t step = c.first_step + k;
-    StepRecord r;
-    r.begin_ns = now_ns();
-    const HostBatch batch = feed.next();
-    r.wait_end_ns = now_ns();
-    if (in_trace(step)) {
-      const std::span<const SampleTiming> t = feed.timings();
-      out.trace.samples.emplace_back(t.begin(), t.end());
-    }
-    r.height = batch.height;
-    r.width = batch.width;
-    // A no-op at the backend's current size; a re-plan when a size schedule or a validation
-    // at its own size (a hook between steps) changed it.
-    if (batch.height > 0) {
-      backend.reshape(batch.height, batch.width);
-      r.reshape = 1e-9 * double(now_ns() - r.wait_end_ns);
-    }
-    backend.stage(batch);
-    r.stage_end_ns = now_ns();
-    backend.forward_backward();
-    r.fb_end_ns = now_ns();
-    r.lr = lr_at(c.schedule, size_t(step));
-    backend.update(c.sgd, float(r.lr));
-    r.end_ns = now_ns();
-    r.wait = 1e-9 * double(r.wait_end_ns - r.begin_ns);
-    r.stage = 1e-9 * double(r.stage_end_ns - r.wait_end_ns) - r.reshape;
-    r.total = 1e-9 * double(r.end_ns - r.begin_ns);
-    records.push_back(r);
-    if (timeline.asynchronous) waits.push_back({r.begin_ns, r.wait_end_ns});
-
-    window_wait += r.wait;
-    window_total += r.total;
+    const StepRecord r =
+        timed_step(backend, feed, c, step, in_trace(c, step) ? &out.trace : nullptr);
+    steps.add(r);
+    line.add(r);
     // An interrupt ends the run here, after a whole step, as if it were the last one.
     if (k + 1 < c.steps)
       out.interrupted = c.agree_stop ? c.agree_stop(interrupted()) : interrupted();
     const bool last = k + 1 == c.steps || out.interrupted;
     const bool hook = c.hook_every > 0 && c.hook && (step + 1) % c.hook_every == 0;
     const bool draw = line.due(last);
-    if (draw || last || hook || int64_t(records.size() - collected) >= Backend::kMaxPendingSteps)
-      collect(last);
-    // The feed may now reuse the buffer it handed out.
-    backend.release_input();
+    if (draw || last || hook || int64_t(steps.pending()) >= Backend::kMaxPendingSteps)
+      steps.collect(last);
+    backend.release_input();  // the feed may now reuse the buffer it handed out
     if (hook && !out.interrupted) {
       line.clear();  // the hook's lines start on a line of their own
       c.hook(step + 1);
       // What the hook ran on the backend (a validation pass) is no step's activity.
       if (c.activity) backend.take_activity();
     }
-    if (!draw) continue;
-    const double elapsed = since(start);
-    const double per_step = elapsed / double(k + 1);
-    line.draw(
-        fmt::format("{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s data wait {:.0f}% ETA {}",
-                    c.label, step + 1, c.first_step + c.steps, last_loss, r.lr,
-                    double(c.images_per_step) / r.total,
-                    100.0 * window_wait / std::max(window_total, 1e-12),
-                    duration_text(per_step * double(c.steps - k - 1))),
-        last);
+    if (draw) line.draw(k, r, steps.last_loss(), last);
   }
-  // The trace's copies of its steps, taken now: a device step's gap figures arrive with the
-  // next step's records.
-  for (size_t k = 0; k < records.size(); ++k) {
-    const int64_t step = c.first_step + int64_t(k);
-    if (!in_trace(step)) continue;
-    out.trace.steps.push_back(records[k]);
-    out.trace.numbers.push_back(step);
-  }
+  keep_trace_steps(c, out);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/interrupt.h"
+#include "common/stats.h"
 #include "common/system_info.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
@@ -19,6 +20,7 @@
 #include "train/checkpoint.h"
 #include "train/loader_feed.h"
 #include "train/train_loop.h"
+#include "train/trainer_setup.h"
 
 namespace stoker {
 
@@ -87,12 +89,6 @@ class InterruptibleFeed final : public BatchFeed {
  private:
   BatchFeed& inner_;
 };
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
-}
 
 // The trace excerpt of one step: where each sample of its batch was read, decoded,
 // augmented and collated, relative to the step's start (stages laid end to end from the
@@ -265,26 +261,14 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   rc.num_classes = std::max<int>(1, int(index.classes.size()));
   const Network net = build_resnet(rc);
   const int64_t batch = int64_t(config.sampler.batch_size);
-  BackendConfig bc;
-  bc.batch = batch;
   // Under a size schedule: planned for the first step's size, re-planned as it changes.
-  bc.height =
-      config.size_schedule.active() ? config.size_schedule.at(0, 0) : config.transform.out_height();
-  bc.width =
-      config.size_schedule.active() ? config.size_schedule.at(0, 0) : config.transform.out_width();
-  bc.input.type = config.output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
-  bc.input.nhwc = config.output.layout == Layout::nhwc;
-  bc.input.mean = config.output.mean;
-  bc.input.std = config.output.std;
-  bc.threads = online_cpus();
+  BackendConfig bc = backend_config(config, batch, /*threads=*/0);
   t.apply(bc);
   bc.record_activity = true;
   const bool cuda = consumer.kind == StudyConsumer::Kind::cuda;
   std::unique_ptr<Backend> backend = make_backend(cuda ? "cuda" : "cpu", net, bc);
   backend->load(init_checkpoint(net, config.sampler.seed), "the initialisation");
-  config.memory = loader_memory(backend->host_memory());
-  config.sampler.drop_last = true;
-  auto iterator = std::make_unique<Iterator>(index, config);
+  std::unique_ptr<Iterator> iterator = training_iterator(index, config, *backend);
   if (iterator->batches_per_epoch() == 0)
     fail("{} has {} images, fewer than one batch of {}", index.root, index.size(), batch);
   LoaderFeed loader_feed(*iterator, Position{0, 0});

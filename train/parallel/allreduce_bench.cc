@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/stats.h"
 #include "common/system_info.h"
 #include "models/resnet.h"
 #include "train/parallel/collectives.h"
@@ -29,11 +30,6 @@ struct Row {
   std::vector<double> seconds;
   bool correct = true;
 };
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
-}
 
 // Rank r's element i: small integers, so every sum is exact and checkable whatever the order.
 float value(int r, size_t i) {

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: Apache-2.0
+// What one rank of `stoker train` prints and writes (tools/train_rank.h): the `#` context
+// lines, the summary table, the trace, the data checksums and the --json document
+// (docs/FORMATS.md).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "common/error.h"
+#include "common/stats.h"
+#include "common/system_info.h"
+#include "loader/loader_stats.h"
+#include "tools/json_document.h"
+#include "tools/train_rank.h"
+#include "tools/train_sizes.h"
+#include "train/loop_trace.h"
+#include "train/step_summary.h"
+
+namespace stoker {
+namespace {
+
+nlohmann::json ms_stats(const std::vector<double>& seconds) {
+  double sum = 0;
+  for (double s : seconds) sum += s;
+  return {{"median", 1e3 * median(seconds)},
+          {"p10", 1e3 * quantile(seconds, 0.1)},
+          {"p90", 1e3 * quantile(seconds, 0.9)},
+          {"mean", seconds.empty() ? 0.0 : 1e3 * sum / double(seconds.size())}};
+}
+
+nlohmann::json per_step_json(const TrainRun& run, const std::vector<StepRecord>& records) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepRecord& r : records) {
+    steps.push_back({{"height", r.height > 0 ? r.height : run.height},
+                     {"width", r.width > 0 ? r.width : run.width},
+                     {"reshape_s", r.reshape},
+                     {"wait_s", r.wait},
+                     {"stage_s", r.stage},
+                     {"forward_s", r.forward},
+                     {"backward_s", r.backward},
+                     {"update_s", r.update},
+                     {"allreduce_wait_s", r.allreduce_wait},
+                     {"total_s", r.total}});
+    if (run.loop.activity)
+      steps.back().update({{"busy_s", r.busy},
+                           {"gap_s", r.gap},
+                           {"gaps", r.gaps},
+                           {"longest_gap_s", r.longest_gap},
+                           {"gap_during_wait_s", r.gap_during_wait}});
+  }
+  return steps;
+}
+
+nlohmann::json algorithms_json(const Backend& backend) {
+  nlohmann::json algos = nlohmann::json::array();
+  for (const ConvChoice& a : backend.algorithms())
+    algos.push_back({{"layer", a.layer},
+                     {"pass", a.pass},
+                     {"algorithm", a.algorithm},
+                     {"workspace_bytes", a.workspace_bytes},
+                     {"measured_ms", a.measured_ms}});
+  return algos;
+}
+
+nlohmann::json gaps_json(const GapStats& gaps) {
+  const Histogram& h = gaps.histogram;
+  return {{"window_s", 1e-9 * double(gaps.window_ns)},
+          {"busy_s", 1e-9 * double(gaps.busy_ns)},
+          {"gap_s", 1e-9 * double(gaps.gap_ns)},
+          {"share", gaps.share()},
+          {"count", gaps.gaps},
+          {"longest_ms", 1e-6 * double(gaps.longest_ns)},
+          {"during_data_wait_s", 1e-9 * double(gaps.during_wait_ns)},
+          {"gap_us",
+           {{"p50", 1e-3 * h.quantile_ns(0.5)},
+            {"p90", 1e-3 * h.quantile_ns(0.9)},
+            {"p99", 1e-3 * h.quantile_ns(0.99)},
+            {"max", 1e-3 * h.quantile_ns(1.0)},
+            {"mean", 1e-3 * h.mean_ns()}}}};
+}
+
+nlohmann::json device_json(const Backend& backend) {
+  const DeviceReport dev = backend.device_report();
+  if (!dev.device) return nullptr;
+  return {{"planned_bytes", dev.planned_bytes},
+          {"peak_in_use_bytes", dev.peak_in_use_bytes},
+          {"total_bytes", dev.total_bytes},
+          {"activity_records_lost", dev.activity_lost}};
+}
+
+// The timed steps' figures: throughput, FLOP, totals and per-phase statistics.
+nlohmann::json timing_json(const TrainRun& run, const LoopResult& result) {
+  const StepSummary s = summarise_steps(result.records, size_t(run.loop.timing_warmup));
+  const double images_per_s = double(run.global_batch) * double(s.total.size()) / s.wall;
+  const std::vector<SizeCost> per_size =
+      cost_per_size(result.records, s.skipped, run.height, run.width, run.global_batch, run.net);
+  const double flop_per_image = mean_flop_per_image(per_size);
+  return {{"per_size", per_size_json(per_size)},
+          {"timing_warmup", s.skipped},
+          {"images_per_s", images_per_s},
+          {"flop_per_image", flop_per_image},
+          {"achieved_gflop_per_s", images_per_s * flop_per_image / 1e9},
+          {"data_wait_fraction", s.wait_s / s.wall},
+          {"totals_s",
+           {{"wall", s.wall},
+            {"data_wait", s.wait_s},
+            {"stage", s.stage_s},
+            {"forward", s.forward_s},
+            {"backward", s.backward_s},
+            {"update", s.update_s}}},
+          {"step_ms", ms_stats(s.total)},
+          {"data_wait_ms", ms_stats(s.wait)},
+          {"stage_ms", ms_stats(s.stage)},
+          {"forward_ms", ms_stats(s.forward)},
+          {"backward_ms", ms_stats(s.backward)},
+          {"update_ms", ms_stats(s.update)}};
+}
+
+}  // namespace
+
+void print_context(const TrainRun& run, const TrainCommand& o) {
+  const TrainOptions& t = o.train;
+  const LoaderConfig& lc = run.lc;
+  fmt::print("# stoker train {} (built {})\n", STOKER_VERSION, __DATE__);
+  fmt::print("# machine: {}, {} cores, Linux {}\n", cpu_model(), online_cpus(), kernel_release());
+  fmt::print("# backend: {}\n", run.backend->describe());
+  if (run.world.world() > 1)
+    fmt::print("# data parallel: {}, batch {} per rank, global batch {}\n", run.world.describe(),
+               run.batch, run.global_batch);
+  fmt::print(
+      "# model: {} ({} classes), {}x{} (HxW) input{}, batch {}, {:.2f} GFLOP per trained image\n",
+      run.net.name, t.classes, run.height, run.width,
+      lc.size_schedule.active() ? fmt::format(" first, size schedule {}", lc.size_schedule.text())
+                                : "",
+      run.global_batch, run.flop_per_image / 1e9);
+  fmt::print("# data: {}\n",
+             o.synthetic ? "synthetic (random tensors drawn once: compute alone)"
+                         : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}",
+                                       o.data, run.index->size(), run.index->classes.size(),
+                                       lc.reader.text(), transform_name(lc.transform.kind),
+                                       lc.sampler.shuffle ? "shuffled" : "fixed order"));
+  fmt::print(
+      "# optimiser: SGD lr {:.4g} ({}{}), momentum {}, {}weight decay {}{}, label "
+      "smoothing {}\n",
+      run.loop.schedule.base_lr, t.schedule_kind,
+      t.lr_warmup ? fmt::format(", {} warm-up steps", t.lr_warmup) : "", t.momentum,
+      t.nesterov ? "Nesterov, " : "", t.weight_decay, t.bn_decay ? "" : " (not on BN and biases)",
+      t.label_smoothing);
+  fmt::print("# run: steps {}..{} of {}{}\n", run.state.step, run.state.step + run.steps,
+             run.schedule_steps,
+             run.start ? fmt::format(", from {}", o.resume.empty() ? o.init : o.resume) : "");
+  fmt::print("{}", run.schedule_change);
+  if (!o.save.empty())
+    fmt::print("# save: {} at the end and on Ctrl-C{}\n", o.save,
+               run.default_save ? " (--save chooses the file, --no-save keeps none)" : "");
+  else
+    fmt::print("# save: none ({})\n",
+               o.no_save ? "--no-save" : "--synthetic keeps none unless --save names one");
+}
+
+void print_summary(const TrainRun& run, const LoopResult& result) {
+  const std::vector<StepRecord>& records = result.records;
+  const StepSummary s = summarise_steps(records, size_t(run.loop.timing_warmup));
+  // Every rank's images: the job's throughput (each rank's steps are the same steps).
+  const double images_per_s = double(run.global_batch) * double(s.total.size()) / s.wall;
+  // Under a size schedule the work per image changes: the timed steps' mean.
+  const std::vector<SizeCost> per_size =
+      cost_per_size(records, s.skipped, run.height, run.width, run.global_batch, run.net);
+  const double timed_flop_per_image = mean_flop_per_image(per_size);
+  fmt::print("{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>10}\n", "steps",
+             "img/s", "step ms", "wait ms", "fwd ms", "bwd ms", "upd ms", "wait %", "gap %",
+             "GFLOP/s", "loss");
+  fmt::print(
+      "{:>8} {:>8.2f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f} {:>7} {:>8.1f} "
+      "{:>10.4f}\n",
+      s.total.size(), images_per_s, 1e3 * median(s.total), 1e3 * median(s.wait),
+      1e3 * median(s.forward), 1e3 * median(s.backward), 1e3 * median(s.update),
+      100 * s.wait_s / s.wall,
+      run.loop.activity ? fmt::format("{:.1f}", 100 * result.gaps.share()) : "-",
+      images_per_s * timed_flop_per_image / 1e9, records.back().loss);
+  if (per_size.size() > 1) print_per_size(per_size);
+}
+
+void write_trace(const TrainRun& run, const TrainCommand& o, const LoopResult& result) {
+  if (!run.rank0 || o.trace.empty()) return;
+  const TraceWriter tw = loop_trace(result.trace, o.train.backend);
+  tw.write(o.trace);
+  fmt::print("# trace: {} (steps {}..{}, {} events)\n", o.trace, run.trace_first, run.trace_last,
+             tw.events());
+}
+
+// Which data each rank trained on: its epoch's chained batch checksum (every rank takes
+// part; rank 0 writes them), stoker.Loader(rank=, world_size=)'s for the same shard. Not
+// after an interrupt: a collective then would wait with the signal pending and stop the
+// job before rank 0 saves.
+nlohmann::json data_checksums(const TrainRun& run, const LoopResult& result, int64_t epoch) {
+  if (!run.iterator || result.interrupted) return nullptr;
+  std::vector<std::string> sums;
+  for (int r = 0; r < run.world.world(); ++r) {
+    uint64_t v = run.world.rank() == r ? run.iterator->epoch_checksum() : 0;
+    if (run.world.world() > 1) run.world.broadcast(&v, sizeof v, r);
+    sums.push_back(hex64(v));
+  }
+  return {{"epoch", epoch}, {"ranks", sums}};
+}
+
+void write_train_json(const TrainRun& run, const TrainCommand& o, const LoopResult& result,
+                      const RunState& end, const nlohmann::json& checksums) {
+  if (!run.rank0 || o.json.empty()) return;
+  const TrainOptions& t = o.train;
+  const std::vector<StepRecord>& records = result.records;
+  std::vector<float> losses;
+  std::vector<double> lrs;
+  for (const StepRecord& r : records) {
+    losses.push_back(r.loss);
+    lrs.push_back(r.lr);
+  }
+  const nlohmann::json timing = timing_json(run, result);
+  nlohmann::json doc = {
+      {"tool", "stoker train"},
+      {"version", STOKER_VERSION},
+      {"backend", run.backend->describe()},
+      {"arch", run.net.name},
+      {"classes", t.classes},
+      {"precision", t.precision},
+      {"conv_algo", t.conv_algo},
+      {"threads", run.bc.threads},
+      {"batch", run.batch},
+      {"global_batch", run.global_batch},
+      {"world", run.world.world()},
+      {"collective", run.world.describe()},
+      {"image_size", run.width},
+      {"image_height", run.height},
+      {"size_schedule", run.lc.size_schedule.text()},
+      {"synthetic", o.synthetic},
+      {"data", o.data},
+      {"reader", o.synthetic ? "" : run.lc.reader.text()},
+      {"first_step", run.state.step},
+      {"steps", int64_t(records.size())},
+      {"planned_steps", run.steps},
+      {"interrupted", result.interrupted},
+      {"validation", run.val_json},
+      {"input", run.bc.input.type == InputType::u8 ? "u8" : "f32"},
+      {"gaps", run.loop.activity ? gaps_json(result.gaps) : nlohmann::json(nullptr)},
+      {"device_memory", device_json(*run.backend)},
+      {"conv_algorithms", algorithms_json(*run.backend)},
+      {"loss", losses},
+      {"lr", lrs},
+      {"per_step", per_step_json(run, records)},
+      {"checkpoint", o.save},
+      {"data_checksums", checksums},
+      {"end_state",
+       {{"step", end.step}, {"epoch", end.epoch}, {"sampler_position", end.sampler_position}}},
+      {"options", nlohmann::json::parse(end.config)}};
+  doc.update(timing);
+  std::ofstream out(o.json);
+  out << context_and_result(
+             doc, {"tool", "version", "backend", "arch", "classes", "precision", "conv_algo",
+                   "threads", "batch", "global_batch", "world", "collective", "image_size",
+                   "synthetic", "data", "reader", "input", "timing_warmup", "options"})
+             .dump(2)
+      << "\n";
+  if (!out) fail("train: cannot write {}", o.json);
+}
+
+}  // namespace stoker

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/step_summary.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace stoker {
+
+StepSummary summarise_steps(const std::vector<StepRecord>& records, size_t timing_warmup) {
+  STOKER_CHECK(!records.empty());
+  StepSummary s;
+  s.skipped = std::min(timing_warmup, records.size() - 1);
+  for (size_t k = s.skipped; k < records.size(); ++k) {
+    const StepRecord& r = records[k];
+    s.wait.push_back(r.wait);
+    s.stage.push_back(r.stage);
+    s.forward.push_back(r.forward);
+    s.backward.push_back(r.backward);
+    s.update.push_back(r.update);
+    s.total.push_back(r.total);
+    s.wall += r.total;
+    s.wait_s += r.wait;
+    s.stage_s += r.stage;
+    s.forward_s += r.forward;
+    s.backward_s += r.backward;
+    s.update_s += r.update;
+  }
+  return s;
+}
+
+}  // namespace stoker

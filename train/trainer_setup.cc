@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/trainer_setup.h"
+
+#include "common/system_info.h"
+
+namespace stoker {
+
+InputSpec input_spec(const OutputSpec& output) {
+  InputSpec s;
+  s.type = output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
+  s.nhwc = output.layout == Layout::nhwc;
+  s.mean = output.mean;
+  s.std = output.std;
+  return s;
+}
+
+BackendConfig backend_config(const LoaderConfig& loader, int64_t batch, int threads, uint64_t epoch,
+                             uint64_t step) {
+  BackendConfig bc;
+  bc.batch = batch;
+  if (loader.size_schedule.active()) {
+    bc.height = bc.width = loader.size_schedule.at(epoch, step);  // square sides
+  } else {
+    bc.height = loader.transform.out_height();
+    bc.width = loader.transform.out_width();
+  }
+  bc.input = input_spec(loader.output);
+  bc.threads = threads > 0 ? threads : online_cpus();
+  return bc;
+}
+
+LoaderMemory loader_memory(const Backend& backend) {
+  const HostMemory m = backend.host_memory();
+  return {m.allocate, m.release, m.pin, m.unpin};
+}
+
+std::unique_ptr<Iterator> training_iterator(const Index& index, LoaderConfig loader,
+                                            const Backend& backend) {
+  loader.memory = loader_memory(backend);
+  loader.sampler.drop_last = true;
+  return std::make_unique<Iterator>(index, loader);
+}
+
+}  // namespace stoker

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// One trainer set-up for every command that runs a backend on the loader's batches (`stoker
+// train`, `eval`, `study`, train's --val): the backend's configuration from the loader's
+// (input format from the output spec, the first step's image size, threads), the loader's
+// batch memory from the backend's host memory, and the training iterator in it. The order is
+// always backend_config -> (the caller's compute options) -> make_backend -> loader_memory or
+// training_iterator. Not the compute options (precision, algorithms, collective: the
+// caller's) nor the loop (train/train_loop.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "loader/index/index.h"
+#include "loader/iterator.h"
+#include "loader/loader_config.h"
+#include "train/backend.h"
+
+namespace stoker {
+
+// The backend's input for the loader's output: its dtype and layout; u8 pixels are
+// normalised by the backend with the loader's mean and std.
+InputSpec input_spec(const OutputSpec& output);
+
+// A backend planned for `loader`'s batches of `batch` images at the size of global step
+// `step` in `epoch` (a size schedule's, else the transform's; the loop re-plans when it
+// changes), with `threads` compute threads (0: every online cpu). The caller adds its compute
+// options before make_backend.
+BackendConfig backend_config(const LoaderConfig& loader, int64_t batch, int threads,
+                             uint64_t epoch = 0, uint64_t step = 0);
+
+// The loader's batch memory: `backend`'s host memory (pinned for a device, so staging a
+// batch is an asynchronous copy).
+LoaderMemory loader_memory(const Backend& backend);
+
+// The iterator a training loop pulls from: `loader`'s batches in `backend`'s memory, short
+// last batches dropped (the backend is planned for one batch size).
+std::unique_ptr<Iterator> training_iterator(const Index& index, LoaderConfig loader,
+                                            const Backend& backend);
+
+}  // namespace stoker
