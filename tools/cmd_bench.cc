@@ -124,6 +124,11 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   bool out_of_time = false;
   std::vector<SizeShare> sizes;
   int64_t last_arrival = t0;
+  // The steady state, timed as bench/peers.sh times its peers: from the arrival of batch
+  // kSteadyAfter (start-up, the pool's first fill and cold caches before it) to the last.
+  constexpr size_t kSteadyAfter = 3;
+  int64_t steady_t0 = 0;
+  uint64_t steady_images = 0;
   // Ctrl-C ends the run at a batch boundary: what was measured until then is a valid row.
   // --seconds ends it at the first batch boundary past the deadline (after one batch at
   // least), as Ctrl-C does.
@@ -145,6 +150,8 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
       share->images += b->size;
       share->ns += arrived - last_arrival;
       last_arrival = arrived;
+      if (done + 1 == kSteadyAfter) steady_t0 = arrived;
+      if (done + 1 > kSteadyAfter) steady_images += b->size;
       if (o.accelerator.enabled()) {
         // AU's window opens when the first batch arrives: start-up is not counted.
         if (done == 0) {
@@ -177,6 +184,13 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   progress.finish();
   result = stats.to_json(it);
   result["per_size"] = size_shares_json(sizes);
+  if (steady_images > 0) {
+    const double secs = 1e-9 * double(last_arrival - steady_t0);
+    result["steady"] = {{"warmup_batches", kSteadyAfter},
+                        {"images", steady_images},
+                        {"seconds", secs},
+                        {"images_per_s", double(steady_images) / secs}};
+  }
   if (done < total && !out_of_time) result["interrupted"] = true;
   if (out_of_time) result["stopped_after_seconds"] = o.seconds;
   iterator.reset();  // reaps worker processes, so their CPU time is counted
@@ -415,6 +429,10 @@ void run_bench(BenchOptions& o) {
                       run_trace);
       ++runs;
       print_row(short_name(root), reader.text(), s, r);
+      if (r.contains("steady"))
+        fmt::print("# steady state (after {} batches): {:.0f} img/s over {:.2f} s\n",
+                   r["steady"]["warmup_batches"].get<size_t>(),
+                   r["steady"]["images_per_s"].get<double>(), r["steady"]["seconds"].get<double>());
       if (r.contains("stopped_after_seconds"))
         fmt::print("# stopped after {} s (--seconds) at a batch boundary: {} images\n", o.seconds,
                    s.images);
