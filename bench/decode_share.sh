@@ -68,7 +68,8 @@ echo "# stoker bench --reader threads:$THREADS --transform rrc --batch 64 --seco
 for ((r = 1; r <= REPEATS; r++)); do
   for dt in f32 u8; do
     "$STOKER" bench "$DATA" --reader "threads:$THREADS" --transform rrc --batch 64 --dtype "$dt" \
-      --epochs 1000 --seconds "$SECS" --json "$tmp/$dt-$r.json" >/dev/null
+      --epochs 1000 --seconds "$SECS" --json "$tmp/$dt-$r.json" >/dev/null 2>"$tmp/err" ||
+      { cat "$tmp/err" >&2; exit 1; }
   done
   pids=()
   for ((t = 0; t < THREADS; t++)); do
