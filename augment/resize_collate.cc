@@ -4,8 +4,9 @@
 // scalar loops compute the same integers) is: taps from a float coordinate, weights rounded
 // to 11 bits, a horizontal pass into int32 rows, and a vertical pass
 //   ((b0 * (H0 >> 4)) >> 16) + ((b1 * (H1 >> 4)) >> 16) + 2) >> 2.
-// This file computes exactly that, with the flip folded into the column table and the output
-// written in the batch's layout and type in the same pass. resize_collate_test compares it
+// This file computes exactly those integers (its rows held as int16 after the first >> 4),
+// with the flip folded into the column table and the output written in the batch's layout and
+// type in the same pass. resize_collate_test compares it
 // with cv::resize + collate_sample bit for bit.
 #include "augment/resize_collate.h"
 
