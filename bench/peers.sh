@@ -200,10 +200,13 @@ for ((r = 1; r <= REPEATS; r++)); do
     echo "-- repeat $r/$REPEATS, $label"
     if want stoker; then
       for dt in f32 u8; do
-        # The clock of `stoker bench` includes start-up and every batch (FORMATS.md).
+        # Timed as the peers are: the summary takes `stoker bench`'s steady state (from the
+        # arrival of its 3rd batch to the last, docs/FORMATS.md), over at most --batches
+        # batches or --seconds after the warm-up; epochs enough that the data never runs out.
         "$STOKER" bench "$dir" --reader "serial,threads:$THREADS" --transform rrc --batch "$BATCH" \
-          --dtype "$dt" --max-batches $((WARMUP + BATCHES)) --json "$OUT/stoker-$label-$dt-r$r.json" |
-          grep -E '^\S+ +(serial|threads)'
+          --dtype "$dt" --epochs 1000 --max-batches $((3 + BATCHES)) \
+          --seconds "$(/usr/bin/python3 -c "print($RUN_SECONDS + 0.5)")" \
+          --json "$OUT/stoker-$label-$dt-r$r.json" | grep -E '^\S+ +(serial|threads)|^# steady'
       done
     fi
     if want limit; then

@@ -123,6 +123,25 @@ void emulate_compute(const EmulatedAccelerator& accelerator, const Batch& b, int
   use.held_ns += now_ns() - c0;
 }
 
+// The steady state, timed as bench/peers.sh times its peers: from the arrival of batch
+// kAfter (start-up, the pool's first fill and cold caches before it) to the last.
+struct SteadyRate {
+  static constexpr size_t kAfter = 3;
+  int64_t t0 = 0;
+  uint64_t images = 0;
+  void add(size_t done, int64_t arrived, size_t batch_images) {
+    if (done + 1 == kAfter) t0 = arrived;
+    if (done + 1 > kAfter) images += batch_images;
+  }
+  nlohmann::json json(int64_t last_arrival) const {
+    const double secs = 1e-9 * double(last_arrival - t0);
+    return {{"warmup_batches", kAfter},
+            {"images", images},
+            {"seconds", secs},
+            {"images_per_s", double(images) / secs}};
+  }
+};
+
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
                     nlohmann::json& result, RunTrace* trace) {
   LoaderStats stats;
@@ -146,6 +165,7 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   bool out_of_time = false;
   std::vector<SizeShare> sizes;
   int64_t last_arrival = t0;
+  SteadyRate steady;
   // Ctrl-C ends the run at a batch boundary: what was measured until then is a valid row.
   // --seconds ends it at the first batch boundary past the deadline (after one batch at
   // least), as Ctrl-C does.
@@ -161,6 +181,7 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
       stats.add_batch(*b, arrived - w0);
       add_size_share(sizes, *b, arrived - last_arrival);
       last_arrival = arrived;
+      steady.add(done, arrived, b->size);
       if (o.accelerator.enabled()) {
         // AU's window opens when the first batch arrives: start-up is not counted.
         if (done == 0) first_arrival = arrived;
@@ -186,6 +207,7 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   progress.finish();
   result = stats.to_json(it);
   result["per_size"] = size_shares_json(sizes);
+  if (steady.images > 0) result["steady"] = steady.json(last_arrival);
   if (done < total && !out_of_time) result["interrupted"] = true;
   if (out_of_time) result["stopped_after_seconds"] = o.seconds;
   iterator.reset();  // reaps worker processes, so their CPU time is counted
@@ -421,6 +443,10 @@ nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base, const 
     add_run_trace(trace_writer, run, fmt::format("{} {}", short_name(d.root), reader.text()),
                   run_trace);
   print_row(short_name(d.root), reader.text(), s, r);
+  if (r.contains("steady"))
+    fmt::print("# steady state (after {} batches): {:.0f} img/s over {:.2f} s\n",
+               r["steady"]["warmup_batches"].get<size_t>(),
+               r["steady"]["images_per_s"].get<double>(), r["steady"]["seconds"].get<double>());
   if (r.contains("stopped_after_seconds"))
     fmt::print("# stopped after {} s (--seconds) at a batch boundary: {} images\n", o.seconds,
                s.images);

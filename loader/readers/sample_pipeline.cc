@@ -14,6 +14,7 @@
 #include "augment/color_jitter.h"
 #include "augment/crop.h"
 #include "augment/resize.h"
+#include "augment/resize_collate.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/rng.h"
@@ -119,13 +120,17 @@ uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer
   const CropPlan plan = plan_crop(recipe.transform, info.width, info.height, rng);
   const DecodedRegion& region = w.decoder.decode({plan.region, plan.out_w, plan.out_h});
   const int64_t t2 = now_ns();
-  resize_region(region.rgb, plan.out_w, plan.out_h, w.resized, recipe.transform.filter);
   if (recipe.transform.color.any()) {
+    resize_region(region.rgb, plan.out_w, plan.out_h, w.resized, recipe.transform.filter);
     Rng rng_c = color_rng(recipe.seed, epoch, idx, attempt);
     apply_color(draw_color(recipe.transform.color, rng_c), w.resized);
+    collate_sample(w.resized, plan.flip, normalizer, dst);
+  } else {
+    // Resize, flip, normalise and layout in one pass where it applies (the same bytes).
+    resize_into_sample(region.rgb, plan.out_w, plan.out_h, plan.flip, recipe.transform.filter,
+                       normalizer, dst, w.fused, w.resized);
   }
   const int64_t t3 = now_ns();
-  collate_sample(w.resized, plan.flip, normalizer, dst);
   const uint64_t hash = XXH3_64bits(dst, dst_bytes);
   const int64_t t4 = now_ns();
   t.decode_ns += t2 - t1;

@@ -13,6 +13,7 @@
 
 #include "augment/collate.h"
 #include "augment/decoder.h"
+#include "augment/resize_collate.h"
 #include "loader/bad_samples.h"
 #include "loader/batch.h"
 #include "loader/index/index.h"
@@ -60,7 +61,8 @@ struct SampleScratch {
   std::string name;      // the sample's name in messages (file, or shard:member)
   ReadBuffer file;
   Decoder decoder;
-  cv::Mat resized;
+  cv::Mat resized;             // the two-step path's resized image (colour ops, area resize)
+  ResizeCollateScratch fused;  // the one-pass resize + collate's tables and rows
 };
 
 // The output side (square) of batch `b` of the sampler's current epoch under an active

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Driver for tests/augment/pipeline_vs_torchvision.py: runs Stoker's own augmentation code
-// (crop planning, decode, resize, collate) on commands read from stdin, one per line, and
-// answers one line each, so the Python side can compare pixels and crop geometry with
-// torchvision. It is the library's code path, not a re-implementation; it is not a tool.
+// (crop planning, decode, resize + collate as the loader calls them) on commands read from
+// stdin, one per line, and answers one line each, so the Python side can compare pixels and
+// crop geometry with torchvision. It is the library's code path, not a re-implementation; it
+// is not a tool.
 //
 //   pixels IMAGE OUT X Y W H SIZE FLIP DCT [FILTER]
 //                                           -> OUT: SIZE*SIZE*3 float32, NCHW, ImageNet-normalised;
@@ -28,6 +29,7 @@
 #include "augment/crop.h"
 #include "augment/decoder.h"
 #include "augment/resize.h"
+#include "augment/resize_collate.h"
 #include "common/error.h"
 #include "common/rng.h"
 
@@ -52,13 +54,15 @@ std::string pixels(std::istringstream& args) {
   stoker::Decoder decoder({.allow_dct_scaling = dct != 0});
   decoder.open(bytes, image);
   const stoker::DecodedRegion& region = decoder.decode({{x, y, w, h}, size, size});
-  cv::Mat resized;
-  stoker::resize_region(region.rgb, size, size, resized, rf);
   stoker::OutputSpec spec;
   spec.width = spec.height = size;
   const stoker::Normalizer norm(spec);
   std::vector<float> tensor(spec.sample_bytes() / sizeof(float));
-  stoker::collate_sample(resized, flip != 0, norm, tensor.data());
+  // The loader's own call: the one-pass resize + collate where it applies.
+  cv::Mat resized;
+  stoker::ResizeCollateScratch scratch;
+  stoker::resize_into_sample(region.rgb, size, size, flip != 0, rf, norm, tensor.data(), scratch,
+                             resized);
   std::ofstream(out, std::ios::binary)
       .write(reinterpret_cast<const char*>(tensor.data()),
              static_cast<std::streamsize>(tensor.size() * sizeof(float)));
@@ -85,13 +89,14 @@ std::string pixels_hw(std::istringstream& args) {
   stoker::Decoder decoder({.allow_dct_scaling = dct != 0});
   decoder.open(bytes, image);
   const stoker::DecodedRegion& region = decoder.decode({{x, y, w, h}, ow, oh});
-  cv::Mat resized;
-  stoker::resize_region(region.rgb, ow, oh, resized);
   spec.width = ow;
   spec.height = oh;
   const stoker::Normalizer norm(spec);
   std::vector<float> tensor(spec.sample_bytes() / sizeof(float));
-  stoker::collate_sample(resized, flip != 0, norm, tensor.data());
+  cv::Mat resized;
+  stoker::ResizeCollateScratch scratch;
+  stoker::resize_into_sample(region.rgb, ow, oh, flip != 0, stoker::ResizeFilter::fast, norm,
+                             tensor.data(), scratch, resized);
   std::ofstream(out, std::ios::binary)
       .write(reinterpret_cast<const char*>(tensor.data()),
              static_cast<std::streamsize>(tensor.size() * sizeof(float)));
