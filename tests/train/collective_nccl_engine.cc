@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 
 #include "collective_engines.h"
-#include "train/parallel/collective_nccl.h"
-#include "train/parallel/collectives.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/device.h"
 #include "train/gpu/gpu_memory.h"
+#include "train/parallel/collective_nccl.h"
+#include "train/parallel/collectives.h"
 
 namespace stoker::test {
 namespace {

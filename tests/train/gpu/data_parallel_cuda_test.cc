@@ -17,9 +17,9 @@
 #include "common/error.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
+#include "train/gpu/device.h"
 #include "train/parallel/collective_nccl.h"
 #include "train/parallel/collectives.h"
-#include "train/gpu/device.h"
 
 namespace stoker {
 namespace {
