@@ -30,15 +30,13 @@ struct LoaderConfig {
   SizeSchedule size_schedule;
   DecodeOptions decode;
   ErrorPolicy on_error = ErrorPolicy::skip;
-  size_t max_replacements = 64;   // consecutive failures before giving up under `skip`
-  bool warn = true;               // one-line warning per bad file on stderr
-  bool no_decode = false;         // read only: measure the storage path through the reader
-  bool evict_after_read = false;  // drop each file from the page cache once read (--cold)
-  bool direct = false;            // O_DIRECT reads (uring:QD)
-  // Where bytes come from (--source): auto picks from the dataset and the reader.
-  SourceOptions::Kind source = SourceOptions::Kind::automatic;
-  std::string null_file;  // --source null: serve this file's bytes (empty: a built-in JPEG)
-  LoaderMemory memory;    // where batch tensors live (default: the heap)
+  size_t max_replacements = 64;  // consecutive failures before giving up under `skip`
+  bool warn = true;              // one-line warning per bad file on stderr
+  bool no_decode = false;        // read only: measure the storage path through the reader
+  // Where bytes come from (--source; auto picks from the dataset and the reader) and how they
+  // are read (--direct, --cold, --null-file).
+  SourceOptions source;
+  LoaderMemory memory;  // where batch tensors live (default: the heap)
   // Extra pool buffers for batches the consumer keeps past next() (Iterator::retain; the
   // Python module keeps every batch until its last reference goes).
   size_t keep = 0;

@@ -278,7 +278,7 @@ std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
   for (const auto& r : split(o.readers, ',')) readers.push_back(parse_reader(r));
   if (readers.empty()) fail("--reader: no reader given");
   for (const ReaderSpec& r : readers) {
-    if (base.direct && r.kind != ReaderSpec::Kind::uring) {
+    if (base.source.direct && r.kind != ReaderSpec::Kind::uring) {
       usage_fail(
           "--direct needs uring readers (O_DIRECT wants aligned buffers); {} reads through the "
           "page cache",
@@ -287,7 +287,7 @@ std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
   }
   // Cold: every file is evicted before each run and again right after it is read, so
   // later epochs read storage too.
-  base.evict_after_read = o.cold;
+  base.source.evict_after_read = o.cold;
   return readers;
 }
 
@@ -364,8 +364,8 @@ void print_bench_context(const BenchOptions& o, const LoaderConfig& base,
   } else {
     fmt::print("# consumer: none (batches are dropped as soon as they arrive)\n");
   }
-  fmt::print("# source: {}{}\n", source_kind_name(base.source),
-             base.source == SourceOptions::Kind::null
+  fmt::print("# source: {}{}\n", source_kind_name(base.source.kind),
+             base.source.kind == SourceOptions::Kind::null
                  ? " (no I/O: every sample is the same JPEG; the loader's own overhead, as fio's "
                    "null engine)"
                  : "");

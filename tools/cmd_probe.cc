@@ -112,7 +112,7 @@ void run_probe(ProbeOptions& o) {
       LoaderConfig c;
       c.reader = reader;
       c.no_decode = true;
-      c.direct = o.direct;
+      c.source.direct = o.direct;
       c.sampler.shuffle = shuffled;
       c.sampler.batch_size = 64;
       c.prefetch = 4;

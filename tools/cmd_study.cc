@@ -447,7 +447,7 @@ class StudyRun {
       LoaderConfig config = base_;
       config.reader = c.reader;
       if (c.storage == StudyStorage::local_cold) {
-        config.evict_after_read = true;
+        config.source.evict_after_read = true;
         warm_.erase(index.root);
         const size_t failed = evict_from_page_cache(index);
         if (failed)

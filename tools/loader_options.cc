@@ -292,9 +292,9 @@ LoaderConfig LoaderOptions::to_config() const {
   c.decode.allow_partial = !no_partial_decode;
   c.on_error = parse_error_policy(on_error);
   c.no_decode = no_decode;
-  c.direct = direct;
-  c.source = parse_source_kind(source);
-  c.null_file = null_file;
+  c.source.kind = parse_source_kind(source);
+  c.source.direct = direct;
+  c.source.null_file = null_file;
   return c;
 }
 

@@ -40,12 +40,11 @@ SourceProbe probe_source(const Index& index, SourceOptions options, uint32_t dep
   if (shuffled) std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
   if (max_files && max_files < order.size()) order.resize(max_files);
 
-  options.queue_depth = depth;
   // Local files in flight are io_uring's job (the automatic local source is pread).
   if (depth > 1 && options.kind == SourceOptions::Kind::automatic && !is_nfs_url(index.root)) {
     options.kind = SourceOptions::Kind::uring;  // whole files and shard byte ranges alike
   }
-  const std::unique_ptr<Source> src = make_source(index, options);
+  const std::unique_ptr<Source> src = make_source(index, options, depth);
   if (depth > 1 && src->queue_depth() == 0) {
     fail("the {} source reads one file at a time (no submit/reap): probe it with --depth 1",
          src->name());

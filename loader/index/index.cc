@@ -15,8 +15,8 @@
 
 namespace stoker {
 
-SourceSpec source_spec(const Index& index, const SourceOptions& options) {
-  return {index.root, index.sharded(), options};
+SourceSpec source_spec(const Index& index, const SourceOptions& options, uint32_t queue_depth) {
+  return {index.root, index.sharded(), options, queue_depth};
 }
 
 void join_location(std::string& out, std::string_view root, std::string_view relative) {

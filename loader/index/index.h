@@ -79,10 +79,12 @@ Index open_index(const std::string& path);
 // reads several datasets checks them all before it measures the first.
 void check_dataset_path(const std::string& path);
 
-// What make_source needs of this dataset: its root, and whether samples are shard ranges.
-SourceSpec source_spec(const Index& index, const SourceOptions& options);
-inline std::unique_ptr<Source> make_source(const Index& index, const SourceOptions& options) {
-  return make_source(source_spec(index, options));
+// What make_source needs of this dataset: its root, and whether samples are shard ranges;
+// queue_depth as SourceSpec's (the reads in flight its reader asks for; 0: the default).
+SourceSpec source_spec(const Index& index, const SourceOptions& options, uint32_t queue_depth = 0);
+inline std::unique_ptr<Source> make_source(const Index& index, const SourceOptions& options,
+                                           uint32_t queue_depth = 0) {
+  return make_source(source_spec(index, options, queue_depth));
 }
 
 // posix_fadvise(DONTNEED) on every file of the index (its shards, when packed), so the next

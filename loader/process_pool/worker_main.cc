@@ -81,8 +81,8 @@ void serve() {
                 static_cast<char*>(batches),
                 batch_bytes,
                 SampleScratch(setup.decode, nullptr)};
-  s.w.source =
-      make_source(SourceSpec{std::string(s.index.root_text()), s.index.sharded(), setup.source});
+  s.w.source = make_source(
+      SourceSpec{std::string(s.index.root_text()), s.index.sharded(), from_wire(setup.source)});
   cv::setNumThreads(0);  // one sample at a time on one core: the parent runs N of us
   const WorkerReady ready;
   if (!send_packet(kWorkerSocketFd, &ready, sizeof ready)) return;

@@ -21,6 +21,31 @@ size_t align8(size_t n) {
 
 }  // namespace
 
+WireSourceOptions to_wire(const SourceOptions& options) {
+  WireSourceOptions w;
+  w.kind = options.kind;
+  w.direct = options.direct;
+  w.evict_after_read = options.evict_after_read;
+  if (options.kind == SourceOptions::Kind::null) {
+    const std::string& path = options.null_file;
+    if (path.size() >= sizeof w.null_file) {
+      fail("--null-file '{}': worker processes take a path of at most {} bytes, this one has {}",
+           path, sizeof w.null_file - 1, path.size());
+    }
+    std::memcpy(w.null_file, path.data(), path.size());
+  }
+  return w;
+}
+
+SourceOptions from_wire(const WireSourceOptions& wire) {
+  SourceOptions o;
+  o.kind = wire.kind;
+  o.direct = wire.direct;
+  o.evict_after_read = wire.evict_after_read;
+  o.null_file.assign(wire.null_file, strnlen(wire.null_file, sizeof wire.null_file));
+  return o;
+}
+
 void SampleReply::set_reason(const std::string& text) {
   reason_size = static_cast<uint32_t>(std::min(text.size(), sizeof reason));
   std::memcpy(reason, text.data(), reason_size);

@@ -26,7 +26,19 @@ inline constexpr int kWorkerSocketFd = 3;
 inline constexpr int kWorkerIndexFd = 4;  // the shared index, sealed read-only
 inline constexpr int kWorkerBatchFd = 5;  // the batch tensors, read-write
 
-inline constexpr uint32_t kWorkerProtocol = 0x53544b03;  // "STK", version 3 (sizes)
+inline constexpr uint32_t kWorkerProtocol = 0x53544b04;  // "STK", version 4 (wire source)
+
+// SourceOptions as they travel in WorkerSetup: fixed size, the null file's path inline.
+struct WireSourceOptions {
+  SourceOptions::Kind kind = SourceOptions::Kind::automatic;
+  bool direct = false;
+  bool evict_after_read = false;
+  char null_file[256] = {};  // NUL-terminated; only the null source reads it
+};
+// The null file's path travels only with the null source, which reads it; a path longer than
+// the wire's 255 bytes is a stoker::Error naming it (never cut short into another path).
+WireSourceOptions to_wire(const SourceOptions& options);
+SourceOptions from_wire(const WireSourceOptions& wire);
 
 // Parent -> worker, the first message: what try_sample reads from the LoaderConfig.
 struct WorkerSetup {
@@ -37,7 +49,7 @@ struct WorkerSetup {
   DecodeOptions decode;
   uint64_t seed = 0;
   bool no_decode = false;
-  SourceOptions source;  // the worker makes its own source from these and the shared index
+  WireSourceOptions source;  // the worker makes its own source from these and the shared index
 };
 
 // Worker -> parent, once set up: it is ready for requests.

@@ -93,7 +93,7 @@ class ProcessesReader final : public Reader {
     setup_.decode = ctx.config.decode;
     setup_.seed = ctx.config.sampler.seed;
     setup_.no_decode = ctx.config.no_decode;
-    setup_.source = ctx.source_options;
+    setup_.source = to_wire(ctx.config.source);
     for (size_t i = 0; i < batches_.size(); ++i) {
       Batch& b = batches_[i];
       b.spec = ctx.normalizer.spec;

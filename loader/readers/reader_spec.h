@@ -8,6 +8,7 @@
 //                 (default: one per online CPU)
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace stoker {
@@ -18,6 +19,12 @@ struct ReaderSpec {
   int queue_depth = 0;  // uring: reads in flight
   std::string text() const;
 };
+
+// Reads in flight this reader asks of an asynchronous source (SourceSpec::queue_depth): QD for
+// uring:QD, 0 (the source's default) for the others, which read one sample at a time.
+inline uint32_t source_queue_depth(const ReaderSpec& r) {
+  return r.kind == ReaderSpec::Kind::uring ? static_cast<uint32_t>(r.queue_depth) : 0;
+}
 
 // Parses the forms above; anything else is a stoker::Error listing them.
 ReaderSpec parse_reader(const std::string& text);

@@ -219,11 +219,11 @@ std::unique_ptr<Reader> make_uring_reader(LoaderContext& ctx, int queue_depth, i
         "source of '{}' reads one sample at a time: use threads:N or processes:N",
         reader, ctx.source->name(), ctx.index.root);
   }
-  SourceOptions o = ctx.source_options;
+  SourceOptions o = ctx.config.source;
   o.kind = SourceOptions::Kind::uring;
-  o.queue_depth = static_cast<uint32_t>(queue_depth);
   try {
-    return std::make_unique<UringReader>(ctx, make_uring_source(o), threads);
+    return std::make_unique<UringReader>(
+        ctx, make_uring_source(o, static_cast<uint32_t>(queue_depth)), threads);
   } catch (const Error& e) {
     say_once(fmt::format("{}: uring readers fall back to pread in {} decode threads", e.what(),
                          threads));

@@ -21,18 +21,6 @@
 
 namespace stoker {
 
-SourceOptions source_options(const LoaderConfig& c) {
-  SourceOptions o;
-  o.kind = c.source;
-  o.direct = c.direct;
-  o.evict_after_read = c.evict_after_read;
-  o.queue_depth =
-      c.reader.kind == ReaderSpec::Kind::uring ? static_cast<uint32_t>(c.reader.queue_depth) : 0;
-  const size_t n = std::min(c.null_file.size(), sizeof o.null_file - 1);
-  std::copy_n(c.null_file.data(), n, o.null_file);
-  return o;
-}
-
 LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::unique_ptr<Source> src)
     : index(idx),
       config(cfg),
@@ -57,8 +45,7 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::uni
       }()),
       recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode},
       bad(cfg.warn),
-      source_options(stoker::source_options(cfg)),
-      source(src ? std::move(src) : make_source(idx, source_options)),
+      source(src ? std::move(src) : make_source(idx, cfg.source, source_queue_depth(cfg.reader))),
       reader(cfg.reader) {
   config.output = normalizer.spec;
   // The loader parallelises across samples; OpenCV's own pool inside resize would only

@@ -31,12 +31,10 @@ struct SampleRecipe {
   bool no_decode = false;
 };
 
-// The source options a loader configuration asks for (kind, --direct, --cold, depth).
-SourceOptions source_options(const LoaderConfig& config);
-
 // What every worker shares, read-only during an epoch (BadSamples is thread-safe).
 struct LoaderContext {
-  // `source`: the prototype each worker clones; null: make_source(index, source_options).
+  // `source`: the prototype each worker clones; null: made from config.source, with the
+  // reads in flight its reader asks for.
   LoaderContext(const Index& index, const LoaderConfig& config,
                 std::unique_ptr<Source> source = nullptr);
   const Index& index;
@@ -45,7 +43,6 @@ struct LoaderContext {
   Normalizer normalizer;
   SampleRecipe recipe;
   BadSamples bad;
-  SourceOptions source_options;
   std::unique_ptr<Source> source;  // never read from: cloned into each thread's SampleScratch
   // The policy that runs: config.reader, or what it fell back to (uring without io_uring).
   ReaderSpec reader;

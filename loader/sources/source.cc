@@ -77,14 +77,14 @@ std::unique_ptr<Source> make_source(const SourceSpec& spec) {
   using K = SourceOptions::Kind;
   const K kind = spec.options.kind;
   const bool url = is_url(spec.root);
-  if (kind == K::null) return make_null_source(spec.options);
+  if (kind == K::null) return make_null_source(spec.options, spec.queue_depth);
   if (kind == K::nfs || (kind == K::automatic && url)) return make_nfs_source(spec);
   if (kind == K::shard || (kind == K::automatic && spec.sharded)) return make_shard_source(spec);
   if (url) {
     fail("dataset '{}' is on NFS: the {} source reads local files only (use --source nfs or auto)",
          spec.root, source_kind_name(kind));
   }
-  if (kind == K::uring) return make_uring_source(spec.options);
+  if (kind == K::uring) return make_uring_source(spec.options, spec.queue_depth);
   return make_pread_source(spec.options);
 }
 

@@ -71,7 +71,10 @@ struct ReadCompletion {
   std::string error;    // empty: success; else the reason, naming the file or URL
 };
 
-// What a reader asks of the source layer. Plain data (it travels to worker processes).
+// What a loader asks of the source layer: which source, and what the user chose of how it
+// reads. The reads an asynchronous source keeps in flight are its reader's business, given to
+// make_source in SourceSpec::queue_depth. Worker processes get these through their own wire
+// form (process_pool/worker_protocol.h).
 struct SourceOptions {
   enum class Kind : uint32_t {
     automatic,  // from the dataset: nfs:// -> nfs, packed shards -> shard, else pread
@@ -83,8 +86,7 @@ struct SourceOptions {
   } kind = Kind::automatic;
   bool direct = false;            // O_DIRECT (uring)
   bool evict_after_read = false;  // drop what was read from the page cache (--cold)
-  uint32_t queue_depth = 0;       // reads in flight for asynchronous sources (uring, nfs)
-  char null_file[256] = {};       // null: serve this file's bytes; empty: a built-in JPEG
+  std::string null_file;          // null: serve this file's bytes; empty: a built-in JPEG
 };
 
 const char* source_kind_name(SourceOptions::Kind k);
@@ -98,6 +100,9 @@ struct SourceSpec {
   std::string root;  // a directory or an nfs:// URL
   bool sharded = false;
   SourceOptions options;
+  // Reads an asynchronous source (uring, null, nfs) keeps in flight, as the reader that
+  // submits them asks (uring:QD); 0: the source's own default.
+  uint32_t queue_depth = 0;
 };
 
 // The interface. One instance per thread or process: instances share nothing mutable, so
@@ -149,8 +154,10 @@ std::unique_ptr<Source> make_nfs_source(const SourceSpec& spec);    // source_nf
 std::unique_ptr<Source> make_shard_source(const SourceSpec& spec);  // source_shard.cc
 // The built-in ones.
 std::unique_ptr<Source> make_pread_source(const SourceOptions& options);
-std::unique_ptr<Source> make_uring_source(const SourceOptions& options);  // throws without io_uring
-std::unique_ptr<Source> make_null_source(const SourceOptions& options);
+// queue_depth: as SourceSpec's (0: the source's default).
+std::unique_ptr<Source> make_uring_source(const SourceOptions& options,
+                                          uint32_t queue_depth = 0);  // throws without io_uring
+std::unique_ptr<Source> make_null_source(const SourceOptions& options, uint32_t queue_depth = 0);
 
 // The bytes the null source serves by default: a valid 256x256 baseline JPEG, made once.
 std::span<const uint8_t> null_source_jpeg();

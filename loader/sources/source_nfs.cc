@@ -26,7 +26,7 @@ class NfsSource final : public Source {
   explicit NfsSource(const SourceSpec& spec)
       : spec_(spec),
         root_(parse_nfs_url(spec.root)),
-        depth_(spec.options.queue_depth ? spec.options.queue_depth : kDefaultDepth) {}
+        depth_(spec.queue_depth ? spec.queue_depth : kDefaultDepth) {}
 
   const char* name() const override { return "nfs"; }
   uint32_t capabilities() const override { return kAsync; }  // depth_ is never 0

@@ -35,19 +35,21 @@ namespace {
 
 class NullSource final : public Source {
  public:
-  explicit NullSource(const SourceOptions& o) : options_(o) {
-    if (o.null_file[0] == '\0') {
+  NullSource(const SourceOptions& o, uint32_t depth) : options_(o), depth_(depth ? depth : 64) {
+    if (o.null_file.empty()) {
       bytes_ = null_source_jpeg();
     } else {
-      read_file(std::string(o.null_file, strnlen(o.null_file, sizeof o.null_file)), own_);
+      read_file(o.null_file, own_);
       bytes_ = own_;
     }
   }
   const char* name() const override { return "null"; }
   uint32_t capabilities() const override { return kAsync; }
-  std::unique_ptr<Source> clone() const override { return std::make_unique<NullSource>(options_); }
+  std::unique_ptr<Source> clone() const override {
+    return std::make_unique<NullSource>(options_, depth_);
+  }
   std::span<const uint8_t> read(const SampleLocation&, ReadBuffer&) override { return bytes_; }
-  size_t queue_depth() const override { return options_.queue_depth ? options_.queue_depth : 64; }
+  size_t queue_depth() const override { return depth_; }
   void submit(const ReadRequest& r) override {
     r.buffer->reserve(bytes_.size());
     std::memcpy(r.buffer->data(), bytes_.data(), bytes_.size());
@@ -64,6 +66,7 @@ class NullSource final : public Source {
 
  private:
   SourceOptions options_;
+  uint32_t depth_;
   std::vector<uint8_t> own_;
   std::span<const uint8_t> bytes_;
   std::deque<ReadCompletion> done_;
@@ -71,8 +74,8 @@ class NullSource final : public Source {
 
 }  // namespace
 
-std::unique_ptr<Source> make_null_source(const SourceOptions& options) {
-  return std::make_unique<NullSource>(options);
+std::unique_ptr<Source> make_null_source(const SourceOptions& options, uint32_t queue_depth) {
+  return std::make_unique<NullSource>(options, queue_depth);
 }
 
 }  // namespace stoker

@@ -47,8 +47,8 @@ struct Flight {
 
 class UringSource final : public Source {
  public:
-  explicit UringSource(const SourceOptions& o)
-      : options_(o), depth_(o.queue_depth ? o.queue_depth : 32), pread_(make_pread_source(o)) {
+  UringSource(const SourceOptions& o, uint32_t depth)
+      : options_(o), depth_(depth ? depth : 32), pread_(make_pread_source(o)) {
     const int rc = io_uring_queue_init(static_cast<unsigned>(depth_), &ring_, 0);
     if (rc < 0) fail("io_uring is unavailable here: io_uring_queue_init: {}", errno_text(-rc));
     flights_.resize(depth_);
@@ -73,7 +73,9 @@ class UringSource final : public Source {
 
   const char* name() const override { return "uring"; }
   uint32_t capabilities() const override { return kAsync | kLocalRanges; }
-  std::unique_ptr<Source> clone() const override { return std::make_unique<UringSource>(options_); }
+  std::unique_ptr<Source> clone() const override {
+    return std::make_unique<UringSource>(options_, static_cast<uint32_t>(depth_));
+  }
   std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) override {
     return pread_->read(where, buf);
   }
@@ -236,8 +238,8 @@ class UringSource final : public Source {
 
 }  // namespace
 
-std::unique_ptr<Source> make_uring_source(const SourceOptions& options) {
-  return std::make_unique<UringSource>(options);
+std::unique_ptr<Source> make_uring_source(const SourceOptions& options, uint32_t queue_depth) {
+  return std::make_unique<UringSource>(options, queue_depth);
 }
 
 void set_uring_completion_hook(UringCompletionHook hook) {
@@ -250,7 +252,7 @@ void set_uring_completion_hook(UringCompletionHook hook) {
 
 namespace stoker {
 
-std::unique_ptr<Source> make_uring_source(const SourceOptions&) {
+std::unique_ptr<Source> make_uring_source(const SourceOptions&, uint32_t) {
   fail("this build of stoker has no io_uring (liburing was not found at build time)");
 }
 

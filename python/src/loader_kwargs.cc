@@ -317,7 +317,7 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
     throw pyb::value_error(
         fmt::format("rank must be below world_size ({}), got {}", c.sampler.world, c.sampler.rank));
   c.warn = extra.warn;
-  if (c.direct && c.reader.kind != ReaderSpec::Kind::uring) {
+  if (c.source.direct && c.reader.kind != ReaderSpec::Kind::uring) {
     throw pyb::value_error(fmt::format(
         "direct=True needs a uring reader (O_DIRECT wants aligned buffers); reader {} reads "
         "through the page cache",

@@ -94,9 +94,7 @@ class Nfs : public ::testing::Test {
   void SetUp() override { STOKER_REQUIRE_NFS(*server_); }
 
   static std::unique_ptr<Source> nfs_source(const std::string& root, uint32_t depth = 0) {
-    SourceOptions o;
-    o.queue_depth = depth;
-    return make_source(SourceSpec{root, false, o});
+    return make_source(SourceSpec{root, false, SourceOptions{}, depth});
   }
 
   static TempDir* dir_;

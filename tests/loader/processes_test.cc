@@ -326,6 +326,38 @@ TEST(Processes, MissingWorkerBinaryIsAClearError) {
   }
 }
 
+// --source null --null-file: the path reaches the workers through the wire form of the
+// source options (a fixed char array); a path too long for it is refused naming it, never cut
+// short into another path.
+TEST(Processes, NullFileReachesTheWorkersAndTooLongAPathIsAClearError) {
+  TempDir d;
+  const std::string root = make_dataset(d, GenPattern::photo, 64, 2, 4);
+  const Index index = open_index(root);
+  LoaderConfig c = config_for("serial");
+  c.source.kind = SourceOptions::Kind::null;
+  c.source.null_file = root + "/class_001/img_000000.jpg";
+  Iterator serial(index, c);
+  const EpochRecord want = run_epoch(serial, 0);
+  LoaderConfig builtin = c;
+  builtin.source.null_file.clear();
+  Iterator other(index, builtin);
+  ASSERT_NE(run_epoch(other, 0).epoch_checksum, want.epoch_checksum) << "the file is not served";
+  c.reader = parse_reader("processes:2");
+  Iterator it(index, c);
+  expect_same({run_epoch(it, 0)}, {want}, "processes:2 --null-file");
+  // The same file by a 301-byte path ("./" repeated): the parent's own source reads it.
+  std::string dots;
+  for (int i = 0; i < 130; ++i) dots += "./";
+  c.source.null_file = root + "/" + dots + "class_001/img_000000.jpg";
+  try {
+    Iterator too_long(index, c);
+    FAIL() << "a " << c.source.null_file.size() << "-byte --null-file reached the workers";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 255 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(dots), std::string::npos) << e.what();
+  }
+}
+
 // A worker reads paths in place from the shared index: its private memory is the same for
 // 40 samples and for 300 000.
 TEST(Processes, WorkerMemoryDoesNotGrowWithTheIndex) {

@@ -192,7 +192,7 @@ const std::string& clean_set() {
 LoaderConfig config(const std::string& reader, SourceOptions::Kind source) {
   LoaderConfig c;
   c.reader = parse_reader(reader);
-  c.source = source;
+  c.source.kind = source;
   c.sampler.batch_size = 8;
   c.sampler.seed = 7;
   c.transform.size = 32;

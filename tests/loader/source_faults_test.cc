@@ -106,7 +106,7 @@ std::vector<std::tuple<SourceCase, FaultCase>> cases() {
 LoaderConfig config(const std::string& reader) {
   LoaderConfig c;
   c.reader = parse_reader(reader);
-  c.source = SourceOptions::Kind::pread;
+  c.source.kind = SourceOptions::Kind::pread;
   c.sampler.batch_size = 6;
   c.sampler.seed = 9;
   c.transform.size = 32;
@@ -117,8 +117,8 @@ LoaderConfig config(const std::string& reader) {
 
 LoaderConfig config(const SourceCase& s) {
   LoaderConfig c = config(s.reader);
-  c.source = s.source;
-  c.direct = s.direct;
+  c.source.kind = s.source;
+  c.source.direct = s.direct;
   return c;
 }
 

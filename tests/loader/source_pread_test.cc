@@ -29,7 +29,7 @@ using test::TempDir;
 LoaderConfig config(const std::string& reader) {
   LoaderConfig c;
   c.reader = parse_reader(reader);
-  c.source = SourceOptions::Kind::pread;
+  c.source.kind = SourceOptions::Kind::pread;
   c.sampler.batch_size = 5;
   c.sampler.seed = 3;
   c.transform.size = 32;
@@ -121,8 +121,8 @@ TEST_F(PreadSource, EvictionReallyEmptiesThePageCache) {
       }
     }
     LoaderConfig c = config(reader);
-    c.source = source;
-    c.evict_after_read = true;
+    c.source.kind = source;
+    c.source.evict_after_read = true;
     warm(index);
     const Outcome got = run(index, c);
     EXPECT_EQ(got.checksums, want.checksums) << reader;

@@ -87,7 +87,7 @@ TEST_F(UringFaults, FileThatShrankAfterFstatIsReadAsItIsNow) {
       {
         Faults f(p);
         LoaderConfig c = config("uring:4:2");
-        c.direct = direct;
+        c.source.direct = direct;
         got = run(index, c);
         EXPECT_GT(f.counts().cqe_faults, 0u);
       }
@@ -148,7 +148,7 @@ TEST_F(UringFaults, FilesChangedAfterIndexingAreReadAsTheyAreNow) {
   for (const bool direct : {false, true}) {
     if (direct && !direct_supported()) continue;
     LoaderConfig c = config("uring:8:2");
-    c.direct = direct;
+    c.source.direct = direct;
     const Outcome got = run(index, c);
     EXPECT_EQ(got.checksums, serial.checksums) << (direct ? "O_DIRECT" : "buffered");
     EXPECT_EQ(got.bad, serial.bad) << (direct ? "O_DIRECT" : "buffered");

@@ -135,7 +135,7 @@ TEST_F(Uring, DirectIoGivesTheSameBatches) {
   const Index index = open_index(root);
   const RunResult serial = run(index, config("serial"), 1);
   LoaderConfig c = config("uring:8:2");
-  c.direct = true;
+  c.source.direct = true;
   const RunResult u = run(index, c, 1);
   EXPECT_EQ(u.epoch_checksums, serial.epoch_checksums);
   EXPECT_EQ(u.bytes_read, index.total_bytes());  // sizes not multiples of 4 KiB read exactly
