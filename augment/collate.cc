@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "augment/row_kernels.h"
 #include "common/error.h"
 
 namespace stoker {
@@ -37,17 +38,28 @@ Normalizer::Normalizer(const OutputSpec& s) : spec(s) {
   }
 }
 
+STOKER_CLONES void normalise_plane_f32(const uint8_t* __restrict src, int n, float mean, float std,
+                                       float* __restrict out) {
+  for (int k = 0; k < n; ++k) out[k] = (static_cast<float>(src[k]) / 255.0f - mean) / std;
+}
+
+STOKER_CLONES void normalise_interleaved_f32(const uint8_t* __restrict src, int w,
+                                             const float* mean, const float* std,
+                                             float* __restrict out) {
+  const float m0 = mean[0], m1 = mean[1], m2 = mean[2];
+  const float s0 = std[0], s1 = std[1], s2 = std[2];
+  for (int x = 0; x < w; ++x) {
+    out[3 * x + 0] = (static_cast<float>(src[3 * x + 0]) / 255.0f - m0) / s0;
+    out[3 * x + 1] = (static_cast<float>(src[3 * x + 1]) / 255.0f - m1) / s1;
+    out[3 * x + 2] = (static_cast<float>(src[3 * x + 2]) / 255.0f - m2) / s2;
+  }
+}
+
 namespace {
 
 // Each row kernel is one plain loop that GCC vectorises (stride-3 loads become shuffles, a
-// flip a reversed store); target_clones builds it for AVX-512, AVX2 and baseline x86-64 and
-// picks one at load time. The f32 arithmetic is ToTensor + Normalize's, element by element,
-// so every clone gives the same bits (IEEE division and subtraction, no contraction).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define STOKER_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STOKER_CLONES
-#endif
+// flip a reversed store), built by STOKER_CLONES (augment/row_kernels.h); the f32 arithmetic
+// is ToTensor + Normalize's, element by element, as in the shared kernels below.
 
 struct Affine {
   float mean[3], std[3];
@@ -61,15 +73,6 @@ STOKER_CLONES void planar_f32(const uint8_t* src, int w, const Affine& a, float*
     r[x] = (static_cast<float>(src[3 * x + 0]) / 255.0f - m0) / s0;
     g[x] = (static_cast<float>(src[3 * x + 1]) / 255.0f - m1) / s1;
     b[x] = (static_cast<float>(src[3 * x + 2]) / 255.0f - m2) / s2;
-  }
-}
-
-STOKER_CLONES void interleaved_f32(const uint8_t* src, int w, const Affine& a,
-                                   float* __restrict out) {
-  for (int x = 0; x < w; ++x) {
-    for (int c = 0; c < 3; ++c) {
-      out[3 * x + c] = (static_cast<float>(src[3 * x + c]) / 255.0f - a.mean[c]) / a.std[c];
-    }
   }
 }
 
@@ -126,7 +129,7 @@ void collate_sample(const cv::Mat& rgb, bool flip, const Normalizer& norm, void*
       if (s.layout == Layout::nchw) {
         planar_f32(row, w, a, out + at, out + plane + at, out + 2 * plane + at);
       } else {
-        interleaved_f32(row, w, a, out + 3 * at);
+        normalise_interleaved_f32(row, w, a.mean, a.std, out + 3 * at);
       }
     } else {
       uint8_t* out = static_cast<uint8_t*>(dst);

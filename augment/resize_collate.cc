@@ -18,17 +18,12 @@
 #include <immintrin.h>
 #endif
 
+#include "augment/row_kernels.h"
 #include "common/error.h"
 
 namespace stoker {
 
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define STOKER_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define STOKER_CLONES
-#endif
 
 constexpr int kCoefScale = 1 << 11;  // OpenCV's INTER_RESIZE_COEF_SCALE
 
@@ -163,23 +158,6 @@ STOKER_CLONES void fused_vertical(const int16_t* __restrict h0, const int16_t* _
   }
 }
 
-// ToTensor + Normalize's float32 operations, as collate_sample's row kernels.
-STOKER_CLONES void fused_plane_f32(const uint8_t* __restrict src, int n, float mean, float std,
-                                   float* __restrict out) {
-  for (int k = 0; k < n; ++k) out[k] = (static_cast<float>(src[k]) / 255.0f - mean) / std;
-}
-
-STOKER_CLONES void fused_interleaved_f32(const uint8_t* __restrict src, int w, const float* mean,
-                                         const float* std, float* __restrict out) {
-  const float m0 = mean[0], m1 = mean[1], m2 = mean[2];
-  const float s0 = std[0], s1 = std[1], s2 = std[2];
-  for (int x = 0; x < w; ++x) {
-    out[3 * x + 0] = (static_cast<float>(src[3 * x + 0]) / 255.0f - m0) / s0;
-    out[3 * x + 1] = (static_cast<float>(src[3 * x + 1]) / 255.0f - m1) / s1;
-    out[3 * x + 2] = (static_cast<float>(src[3 * x + 2]) / 255.0f - m2) / s2;
-  }
-}
-
 // Writes one output row (u8, in the output's order) to row y of dst.
 void fused_store_row(const uint8_t* row, int y, int out_w, int out_h, const OutputSpec& s,
                      void* dst) {
@@ -188,9 +166,10 @@ void fused_store_row(const uint8_t* row, int y, int out_w, int out_h, const Outp
     float* out = static_cast<float*>(dst);
     if (s.layout == Layout::nchw) {
       for (int c = 0; c < 3; ++c)
-        fused_plane_f32(row + size_t(c) * out_w, out_w, s.mean[c], s.std[c], out + c * plane + at);
+        normalise_plane_f32(row + size_t(c) * out_w, out_w, s.mean[c], s.std[c],
+                            out + c * plane + at);
     } else {
-      fused_interleaved_f32(row, out_w, s.mean.data(), s.std.data(), out + 3 * at);
+      normalise_interleaved_f32(row, out_w, s.mean.data(), s.std.data(), out + 3 * at);
     }
   }
   // u8 rows were written in place by the vertical pass.
