@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -257,6 +258,41 @@ TEST(ReportHtml, PerSizeTableForCellsWhoseSizeChanged) {
   EXPECT_EQ(count(html, "<td>192x192</td>"), 1u);
   EXPECT_EQ(count(html, "<td>224x224</td>"), 0u);
   EXPECT_EQ(count(render_report(study({fixed})), "per-size"), 0u);
+}
+
+// The texts of one row of the cells table (the one whose reader is `reader`), by heading.
+std::map<std::string, std::string> cells_row(const std::string& html, const std::string& reader) {
+  const auto texts = [](const std::string& part, const char* open, const char* close) {
+    std::vector<std::string> out;
+    for (size_t p = part.find(open); p != std::string::npos; p = part.find(open, p + 1)) {
+      const size_t b = part.find('>', p) + 1;
+      out.push_back(part.substr(b, part.find(close, b) - b));
+    }
+    return out;
+  };
+  const size_t table = html.find(R"(id="cells")");
+  const size_t body = html.find("<tbody>", table);
+  const auto heads = texts(html.substr(table, body - table), "<th>", "</th>");
+  const size_t row = html.find("<td>" + reader + "</td>", body);
+  if (table == std::string::npos || row == std::string::npos) return {};
+  const size_t b = html.rfind("<tr", row), e = html.find("</tr>", row);
+  const auto tds = texts(html.substr(b, e - b), "<td", "</td>");
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < heads.size() && i < tds.size(); ++i) out[heads[i]] = tds[i];
+  return out;
+}
+
+// The table's spread column is the conclusions' one formula, (max - min) / median of the
+// cell's runs; a cell run once has none.
+TEST(ReportHtml, CellsTableShowsEachCellsSpread) {
+  const std::string html = render_report(study(
+      {repeated(cell("serial", 1.2, 0.5), {1.5, 1.0, 1.2}),
+       repeated(cell("threads:2", 1.0, 0.3), {0.99, 1.0, 1.03}), cell("processes:2", 0.9, 0.2)}));
+  EXPECT_EQ(cells_row(html, "serial")["spread"], "42%") << html;  // 0.5 / 1.2
+  EXPECT_EQ(cells_row(html, "threads:2")["spread"], "4.0%");      // 0.04 / 1.0
+  EXPECT_EQ(cells_row(html, "processes:2")["spread"], "");
+  EXPECT_EQ(cells_row(html, "serial")["time (s)"], "1.2");
+  EXPECT_NE(html.find("3 runs per cell, spread up to 42%"), std::string::npos);
 }
 
 TEST(ReportHtml, TraceExcerptShowsSlowAndFastWithWorkerLanes) {

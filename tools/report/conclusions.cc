@@ -42,18 +42,9 @@ double wall(const Json* c) {
   return num_or(*c, "wall_s", 0);
 }
 
-// A cell's repeats (`wall_s_runs`, `stoker study --repeats`): their spread, (max - min) /
-// median, is the noise of that cell; 0 for a single run.
+// A cell's spread over its repeats (study_json.h); 0 for a single run.
 double spread(const Json* c) {
-  const Json& runs = c->contains("wall_s_runs") ? (*c)["wall_s_runs"] : Json();
-  if (!runs.is_array() || runs.size() < 2) return 0;
-  double lo = 1e300, hi = 0;
-  for (const Json& r : runs)
-    if (r.is_number()) {
-      lo = std::min(lo, r.get<double>());
-      hi = std::max(hi, r.get<double>());
-    }
-  return wall(c) > 0 && hi >= lo ? (hi - lo) / wall(c) : 0;
+  return report::spread(*c).value_or(0);
 }
 
 // The relative difference below which two cells are "the same": the run-to-run noise of

@@ -60,6 +60,13 @@ std::string pct(const Json& c, const char* key) {
   return v ? fmt::format("{:.0f}%", 100 * *v) : "";
 }
 
+// The cell's run-to-run spread (report::spread) as a percentage; blank for a single run.
+std::string spread_pct(const Json& c) {
+  const auto s = report::spread(c);
+  if (!s) return "";
+  return 100 * *s < 10 ? fmt::format("{:.1f}%", 100 * *s) : fmt::format("{:.0f}%", 100 * *s);
+}
+
 std::string number(const Json& c, const char* key) {
   const auto v = num(c, key);
   return v ? report::short_num(*v) : "";
@@ -98,10 +105,10 @@ std::string banner(const Json& ctx, size_t finished, size_t failed) {
 
 std::string cells_table(const std::vector<const Json*>& cs) {
   static const char* const heads[] = {
-      "dataset",        "storage",  "consumer",    "reader",        "status",
-      "time (s)",       "images/s", "read MB/s",   "data wait",     "utilisation",
-      "gaps",           "bound",    "read ms/img", "decode ms/img", "augment ms/img",
-      "collate ms/img", "cores",    "wait p50 ms", "wait p90 ms",   "wait p99 ms"};
+      "dataset",     "storage",     "consumer",      "reader",         "status",         "time (s)",
+      "spread",      "images/s",    "read MB/s",     "data wait",      "utilisation",    "gaps",
+      "bound",       "read ms/img", "decode ms/img", "augment ms/img", "collate ms/img", "cores",
+      "wait p50 ms", "wait p90 ms", "wait p99 ms"};
   std::string html = R"(<div class="wrap"><table class="sortable" id="cells"><thead><tr>)";
   for (const char* h : heads) html += fmt::format("<th>{}</th>", h);
   html += "</tr></thead><tbody>";
@@ -112,13 +119,13 @@ std::string cells_table(const std::vector<const Json*>& cs) {
     html += failed ? R"(<tr class="failed">)" : "<tr>";
     html += td(str(*c, "dataset")) + td(str(*c, "storage")) + td(str(*c, "consumer")) +
             td(str(*c, "reader")) + td(str(*c, "status", "ok")) + td(number(*c, "wall_s"), true) +
-            td(number(*c, "images_per_s"), true) + td(number(*c, "read_mb_per_s"), true) +
-            td(pct(*c, "data_wait_share"), true) + td(pct(*c, "accelerator_utilisation"), true) +
-            td(pct(*c, "gap_share"), true) + td(str(*c, "bound")) + td(number(cpu, "read"), true) +
-            td(number(cpu, "decode"), true) + td(number(cpu, "augment"), true) +
-            td(number(cpu, "collate"), true) + td(number(*c, "cores_used"), true) +
-            td(number(wait, "p50"), true) + td(number(wait, "p90"), true) +
-            td(number(wait, "p99"), true);
+            td(spread_pct(*c), true) + td(number(*c, "images_per_s"), true) +
+            td(number(*c, "read_mb_per_s"), true) + td(pct(*c, "data_wait_share"), true) +
+            td(pct(*c, "accelerator_utilisation"), true) + td(pct(*c, "gap_share"), true) +
+            td(str(*c, "bound")) + td(number(cpu, "read"), true) + td(number(cpu, "decode"), true) +
+            td(number(cpu, "augment"), true) + td(number(cpu, "collate"), true) +
+            td(number(*c, "cores_used"), true) + td(number(wait, "p50"), true) +
+            td(number(wait, "p90"), true) + td(number(wait, "p99"), true);
     html += "</tr>\n";
   }
   return html + "</tbody></table></div>";

@@ -90,4 +90,19 @@ std::string reader_kind(const Json& cell) {
   return r.substr(0, r.find(':'));
 }
 
+std::optional<double> spread(const Json& cell) {
+  const Json& runs = arr(cell, "wall_s_runs");
+  double lo = 1e300, hi = 0;
+  size_t n = 0;
+  for (const Json& r : runs)
+    if (r.is_number()) {
+      lo = std::min(lo, r.get<double>());
+      hi = std::max(hi, r.get<double>());
+      ++n;
+    }
+  const double median = num_or(cell, "wall_s", 0);
+  if (n < 2 || !(median > 0) || hi < lo) return std::nullopt;
+  return (hi - lo) / median;
+}
+
 }  // namespace stoker::report

@@ -34,4 +34,9 @@ double workers(const Json& cell);
 // "serial", "threads", ...: "reader_kind" if present, else the reader name before ':'.
 std::string reader_kind(const Json& cell);
 
+// A cell's run-to-run noise over its repeats (`wall_s_runs`, `stoker study --repeats`):
+// (max - min) / median, the median being the cell's `wall_s`. Absent for fewer than two
+// runs. The one formula: the conclusions and the table both read it.
+std::optional<double> spread(const Json& cell);
+
 }  // namespace stoker::report
