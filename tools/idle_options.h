@@ -2,7 +2,8 @@
 // Options that would do nothing in the combination given (a flip under evaluation's centre
 // crop, milestones under a cosine schedule, transforms with --no-decode) are usage errors,
 // as `--synthetic --reader` is: a silently ignored option is a wrong conclusion waiting to
-// happen. One rule table for every subcommand; it reads the parsed command line only.
+// happen. The rules are tools/idle_rules.h's table (stoker.Loader reads the same one); this
+// reads the parsed command line only.
 #pragma once
 
 #include <CLI/CLI.hpp>

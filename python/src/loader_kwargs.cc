@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/system_info.h"
+#include "tools/idle_rules.h"
 #include "tools/loader_options.h"
 
 namespace stoker::py {
@@ -284,6 +285,55 @@ const std::vector<PyOption>& py_options() {
   return m;
 }
 
+// The CLI option a row mirrors ("--no-decode" of "--no-decode (inverted)"); "" for none.
+std::string cli_option(const PyOption& r) {
+  if (r.cli == nullptr || r.cli[0] != '-') return "";
+  const std::string s = r.cli;
+  return s.substr(0, s.find(' '));
+}
+
+const PyOption* row_of_cli(const char* cli) {
+  for (const PyOption& r : py_options())
+    if (cli_option(r) == cli) return &r;
+  return nullptr;
+}
+
+// The CLI's idle-option rules (tools/idle_rules.h) over the Python arguments: an argument
+// stands for its CLI option as the same command line would give it (a bool for a flag is
+// the flag given when on: decode=False is --no-decode, decode=True no flag at all).
+void refuse_idle_kwargs(const pyb::dict& kwargs) {
+  const auto passed = [&](const char* cli) -> const PyOption* {
+    const PyOption* r = row_of_cli(cli);
+    return r != nullptr && kwargs.contains(r->name) ? r : nullptr;
+  };
+  OptionLookup args;
+  args.has = [](const char* cli) { return row_of_cli(cli) != nullptr; };
+  args.given = [&](const char* cli) {
+    const PyOption* r = passed(cli);
+    if (r == nullptr) return false;
+    const pyb::handle v = kwargs[r->name];
+    if (!PyBool_Check(v.ptr())) return true;
+    return v.cast<bool>() != (std::string(r->cli).find("(inverted)") != std::string::npos);
+  };
+  args.value = [&](const char* cli) -> std::string {
+    const PyOption* r = row_of_cli(cli);
+    if (r == nullptr) return "";
+    const pyb::object v = passed(cli) ? pyb::reinterpret_borrow<pyb::object>(kwargs[r->name])
+                                      : r->fallback(LoaderOptions{});
+    return pyb::str(v);
+  };
+  const auto found = find_idle_option(args);
+  if (!found) return;
+  const PyOption* idle = row_of_cli(found->idle);
+  const PyOption* trigger = row_of_cli(found->rule->trigger);
+  const std::string trigger_value =
+      passed(found->rule->trigger) ? std::string(pyb::repr(kwargs[trigger->name]))
+                                   : std::string(pyb::repr(trigger->fallback(LoaderOptions{})));
+  throw pyb::value_error(fmt::format("{} means nothing with {}={} ({}; the CLI refuses {} with {})",
+                                     idle->name, trigger->name, trigger_value, found->rule->why,
+                                     found->idle, found->rule->trigger));
+}
+
 }  // namespace
 
 LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
@@ -301,6 +351,7 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
     }
     it->set(o, extra, v);
   }
+  refuse_idle_kwargs(kwargs);
   if (kwargs.contains("size") && kwargs.contains("size_schedule"))
     throw pyb::value_error("give size or size_schedule, not both (a schedule sets every size)");
   LoaderConfig c;
@@ -338,6 +389,21 @@ pyb::dict cli_names() {
   for (const PyOption& r : py_options())
     d[r.name] = r.cli != nullptr ? pyb::object(pyb::str(r.cli)) : pyb::object(pyb::none());
   return d;
+}
+
+pyb::list idle_rules_table() {
+  pyb::list out;
+  for (const IdleRule& r : idle_rules()) {
+    pyb::dict d;
+    d["trigger"] = r.trigger;
+    d["flag"] = r.flag;
+    d["example"] = r.example;
+    pyb::list idle;
+    for (const char* o : r.idle) idle.append(o);
+    d["idle"] = idle;
+    out.append(d);
+  }
+  return out;
 }
 
 }  // namespace stoker::py

@@ -20,4 +20,8 @@ pybind11::dict default_kwargs();
 // Python name -> the CLI option it mirrors (None: Python only), as stoker.CLI_NAMES.
 pybind11::dict cli_names();
 
+// The CLI's idle-option rules (tools/idle_rules.h), which config_from_kwargs applies, as
+// [{trigger, flag, example, idle: [...]}] by CLI option name: the tests walk them.
+pybind11::list idle_rules_table();
+
 }  // namespace stoker::py

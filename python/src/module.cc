@@ -37,6 +37,7 @@ PYBIND11_MODULE(_stoker, m) {
   stoker::py::install_log_sink();
   m.def("drain_log", &stoker::py::drain_log);
   m.def("cli_names", &stoker::py::cli_names);
+  m.def("idle_rules", &stoker::py::idle_rules_table);
 
   pyb::class_<LoaderCore, std::shared_ptr<LoaderCore>>(m, "LoaderCore")
       .def(pyb::init([](const std::string& dataset, const pyb::dict& kwargs) {
