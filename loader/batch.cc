@@ -26,8 +26,13 @@ BatchPool::BatchPool(size_t count, size_t capacity, const OutputSpec& spec,
   for (Batch& b : batches_) {
     b.spec = spec;
     b.capacity = capacity;
-    b.data = memory.allocate ? memory.allocate(rounded) : std::aligned_alloc(4096, rounded);
-    if (!b.data) fail("cannot allocate a batch of {} bytes", rounded);
+    try {
+      b.data = memory.allocate ? memory.allocate(rounded) : std::aligned_alloc(4096, rounded);
+      if (!b.data) fail("cannot allocate a batch of {} bytes", rounded);
+    } catch (...) {  // no destructor runs for a half-made pool: give back (unpin) the rest
+      free_all();
+      throw;
+    }
     std::memset(b.data, 0, rounded);  // touch now: resident memory is flat from here on
     b.labels.assign(capacity, 0);
     b.indices.assign(capacity, 0);
@@ -38,6 +43,10 @@ BatchPool::BatchPool(size_t count, size_t capacity, const OutputSpec& spec,
 }
 
 BatchPool::~BatchPool() {
+  free_all();
+}
+
+void BatchPool::free_all() {
   for (Batch& b : batches_) {
     if (b.data == nullptr) continue;
     if (release_) {
@@ -45,6 +54,7 @@ BatchPool::~BatchPool() {
     } else {
       std::free(b.data);
     }
+    b.data = nullptr;
   }
 }
 

@@ -56,6 +56,7 @@ class BatchPool {
   size_t bytes() const { return bytes_; }
 
  private:
+  void free_all();
   std::vector<Batch> batches_;
   size_t bytes_ = 0;
   std::function<void(void*)> release_;  // memory.release, or null for std::free

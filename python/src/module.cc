@@ -12,6 +12,7 @@
 #include "python/src/loader_core.h"
 #include "python/src/loader_kwargs.h"
 #include "python/src/log_bridge.h"
+#include "python/src/pinned_memory.h"
 
 namespace pyb = pybind11;
 using stoker::py::BatchLease;
@@ -40,12 +41,19 @@ PYBIND11_MODULE(_stoker, m) {
   m.def("idle_rules", &stoker::py::idle_rules_table);
 
   pyb::class_<LoaderCore, std::shared_ptr<LoaderCore>>(m, "LoaderCore")
-      .def(pyb::init([](const std::string& dataset, const pyb::dict& kwargs) {
-             stoker::LoaderConfig config = stoker::py::config_from_kwargs(kwargs);
-             pyb::gil_scoped_release nogil;  // indexing and starting workers take a while
-             return std::make_shared<LoaderCore>(dataset, std::move(config));
-           }),
-           pyb::arg("dataset"), pyb::arg("kwargs"))
+      // pin: None, or (pin(address, nbytes), unpin(address)) for the pool's buffers
+      // (python/src/pinned_memory.h).
+      .def(pyb::init(
+               [](const std::string& dataset, const pyb::dict& kwargs, const pyb::object& pin) {
+                 stoker::LoaderConfig config = stoker::py::config_from_kwargs(kwargs);
+                 if (!pin.is_none()) {
+                   const auto hooks = pin.cast<std::pair<pyb::object, pyb::object>>();
+                   config.memory = stoker::py::python_pinned_memory(hooks.first, hooks.second);
+                 }
+                 pyb::gil_scoped_release nogil;  // indexing and starting workers take a while
+                 return std::make_shared<LoaderCore>(dataset, std::move(config));
+               }),
+           pyb::arg("dataset"), pyb::arg("kwargs"), pyb::arg("pin") = pyb::none())
       .def("start", &LoaderCore::start, pyb::arg("epoch"), pyb::arg("position"))
       .def("next", &LoaderCore::next)
       .def("position",

@@ -27,7 +27,8 @@ if "STOKER_WORKER" not in os.environ and os.access(_worker, os.X_OK):
 
 # Python name -> the CLI option it mirrors (docs/CLI.md), for the docs and error messages:
 # the module's one table of loader arguments, and this class's own two.
-CLI_NAMES = {**_stoker.cli_names(), "tensors": None, "overflow_batches": None}
+CLI_NAMES = {**_stoker.cli_names(), "tensors": None, "overflow_batches": None,
+             "pin_memory": None}
 
 # Batches copied out of a full pool that may be alive at once (Loader's overflow_batches).
 DEFAULT_OVERFLOW_BATCHES = 64
@@ -45,6 +46,25 @@ def _emit_log():
 
 def _copy_freed(counter):
     counter[0] -= 1
+
+
+def _cuda_pinning(torch):
+    """(pin, unpin) through torch's CUDA runtime: the module is built without CUDA."""
+    cudart = torch.cuda.cudart()
+
+    def pin(address, nbytes):
+        # cudaHostRegisterPortable (1): pinned for every device and context, as the CLI's
+        # GPU runs pin (train/gpu/gpu_memory.cc).
+        err = int(cudart.cudaHostRegister(address, nbytes, 1))
+        if err != 0:
+            raise RuntimeError(f"cudaHostRegister failed: CUDA error {err}")
+
+    def unpin(address):
+        # A non_blocking copy still reading the buffer ends before its pages are unlocked.
+        torch.cuda.synchronize()
+        cudart.cudaHostUnregister(address)
+
+    return pin, unpin
 
 
 class Loader:
@@ -69,6 +89,12 @@ class Loader:
       would each have their own memory; one ``RuntimeWarning`` says why and how to avoid it.
     - ``overflow_batches`` (default 64): how many such copies may be alive at once; asking
       for one more raises ``RuntimeError`` naming the cause.
+    - ``pin_memory`` (default False): batches in pinned (page-locked) host memory, as
+      DataLoader's ``pin_memory``, so ``images.to("cuda", non_blocking=True)`` is
+      asynchronous. The pool's buffers are pinned once, when the loader makes them, and
+      unpinned when it frees them (``close()``, or when the loader and its last batch are
+      gone). Without a CUDA device it warns once and runs unpinned, as DataLoader does.
+      ``tensors="torch"`` only.
     - ``warn`` (default True): one line on stderr per bad file under ``on_error="skip"``.
     - ``rank``, ``world_size`` (default 0, 1): this process's shard for data parallelism,
       as DistributedSampler: global step k takes the epoch's samples [kB, (k+1)B) with
@@ -89,6 +115,23 @@ class Loader:
             import torch  # only when asked for: NumPy users need not have it
             self._torch = torch
         self._numpy = __import__("numpy")
+        pin_memory = kwargs.pop("pin_memory", False)
+        if not isinstance(pin_memory, bool):
+            raise TypeError(f"pin_memory must be a bool, not {type(pin_memory).__name__}")
+        if pin_memory and tensors != "torch":
+            raise ValueError("pin_memory=True needs tensors='torch' (pinned memory is for "
+                             "torch's .to('cuda', non_blocking=True))")
+        pinning = None
+        if pin_memory:
+            if self._torch.cuda.is_available():
+                pinning = _cuda_pinning(self._torch)
+            else:  # as torch's DataLoader: a warning, and ordinary memory
+                warnings.warn(
+                    "stoker.Loader: pin_memory=True but no CUDA device is found: batches are "
+                    "in ordinary (pageable) memory", UserWarning, stacklevel=2)
+        self._pinned = pinning is not None
+        self._last = None  # the batch last yielded (pinned: held until its copy is done)
+        self._in_flight = []  # (CUDA event, images) of yielded batches a copy may still read
         overflow = kwargs.pop("overflow_batches", DEFAULT_OVERFLOW_BATCHES)
         if not isinstance(overflow, int) or isinstance(overflow, bool):
             raise TypeError(f"overflow_batches must be an int, not {type(overflow).__name__}")
@@ -97,13 +140,14 @@ class Loader:
         options = dict(_stoker.default_kwargs())
         options.update(kwargs)
         options["overflow_batches"] = overflow
+        options["pin_memory"] = pin_memory
         self.options = options
         # One spare buffer beyond `keep`: the one a full pool copies its batches out of.
         keep = kwargs.get("keep", options["keep"])
         if isinstance(keep, int) and not isinstance(keep, bool) and 0 <= keep < 1024:
             kwargs["keep"] = keep + 1
         try:
-            self._core = _stoker.LoaderCore(os.fspath(source), kwargs)
+            self._core = _stoker.LoaderCore(os.fspath(source), kwargs, pinning)
         finally:
             _emit_log()
         self._copies = [0]  # batches copied out of a full pool and still alive
@@ -168,6 +212,8 @@ class Loader:
         if not self._active:
             raise StopIteration
         self._live()
+        if self._pinned:
+            self._track_copies()
         # gc.collect() (batches only a reference cycle holds) before a warning or an error,
         # not on every copied batch: it costs milliseconds in a large program.
         if (self._pool_full() and not self._warned_full) or self._stuck():
@@ -195,14 +241,37 @@ class Loader:
             self._epoch += 1
             raise StopIteration
         if full:
-            return self._copy_out(lease)
-        if self._torch is not None:
+            images, labels = self._copy_out(lease)
+        elif self._torch is not None:
             images = self._torch.from_dlpack(lease)
             labels = self._torch.from_numpy(lease.labels)
         else:
             images = self._numpy.asarray(lease)
             labels = lease.labels
+        if self._pinned:
+            self._last = images
         return images, labels
+
+    # A non_blocking copy from pinned memory reads it after .to() returns, and torch does not
+    # know the pool's buffers (it tracks only memory it pinned itself): a batch dropped right
+    # after its .to() would go back to the pool, and be overwritten, while the copy reads it.
+    # So the loader keeps each yielded batch until the work queued on the current stream by
+    # the time the next one is asked for (its copy, in the usual loop) is done.
+    def _track_copies(self):
+        if self._last is not None:
+            event = self._torch.cuda.Event()
+            event.record()
+            self._in_flight.append((event, self._last))
+            self._last = None
+        self._in_flight = [(e, x) for e, x in self._in_flight if not e.query()]
+        if self._in_flight and self._pool_full():  # the held copies would fill the pool
+            self._wait_copies()
+
+    def _wait_copies(self):
+        for event, _ in self._in_flight:
+            event.synchronize()
+        self._in_flight = []
+        self._last = None
 
     def _copy_out(self, lease):
         """The batch as new memory; its pool buffer is free again once this returns."""
@@ -217,7 +286,13 @@ class Loader:
                 f"overflow_batches={self.options['overflow_batches']} alive at once). Store "
                 ".item() or .clone() of what you keep, or raise keep=",
                 RuntimeWarning, stacklevel=4)
-        images = self._numpy.array(lease, copy=True)
+        if self._pinned:  # pinned as the pool is; the array keeps the tensor it views alive
+            source = self._torch.from_dlpack(lease)
+            images = self._torch.empty(source.shape, dtype=source.dtype, pin_memory=True).numpy()
+            images[...] = source.numpy()
+            del source
+        else:
+            images = self._numpy.array(lease, copy=True)
         labels = lease.labels
         self._copies[0] += 1
         weakref.finalize(images, _copy_freed, self._copies)  # views keep `images` alive
@@ -283,6 +358,8 @@ class Loader:
         """Stops the reader (worker processes end) unless batches are still referenced, in
         which case that happens when the last one is dropped."""
         self._active = False
+        if self._pinned:
+            self._wait_copies()
         self._core = None
         _emit_log()
 
