@@ -27,6 +27,13 @@ int64_t whole_number(const std::string& s) {
   return std::stoll(s);
 }
 
+// "HxW" (or "HXW"): two whole numbers around an x, as --size takes them.
+bool is_height_by_width(const std::string& s) {
+  const size_t x = s.find_first_of("xX");
+  return x != std::string::npos && whole_number(s.substr(0, x)) >= 0 &&
+         whole_number(s.substr(x + 1)) >= 0;
+}
+
 }  // namespace
 
 int SizeSchedule::at(uint64_t epoch, uint64_t step) const {
@@ -56,6 +63,13 @@ SizeSchedule parse_size_schedule(const std::string& text, const char* option) {
         option, text, why, kMinSide, kMaxSide);
   };
   const auto side = [&](const std::string& s, const char* what) {
+    // Readers, the batch pool and the backends follow one side per step: a schedule is
+    // square, and someone who wrote HxW hears that rather than "not a whole number".
+    if (is_height_by_width(s))
+      bad(
+          fmt::format("{} '{}' is HxW, but a schedule's sizes are square, one side N for N x N "
+                      "(a non-square output is a fixed --size HxW)",
+                      what, s));
     const int64_t v = whole_number(s);
     if (v < 0) bad(fmt::format("{} '{}' is not a whole number", what, s));
     if (v < kMinSide || v > kMaxSide)

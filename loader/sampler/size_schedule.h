@@ -29,8 +29,9 @@ struct SizeSchedule {
 
 // "MIN:MAX@A-B": MIN px up to epoch A, a linear ramp to MAX by epoch B (interior values rounded
 // to a multiple of 32), MAX after; "MIN:MAX@steps:A-B" counts global optimiser steps instead
-// ("epochs:" may be said too); "N": N px throughout. Sides 32..8192, MIN <= MAX, A <= B.
-// stoker::UsageError naming `option`, the text and what is wrong.
+// ("epochs:" may be said too); "N": N px throughout. Sides 32..8192, MIN <= MAX, A <= B; a
+// size written HxW is refused as such (schedules are square). stoker::UsageError naming
+// `option`, the text and what is wrong.
 SizeSchedule parse_size_schedule(const std::string& text, const char* option = "--size-schedule");
 
 }  // namespace stoker

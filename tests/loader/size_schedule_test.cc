@@ -72,6 +72,9 @@ TEST(SizeSchedule, BadTextIsAUsageErrorSayingWhy) {
       {"160:192@0-5e", "is not two whole numbers"},
       {"160:192@-1-5", "is not two whole numbers"},
       {"", "is not a whole number"},
+      {"64x48", "the size '64x48' is HxW, but a schedule's sizes are square"},
+      {"64x48:96x72@0-5", "MIN '64x48' is HxW"},
+      {"64:96X72@0-5", "MAX '96X72' is HxW"},
   };
   for (const auto& [text, why] : bad) {
     try {

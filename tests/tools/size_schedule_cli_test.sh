@@ -21,6 +21,8 @@ expect 2 "--size-schedule '96:64@0-2': MIN 96 is larger than MAX 64" bench "$d" 
 expect 2 "the ramp starts at 5 after it ends at 2" train "$d" --size-schedule 32:64@5-2
 expect 2 "MIN 16 is outside 32..8192" train "$d" --size-schedule 16:64@0-2
 expect 2 "needs @A-B" bench "$d" --size-schedule 32:64
+expect 2 "MAX '64x48' is HxW, but a schedule's sizes are square" train "$d" \
+  --size-schedule 32:64x48@0-2
 expect 2 "--size-schedule.*excludes|excludes.*--size-schedule" bench "$d" --size 64 \
   --size-schedule 32:64@0-2
 expect 2 "--size-schedule means nothing with --synthetic" train --synthetic \
