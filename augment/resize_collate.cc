@@ -35,13 +35,24 @@ struct Tap {
   int16_t w0, w1;
 };
 
+// cvRound for the weights: to nearest, ties to even. On x86-64 the SSE conversion in the
+// default rounding mode, inline (lrintf is a libm call here, since errno semantics keep GCC
+// from inlining it).
+inline int round_even(float v) {
+#if defined(__x86_64__)
+  return _mm_cvtss_si32(_mm_set_ss(v));
+#else
+  return static_cast<int>(std::lrintf(v));
+#endif
+}
+
 Tap fused_linear_tap(int d, double scale) {
   float f = static_cast<float>((d + 0.5) * scale - 0.5);
   const int s = static_cast<int>(std::floor(f));
   f -= static_cast<float>(s);
   const float c0 = 1.f - f;
-  return {s, static_cast<int16_t>(std::lrintf(c0 * kCoefScale)),
-          static_cast<int16_t>(std::lrintf(f * kCoefScale))};
+  return {s, static_cast<int16_t>(round_even(c0 * kCoefScale)),
+          static_cast<int16_t>(round_even(f * kCoefScale))};
 }
 
 // The column table in output order (flip: read from the right): per output pixel, the byte
@@ -281,17 +292,18 @@ STOKER_CLONES void fused_vertical(const int16_t* __restrict h0, const int16_t* _
 }
 
 // Writes one output row (u8, in the output's order) to row y of dst.
-void fused_store_row(const uint8_t* row, int y, int out_w, int out_h, const OutputSpec& s,
+void fused_store_row(const uint8_t* row, int y, int out_w, int out_h, const Normalizer& norm,
                      void* dst) {
+  const OutputSpec& s = norm.spec;
   const size_t plane = size_t(out_w) * out_h, at = size_t(y) * out_w;
   if (s.dtype == DType::f32) {
     float* out = static_cast<float*>(dst);
     if (s.layout == Layout::nchw) {
       for (int c = 0; c < 3; ++c)
-        normalise_plane_f32(row + size_t(c) * out_w, out_w, s.mean[c], s.std[c],
+        normalise_plane_f32(row + size_t(c) * out_w, out_w, norm.affine[size_t(c)],
                             out + c * plane + at);
     } else {
-      normalise_interleaved_f32(row, out_w, s.mean.data(), s.std.data(), out + 3 * at);
+      normalise_interleaved_f32(row, out_w, norm.affine.data(), out + 3 * at);
     }
   }
   // u8 rows were written in place by the vertical pass.
@@ -349,7 +361,7 @@ void resize_collate(const cv::Mat& rgb, int out_w, int out_h, bool flip, const N
       row = out + size_t(y) * n;
     }
     fused_vertical(h[0], h[1], t.w0, t.w1, n, row);
-    fused_store_row(row, y, out_w, out_h, spec, dst);
+    fused_store_row(row, y, out_w, out_h, norm, dst);
   }
 }
 
