@@ -33,6 +33,16 @@ struct OutputSpec {
   size_t sample_bytes() const { return size_t(3) * width * height * element_bytes(); }
 };
 
+// One channel's ToTensor + Normalize for the vectorised row kernels (row_kernels.h).
+// (v / 255 - mean) / std costs two IEEE divisions per value, the f32 output's largest cost
+// after the decode. Each division is also the correctly rounded quotient that a product by
+// the rounded reciprocal gives after one fused multiply-add correction step (Markstein's);
+// `fma` says that this form was checked to give every one of the 256 values' bits here.
+struct ChannelAffine {
+  float mean = 0, std = 1, inv_std = 1;
+  bool fma = false;
+};
+
 // The output spec, and its f32 values as per-channel tables for code that normalises one
 // value at a time (a backend's u8 input path and its tests); collate computes the same
 // values with the same float32 operations in vectorised loops.
@@ -40,6 +50,7 @@ struct Normalizer {
   explicit Normalizer(const OutputSpec& spec);
   OutputSpec spec;
   std::array<std::array<float, 256>, 3> lut;
+  std::array<ChannelAffine, 3> affine;
 };
 
 // rgb: h x w x 3 uint8 (spec.height x spec.width, or a batch's own size when the loader's

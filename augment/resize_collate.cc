@@ -35,13 +35,24 @@ struct Tap {
   int16_t w0, w1;
 };
 
+// cvRound for the weights: to nearest, ties to even. On x86-64 the SSE conversion in the
+// default rounding mode, inline (lrintf is a libm call here, since errno semantics keep GCC
+// from inlining it).
+inline int round_even(float v) {
+#if defined(__x86_64__)
+  return _mm_cvtss_si32(_mm_set_ss(v));
+#else
+  return static_cast<int>(std::lrintf(v));
+#endif
+}
+
 Tap fused_linear_tap(int d, double scale) {
   float f = static_cast<float>((d + 0.5) * scale - 0.5);
   const int s = static_cast<int>(std::floor(f));
   f -= static_cast<float>(s);
   const float c0 = 1.f - f;
-  return {s, static_cast<int16_t>(std::lrintf(c0 * kCoefScale)),
-          static_cast<int16_t>(std::lrintf(f * kCoefScale))};
+  return {s, static_cast<int16_t>(round_even(c0 * kCoefScale)),
+          static_cast<int16_t>(round_even(f * kCoefScale))};
 }
 
 // The column table in output order (flip: read from the right): per output pixel, the byte
@@ -77,72 +88,194 @@ inline void fused_pixel_scalar(const uint8_t* src, int o, const int16_t* w, int1
     out3[c] = int16_t((src[o + c] * w[2 * c] + src[o + 3 + c] * w[2 * c + 1]) >> 4);
 }
 
-#if defined(__x86_64__)
-// The same integers with SSSE3: the two taps of a pixel are 6 adjacent bytes, so one 8-byte
-// load, a shuffle into (left, right) int16 pairs and one multiply-add give its 3 channels.
-// A pixel whose 8-byte load would pass the row's last byte takes the plain path.
-__attribute__((target("ssse3"))) inline __m128i fused_pixel_ssse3(const uint8_t* src, int src_bytes,
-                                                                  int o, const int16_t* wt) {
-  const __m128i pairs = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
-  __m128i bytes;
-  if (o + 8 <= src_bytes) {
-    bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + o));
+// The SIMD horizontal pass takes output pixels 4 at a time. Pixels 0 and 1 of a group have
+// their 12 tap bytes within one 16-byte load (A), pixels 2 and 3 within another (B): two
+// neighbours are at most 3 source pixels apart below a 3x reduction, so a pair spans at most
+// 9 + 6 bytes. Per value register (4 int32: one channel of the 4 pixels when planar; 4
+// consecutive interleaved values otherwise) a shuffle mask for A and one for B place each
+// value's (left, right) bytes as an int16 pair, and one multiply-add with the pixels' weights
+// gives the sums. Planar groups keep one register's masks: channel c's are those + c (an index
+// with the high bit set still writes 0). Two neighbouring groups' entries sit side by side,
+// so the AVX2 kernel reads a pair of groups' with one 32-byte load per entry.
+constexpr int kGroup = 4;
+constexpr uint8_t kZero = 0x80;  // a shuffle index with the high bit set writes 0
+
+// Which pixel of the group and which channel value slot j of register k holds.
+inline void group_slot(bool planar, int k, int j, int& pixel, int& channel) {
+  if (planar) {
+    pixel = j, channel = k;
   } else {
-    uint8_t tmp[8] = {};
-    std::memcpy(tmp, src + o, 6);
-    bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(tmp));
+    pixel = (kGroup * k + j) / 3, channel = (kGroup * k + j) % 3;
   }
-  const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wt));
-  return _mm_srai_epi32(_mm_madd_epi16(_mm_shuffle_epi8(bytes, pairs), w), 4);  // r g b 0
 }
 
-__attribute__((target("ssse3"))) void fused_horizontal_ssse3(const uint8_t* src, int src_bytes,
-                                                             const ResizeCollateScratch& s,
-                                                             int out_w, bool planar, int16_t* out) {
-  const int32_t* ofs = s.col_offset.data();
-  const int16_t* wt = s.col_weight.data();
-#define pixel(x) fused_pixel_ssse3(src, src_bytes, ofs[x], wt + 8 * (x))
-  int x = 0;
-  if (planar) {
-    int16_t *r = out, *g = out + out_w, *b = out + 2 * out_w;
-    for (; x + 4 <= out_w; x += 4) {
-      const __m128i v0 = pixel(x), v1 = pixel(x + 1), v2 = pixel(x + 2), v3 = pixel(x + 3);
-      const __m128i t0 = _mm_unpacklo_epi32(v0, v1), t1 = _mm_unpacklo_epi32(v2, v3);
-      const __m128i t2 = _mm_unpackhi_epi32(v0, v1), t3 = _mm_unpackhi_epi32(v2, v3);
-      const __m128i rr = _mm_unpacklo_epi64(t0, t1), gg = _mm_unpackhi_epi64(t0, t1);
-      const __m128i bb = _mm_unpacklo_epi64(t2, t3);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(r + x), _mm_packs_epi32(rr, rr));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(g + x), _mm_packs_epi32(gg, gg));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(b + x), _mm_packs_epi32(bb, bb));
+// Byte offset in group_table of group g's entry `part` (0: mask A, 1: mask B, 2: weights)
+// of register k: [pair of groups][register][part][group g, group g + 1][16 bytes].
+inline size_t group_entry(int g, int regs, int k, int part) {
+  return size_t(g / 2) * 96 * regs + size_t(k) * 96 + size_t(part) * 32 + size_t(g % 2) * 16;
+}
+
+// The group tables. A group's 16-byte loads may reach past its last tap byte: the kernels
+// check each row's readable bytes (to the image's end, so only the last row's last groups
+// are ever short) and load such a group through a copy.
+void fused_group_table(int out_w, bool planar, ResizeCollateScratch& s) {
+  const int groups = out_w / kGroup, regs = planar ? 1 : 3;
+  s.group_load.resize(size_t(2) * groups);
+  s.group_table.resize(group_entry(groups + 1, regs, 0, 0));
+  for (int g = 0; g < groups; ++g) {
+    const int32_t* o = &s.col_offset[size_t(kGroup) * g];
+    const int32_t load[2] = {std::min(o[0], o[1]), std::min(o[2], o[3])};
+    s.group_load[2 * size_t(g)] = load[0];
+    s.group_load[2 * size_t(g) + 1] = load[1];
+    for (int k = 0; k < regs; ++k) {
+      uint8_t* mask[2] = {&s.group_table[group_entry(g, regs, k, 0)],
+                          &s.group_table[group_entry(g, regs, k, 1)]};
+      auto* weight = reinterpret_cast<int16_t*>(&s.group_table[group_entry(g, regs, k, 2)]);
+      std::memset(mask[0], kZero, 16);
+      std::memset(mask[1], kZero, 16);
+      for (int j = 0; j < kGroup; ++j) {
+        int p = 0, c = 0;
+        group_slot(planar, k, j, p, c);
+        const int from = p < 2 ? 0 : 1;
+        const int rel = o[p] - load[from] + c;
+        mask[from][4 * j] = static_cast<uint8_t>(rel);
+        mask[from][4 * j + 2] = static_cast<uint8_t>(rel + 3);
+        const int16_t* w = &s.col_weight[size_t(8) * (size_t(kGroup) * g + p)];
+        weight[2 * j] = w[0], weight[2 * j + 1] = w[1];
+      }
     }
-    for (; x < out_w; ++x) {
-      int16_t v[3];
-      fused_pixel_scalar(src, ofs[x], wt + 8 * x, v);
-      r[x] = v[0], g[x] = v[1], b[x] = v[2];
+  }
+}
+
+// Pixels [x0, x1) the plain way.
+void fused_pixels_scalar(const uint8_t* src, const ResizeCollateScratch& s, int x0, int x1,
+                         int out_w, bool planar, int16_t* out) {
+  for (int p = x0; p < x1; ++p) {
+    int16_t v[3];
+    fused_pixel_scalar(src, s.col_offset[size_t(p)], &s.col_weight[size_t(8) * p], v);
+    for (int c = 0; c < 3; ++c) out[planar ? c * out_w + p : 3 * p + c] = v[c];
+  }
+}
+
+#if defined(__x86_64__)
+// Register values of one group: its (left, right) pairs from loads a and b, weighted, >> 4.
+__attribute__((target("ssse3"))) inline __m128i group_values(__m128i a, __m128i b, __m128i ma,
+                                                             __m128i mb, __m128i w) {
+  const __m128i pairs = _mm_or_si128(_mm_shuffle_epi8(a, ma), _mm_shuffle_epi8(b, mb));
+  return _mm_srai_epi32(_mm_madd_epi16(pairs, w), 4);
+}
+
+// 16 bytes from src + at, of which fewer than 16 may be readable: those through a copy.
+__attribute__((target("ssse3"))) inline __m128i load16(const uint8_t* src, int at,
+                                                       ptrdiff_t readable) {
+  if (at + 16 <= readable) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + at));
+  alignas(16) uint8_t tmp[16] = {};
+  std::memcpy(tmp, src + at, size_t(readable - at));
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+}
+
+__attribute__((target("ssse3"))) void fused_group_ssse3(const uint8_t* src, ptrdiff_t readable,
+                                                        const ResizeCollateScratch& s, int g,
+                                                        int out_w, bool planar, int16_t* out) {
+  const int x = kGroup * g;
+  const int32_t* load = &s.group_load[2 * size_t(g)];
+  const __m128i a = load16(src, load[0], readable), b = load16(src, load[1], readable);
+  const int regs = planar ? 1 : 3;
+  const auto entry = [&](int k, int part) {
+    return _mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(&s.group_table[group_entry(g, regs, k, part)]));
+  };
+  if (planar) {
+    const __m128i ma = entry(0, 0), mb = entry(0, 1), w = entry(0, 2);
+    for (int c = 0; c < 3; ++c) {
+      const __m128i add = _mm_set1_epi8(static_cast<char>(c));
+      const __m128i v = group_values(a, b, _mm_add_epi8(ma, add), _mm_add_epi8(mb, add), w);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + c * out_w + x), _mm_packs_epi32(v, v));
     }
     return;
   }
-  // Interleaved: 4 int16 stored per pixel, the 4th overwritten by the next pixel; the row
-  // buffer has one element of slack for the last.
-  for (; x < out_w; ++x) {
-    const __m128i v = pixel(x);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 3 * x), _mm_packs_epi32(v, v));
+  __m128i v[3];
+  for (int k = 0; k < 3; ++k) v[k] = group_values(a, b, entry(k, 0), entry(k, 1), entry(k, 2));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x), _mm_packs_epi32(v[0], v[1]));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 3 * x + 8), _mm_packs_epi32(v[2], v[2]));
+}
+
+__attribute__((target("ssse3"))) void fused_horizontal_ssse3(const uint8_t* src, ptrdiff_t readable,
+                                                             const ResizeCollateScratch& s,
+                                                             int out_w, bool planar, int16_t* out) {
+  const int groups = out_w / kGroup;
+  for (int g = 0; g < groups; ++g) fused_group_ssse3(src, readable, s, g, out_w, planar, out);
+  fused_pixels_scalar(src, s, kGroup * groups, out_w, out_w, planar, out);
+}
+
+// Two groups at once, one per 128-bit lane.
+__attribute__((target("avx2"))) inline __m256i lanes(const uint8_t* lo, const uint8_t* hi) {
+  return _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
+}
+
+__attribute__((target("avx2"))) inline __m256i pair_values(__m256i a, __m256i b, __m256i ma,
+                                                           __m256i mb, __m256i w) {
+  const __m256i pairs = _mm256_or_si256(_mm256_shuffle_epi8(a, ma), _mm256_shuffle_epi8(b, mb));
+  return _mm256_srai_epi32(_mm256_madd_epi16(pairs, w), 4);
+}
+
+__attribute__((target("avx2"))) void fused_horizontal_avx2(const uint8_t* src, ptrdiff_t readable,
+                                                           const ResizeCollateScratch& s, int out_w,
+                                                           bool planar, int16_t* out) {
+  const int groups = out_w / kGroup, regs = planar ? 1 : 3;
+  int g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    const int32_t* l = &s.group_load[2 * size_t(g)];
+    if (std::max({l[0], l[1], l[2], l[3]}) + 16 > readable) {
+      fused_group_ssse3(src, readable, s, g, out_w, planar, out);
+      fused_group_ssse3(src, readable, s, g + 1, out_w, planar, out);
+      continue;
+    }
+    const __m256i a = lanes(src + l[0], src + l[2]), b = lanes(src + l[1], src + l[3]);
+    const auto* t = reinterpret_cast<const __m256i*>(&s.group_table[group_entry(g, regs, 0, 0)]);
+    const int x = kGroup * g;
+    if (planar) {
+      const __m256i ma = _mm256_loadu_si256(t), mb = _mm256_loadu_si256(t + 1);
+      const __m256i w = _mm256_loadu_si256(t + 2);
+      for (int c = 0; c < 3; ++c) {
+        const __m256i add = _mm256_set1_epi8(static_cast<char>(c));
+        const __m256i v = pair_values(a, b, _mm256_add_epi8(ma, add), _mm256_add_epi8(mb, add), w);
+        // packs works per lane: quadwords 0 and 2 hold the two groups' 4 values each.
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c * out_w + x),
+                         _mm256_castsi256_si128(p));
+      }
+      continue;
+    }
+    __m256i v[3];
+    for (int k = 0; k < 3; ++k)
+      v[k] = pair_values(a, b, _mm256_loadu_si256(t + 3 * k), _mm256_loadu_si256(t + 3 * k + 1),
+                         _mm256_loadu_si256(t + 3 * k + 2));
+    const __m256i p01 = _mm256_packs_epi32(v[0], v[1]), p22 = _mm256_packs_epi32(v[2], v[2]);
+    int16_t* o = out + 3 * x;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm256_castsi256_si128(p01));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(o + 8), _mm256_castsi256_si128(p22));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 12), _mm256_extracti128_si256(p01, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(o + 20), _mm256_extracti128_si256(p22, 1));
   }
-#undef pixel
+  for (; g < groups; ++g) fused_group_ssse3(src, readable, s, g, out_w, planar, out);
+  fused_pixels_scalar(src, s, kGroup * groups, out_w, out_w, planar, out);
 }
 #endif
 
-void fused_horizontal(const uint8_t* src, int src_bytes, const ResizeCollateScratch& s, int out_w,
-                      bool planar, int16_t* out) {
+// readable: the bytes from src to the image's end (any later rows included).
+void fused_horizontal(const uint8_t* src, ptrdiff_t readable, const ResizeCollateScratch& s,
+                      int out_w, bool planar, int16_t* out) {
 #if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
   static const bool ssse3 = __builtin_cpu_supports("ssse3");
-  if (ssse3) return fused_horizontal_ssse3(src, src_bytes, s, out_w, planar, out);
+  if (avx2) return fused_horizontal_avx2(src, readable, s, out_w, planar, out);
+  if (ssse3) return fused_horizontal_ssse3(src, readable, s, out_w, planar, out);
 #endif
-  for (int x = 0; x < out_w; ++x) {
-    int16_t v[3];
-    fused_pixel_scalar(src, s.col_offset[size_t(x)], &s.col_weight[size_t(8) * x], v);
-    for (int c = 0; c < 3; ++c) out[planar ? c * out_w + x : 3 * x + c] = v[c];
-  }
+  (void)readable;
+  fused_pixels_scalar(src, s, 0, out_w, out_w, planar, out);
 }
 
 // OpenCV's vertical step on the shifted rows: ((b0 * h0) >> 16) + ((b1 * h1) >> 16) + 2) >> 2,
@@ -159,17 +292,18 @@ STOKER_CLONES void fused_vertical(const int16_t* __restrict h0, const int16_t* _
 }
 
 // Writes one output row (u8, in the output's order) to row y of dst.
-void fused_store_row(const uint8_t* row, int y, int out_w, int out_h, const OutputSpec& s,
+void fused_store_row(const uint8_t* row, int y, int out_w, int out_h, const Normalizer& norm,
                      void* dst) {
+  const OutputSpec& s = norm.spec;
   const size_t plane = size_t(out_w) * out_h, at = size_t(y) * out_w;
   if (s.dtype == DType::f32) {
     float* out = static_cast<float*>(dst);
     if (s.layout == Layout::nchw) {
       for (int c = 0; c < 3; ++c)
-        normalise_plane_f32(row + size_t(c) * out_w, out_w, s.mean[c], s.std[c],
+        normalise_plane_f32(row + size_t(c) * out_w, out_w, norm.affine[size_t(c)],
                             out + c * plane + at);
     } else {
-      normalise_interleaved_f32(row, out_w, s.mean.data(), s.std.data(), out + 3 * at);
+      normalise_interleaved_f32(row, out_w, norm.affine.data(), out + 3 * at);
     }
   }
   // u8 rows were written in place by the vertical pass.
@@ -190,6 +324,7 @@ void resize_collate(const cv::Mat& rgb, int out_w, int out_h, bool flip, const N
   const bool planar = spec.layout == Layout::nchw;
   const int n = 3 * out_w;
   fused_column_table(rgb.cols, out_w, flip, s);
+  fused_group_table(out_w, planar, s);
   const size_t stride = size_t(n) + 8;  // slack for the interleaved 4-wide stores
   s.rows.resize(2 * stride);
   s.out_row.resize(size_t(n));
@@ -204,7 +339,8 @@ void resize_collate(const cv::Mat& rgb, int out_w, int out_h, bool flip, const N
     const int r0 = std::clamp(t.src, 0, rgb.rows - 1), r1 = std::clamp(t.src + 1, 0, rgb.rows - 1);
     const auto find = [&](int r) { return held[0] == r ? 0 : held[1] == r ? 1 : -1; };
     const auto fill = [&](int slot, int r) {
-      fused_horizontal(rgb.ptr<uint8_t>(r), 3 * rgb.cols, s, out_w, planar, buf[slot]);
+      const uint8_t* row = rgb.ptr<uint8_t>(r);
+      fused_horizontal(row, rgb.dataend - row, s, out_w, planar, buf[slot]);
       held[slot] = r;
     };
     int s0 = find(r0);
@@ -225,7 +361,7 @@ void resize_collate(const cv::Mat& rgb, int out_w, int out_h, bool flip, const N
       row = out + size_t(y) * n;
     }
     fused_vertical(h[0], h[1], t.w0, t.w1, n, row);
-    fused_store_row(row, y, out_w, out_h, spec, dst);
+    fused_store_row(row, y, out_w, out_h, norm, dst);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "augment/collate.h"
+#include "augment/row_kernels.h"
 #include "common/rng.h"
 
 namespace stoker {
@@ -110,6 +111,46 @@ TEST(Collate, VectorisedRowsMatchThePerPixelDefinition) {
   }
   OutputSpec spec;
   EXPECT_EQ(Normalizer(spec).lut[1][200], (200.0f / 255.0f - 0.456f) / 0.224f);
+}
+
+// The row kernels' fused multiply-add form must give the division's bits for all 256 values
+// of every channel, or not be used: over ImageNet's constants and 300 random ones.
+TEST(Collate, TheMultiplyAddFormGivesTheDivisionsBitsOrIsNotUsed) {
+  Rng rng(11, 0, 0);
+  uint8_t values[256];
+  for (int v = 0; v < 256; ++v) values[v] = static_cast<uint8_t>(v);
+  int used = 0;
+  for (int i = 0; i < 301; ++i) {
+    OutputSpec spec;  // i == 0: torchvision's ImageNet mean and std
+    if (i > 0)
+      for (int c = 0; c < 3; ++c) {
+        spec.mean[c] = static_cast<float>(rng.uniform());
+        spec.std[c] = static_cast<float>(0.01 + 2 * rng.uniform());
+      }
+    const Normalizer norm(spec);
+    float planes[3][256], interleaved[3 * 256];
+    uint8_t rgb[3 * 256];
+    for (int c = 0; c < 3; ++c) {
+      normalise_plane_f32(values, 256, norm.affine[c], planes[c]);
+      for (int v = 0; v < 256; ++v) rgb[3 * v + c] = static_cast<uint8_t>((v + 85 * c) % 256);
+      used += norm.affine[c].fma;
+    }
+    normalise_interleaved_f32(rgb, 256, norm.affine.data(), interleaved);
+    for (int c = 0; c < 3; ++c)
+      for (int v = 0; v < 256; ++v) {
+        const float want = normalise_divide(static_cast<uint8_t>(v), spec.mean[c], spec.std[c]);
+        ASSERT_EQ(std::memcmp(&planes[c][v], &want, 4), 0)
+            << "set " << i << " c " << c << " v " << v;
+        const uint8_t u = rgb[3 * v + c];
+        const float want_i = normalise_divide(u, spec.mean[c], spec.std[c]);
+        ASSERT_EQ(std::memcmp(&interleaved[3 * v + c], &want_i, 4), 0) << "set " << i;
+      }
+    if (i == 0 && __builtin_cpu_supports("fma")) {
+      // The fast form is what the default output runs on a CPU with FMA.
+      for (int c = 0; c < 3; ++c) EXPECT_TRUE(norm.affine[c].fma) << "channel " << c;
+    }
+  }
+  RecordProperty("channels_on_the_fma_form", used);
 }
 
 TEST(Collate, ParsersNameTheValidChoices) {
