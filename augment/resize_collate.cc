@@ -340,6 +340,13 @@ void resize_collate(const cv::Mat& rgb, int out_w, int out_h, bool flip, const N
     const auto find = [&](int r) { return held[0] == r ? 0 : held[1] == r ? 1 : -1; };
     const auto fill = [&](int slot, int r) {
       const uint8_t* row = rgb.ptr<uint8_t>(r);
+#if defined(__x86_64__)
+      // The next row's bytes on their way while this one is resized.
+      if (r + 1 < rgb.rows) {
+        const char* next = reinterpret_cast<const char*>(rgb.ptr<uint8_t>(r + 1));
+        for (int b = 0; b < 3 * rgb.cols; b += 64) _mm_prefetch(next + b, _MM_HINT_T0);
+      }
+#endif
       fused_horizontal(row, rgb.dataend - row, s, out_w, planar, buf[slot]);
       held[slot] = r;
     };
