@@ -72,7 +72,9 @@ for cap in "${caps[@]}"; do
   if [ "$cap" = default ]; then
     (unset ONEDNN_MAX_CPU_ISA DNNL_MAX_CPU_ISA; ctest --test-dir "$build" -L numerics -j "$(nproc)" --output-on-failure) || { rc=1; failed+=("$cap"); }
   else
-    ONEDNN_MAX_CPU_ISA=$cap ctest --test-dir "$build" -L numerics -j "$(nproc)" --output-on-failure || { rc=1; failed+=("$cap"); }
+    # The reshape leak test holds memory, not rounding: the default run has it.
+    ONEDNN_MAX_CPU_ISA=$cap ctest --test-dir "$build" -L numerics -E 'ReshapeCyclesHoldNoMoreMemory' \
+      -j "$(nproc)" --output-on-failure || { rc=1; failed+=("$cap"); }
   fi
   ran+=("$cap ($((SECONDS - start)) s)")
   # Every test's whole output, for the errors and bounds the oracles print.
