@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The last stage of a sample: write the resized RGB image into its place in the batch
 // tensor, flipped if asked, as uint8 or as float32 normalised like torchvision's
-// ToTensor + Normalize (bit-identical: the same float32 operations, element by element, in
-// vectorised row loops).
+// ToTensor + Normalize (bit-identical: the same float32 operations element by element, or a
+// form checked to give the same bits for every value, in vectorised row loops).
 #pragma once
 
 #include <opencv2/core.hpp>

@@ -2,9 +2,9 @@
 // The row kernels that collate_sample (collate.cc) and the one-pass resize (resize_collate.cc)
 // share: ToTensor + Normalize's float32 operations, (v / 255 - mean) / std element by element
 // (IEEE division and subtraction, no contraction; or the checked fused multiply-add form that
-// gives the same bits), written once so both paths give the same bits. Each is one plain loop GCC
-// vectorises, built by STOKER_CLONES for AVX-512, AVX2 and baseline x86-64 and picked at load time;
-// every clone gives the same bits.
+// gives the same bits), written once so both paths give the same bits. Each is one plain loop
+// GCC vectorises, built by STOKER_CLONES for AVX-512, AVX2 and baseline x86-64 and picked at
+// load time; every clone gives the same bits.
 #pragma once
 
 #include <cstdint>
