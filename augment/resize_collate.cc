@@ -11,6 +11,7 @@
 #include "augment/resize_collate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -265,17 +266,30 @@ __attribute__((target("avx2"))) void fused_horizontal_avx2(const uint8_t* src, p
 }
 #endif
 
+ResizeKernel best_kernel() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();  // g_kernel's initialiser may run before the CPU model's
+  if (__builtin_cpu_supports("avx2")) return ResizeKernel::avx2;
+  if (__builtin_cpu_supports("ssse3")) return ResizeKernel::ssse3;
+#endif
+  return ResizeKernel::plain;
+}
+
+std::atomic<ResizeKernel> g_kernel{best_kernel()};
+
 // readable: the bytes from src to the image's end (any later rows included).
 void fused_horizontal(const uint8_t* src, ptrdiff_t readable, const ResizeCollateScratch& s,
                       int out_w, bool planar, int16_t* out) {
+  switch (g_kernel.load(std::memory_order_relaxed)) {
 #if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  static const bool ssse3 = __builtin_cpu_supports("ssse3");
-  if (avx2) return fused_horizontal_avx2(src, readable, s, out_w, planar, out);
-  if (ssse3) return fused_horizontal_ssse3(src, readable, s, out_w, planar, out);
+    case ResizeKernel::avx2:
+      return fused_horizontal_avx2(src, readable, s, out_w, planar, out);
+    case ResizeKernel::ssse3:
+      return fused_horizontal_ssse3(src, readable, s, out_w, planar, out);
 #endif
-  (void)readable;
-  fused_pixels_scalar(src, s, 0, out_w, out_w, planar, out);
+    default:
+      return fused_pixels_scalar(src, s, 0, out_w, out_w, planar, out);
+  }
 }
 
 // OpenCV's vertical step on the shifted rows: ((b0 * h0) >> 16) + ((b1 * h1) >> 16) + 2) >> 2,
@@ -310,6 +324,14 @@ void fused_store_row(const uint8_t* row, int y, int out_w, int out_h, const Norm
 }
 
 }  // namespace
+
+bool set_resize_kernel(ResizeKernel k) {
+  const ResizeKernel best = best_kernel();
+  if (k == ResizeKernel::best) k = best;
+  if (static_cast<int>(k) < static_cast<int>(best)) return false;  // the CPU lacks it
+  g_kernel = k;
+  return true;
+}
 
 bool fused_resize_applies(int src_w, int src_h, int out_w, int out_h, ResizeFilter filter) {
   return filter == ResizeFilter::fast && src_w >= 2 && src_h >= 1 && out_w > 0 && out_h > 0 &&

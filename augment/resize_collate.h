@@ -27,6 +27,12 @@ struct ResizeCollateScratch {
   std::vector<uint8_t> out_row;      // [3 * out_w]: one output row before u8 -> f32
 };
 
+// The horizontal pass's kernel: the best the CPU has (the default), or a lower one, so that a
+// test covers each on any machine. Ordered from the most capable. Returns false, changing
+// nothing, for one the CPU cannot run. For the whole process.
+enum class ResizeKernel { best, avx2, ssse3, plain };
+bool set_resize_kernel(ResizeKernel k);
+
 // Whether resize_collate gives exactly what resize_region(src, out_w, out_h, filter) followed
 // by collate_sample gives: the fast filter in its bilinear range (a reduction of less than 3x
 // on both axes: OpenCV's area averaging beyond) and a source at least 2 pixels wide.

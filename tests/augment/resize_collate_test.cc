@@ -47,8 +47,9 @@ std::string compare(const cv::Mat& src, int out_w, int out_h, bool flip, DType d
                      bytes);
 }
 
-TEST(ResizeCollate, MatchesCvResizeThenCollateOverRandomShapes) {
-  Rng rng(7, 0, 0);
+// The random shapes through one horizontal kernel.
+void random_shapes(uint64_t seed) {
+  Rng rng(seed, 0, 0);
   ResizeCollateScratch scratch;  // reused across shapes, as a worker does
   const cv::Mat big = random_image(700, 700, rng);
   int checked = 0;
@@ -79,6 +80,21 @@ TEST(ResizeCollate, MatchesCvResizeThenCollateOverRandomShapes) {
     ++checked;
   }
   EXPECT_GT(checked, 2500);
+}
+
+// Every horizontal kernel this CPU can run (AVX2, SSSE3, plain), whichever the best is here.
+TEST(ResizeCollate, MatchesCvResizeThenCollateOverRandomShapes) {
+  int kernels = 0;
+  for (const ResizeKernel k : {ResizeKernel::avx2, ResizeKernel::ssse3, ResizeKernel::plain}) {
+    if (!set_resize_kernel(k)) continue;  // above this CPU
+    SCOPED_TRACE(fmt::format("kernel {}", static_cast<int>(k)));
+    random_shapes(7 + static_cast<uint64_t>(k));
+    ++kernels;
+    if (HasFatalFailure()) break;
+  }
+  set_resize_kernel(ResizeKernel::best);
+  EXPECT_GE(kernels, 1);
+  RecordProperty("kernels", kernels);
 }
 
 TEST(ResizeCollate, MatchesAtTheLoadersShapesAndEdgeCases) {
