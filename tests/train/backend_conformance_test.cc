@@ -558,6 +558,26 @@ TEST_P(Contract, ReshapeCyclesHoldNoMoreMemory) {
   }
 }
 
+// A NaN in the batch reaches the loss and the gradients, as in torch (batch norm spreads it
+// over its channel and ReLU keeps it), so a training loop stops on it instead of going on with
+// a finite loss (the CPU's fused batch norm + ReLU turned NaN into 0: dnnl_net.cc).
+TEST_P(Contract, NanInputGivesANanLossAndGradients) {
+  MAKE_OR_SKIP(b, GetParam(), net, config());
+  b->load(init, "init");
+  std::vector<float> bad = images;
+  bad[777] = std::nanf("");
+  EXPECT_TRUE(std::isnan(test::step(*b, bad.data(), labels.data(), 2)));
+  size_t nan_tensors = 0;
+  for (const auto& t : b->gradients().tensors) {
+    const auto* v = reinterpret_cast<const float*>(t.bytes.data());
+    nan_tensors += std::any_of(v, v + t.bytes.size() / 4, [](float x) { return std::isnan(x); });
+  }
+  EXPECT_GT(nan_tensors, 0u) << "no gradient holds a NaN";
+  // The next finite batch steps normally again from the same state.
+  b->load(init, "init");
+  EXPECT_TRUE(std::isfinite(test::step(*b, images.data(), labels.data(), 2)));
+}
+
 TEST_P(Contract, BadInputIsAnErrorNamingIt) {
   MAKE_OR_SKIP(b, GetParam(), net, config());
   b->load(init, "init");

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -289,11 +290,19 @@ struct Planner {
     const int64_t global = per_channel * (sync ? world() : 1);
     const float unbias = float(global) / float(global - 1);
     const int64_t channels = s.c;
+    bool* nonfinite = &d.nonfinite_statistics;
     add_host(d.forward_train, l.name + " running statistics", [=] {
+      bool finite = true;
       for (int64_t c = 0; c < channels; ++c) {
         running_mean[c] = m * mean[c] + (1 - m) * running_mean[c];
         running_var[c] = m * (var[c] * unbias) + (1 - m) * running_var[c];
+        finite = finite && std::isfinite(mean[c]) && std::isfinite(var[c]);
       }
+      // A NaN or inf in the batch (a NaN input, a diverged step) makes torch's batch norm put
+      // NaN in every value of that channel, and its ReLU keeps NaN; oneDNN's ReLU, max(x, 0),
+      // turns NaN into 0 and the step would go on with a finite loss. Non-finite statistics
+      // therefore make the loss and its gradient NaN, as torch's are (forward_loss).
+      if (!finite) *nonfinite = true;
       if (count != nullptr) *count += 1;
     });
 
@@ -464,6 +473,11 @@ struct Planner {
         total += -(1.0 - s) * lp[y] - off * sum_lp;
       }
       net->loss = float(total / double(batch));
+      if (net->nonfinite_statistics) {
+        net->nonfinite_statistics = false;
+        net->loss = std::numeric_limits<float>::quiet_NaN();
+        std::fill(dlogits, dlogits + batch * classes, net->loss);
+      }
     });
   }
 

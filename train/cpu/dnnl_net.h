@@ -110,6 +110,9 @@ struct DnnlNet {
   dnnl::memory dlogits_plain;
   std::vector<int32_t> labels;  // the batch's labels, copied in before the forward
   float loss = 0;
+  // A batch norm's statistics of this forward were NaN or infinite (DnnlNet's forward says why
+  // that makes the loss NaN); read and cleared by the loss.
+  bool nonfinite_statistics = false;
 
   std::vector<Step> forward_train, forward_eval, backward;
   int reorders_per_step = 0;        // layout conversions inside a training step (edges excluded)
