@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "augment/crop.h"
 #include "common/error.h"
 #include "tools/loader_options.h"
 #include "tools/train_options.h"
@@ -180,6 +181,23 @@ TEST(TrainOptions, OlderConvAlgoWordsResumeAsCanonical) {
   Parsed given({"--conv-algo", "fixed:direct"});
   given.resume(older);
   EXPECT_EQ(given.train.conv_algo, "fixed:direct");
+}
+
+// --transform's short and long names are one transform: a run started with one resumes with
+// the other, and the checkpoint stores the long one.
+TEST(TrainOptions, TransformShortAndLongNamesResumeAlike) {
+  for (const auto& [given_name, stored_name] :
+       std::vector<std::pair<std::string, std::string>>{{"random-resized-crop", "rrc"},
+                                                        {"rrc", "random-resized-crop"},
+                                                        {"center", "center-crop"}}) {
+    SCOPED_TRACE(given_name);
+    const nlohmann::json stored = Parsed({"--transform", stored_name}).json();
+    EXPECT_EQ(stored["transform"], transform_name(parse_transform(stored_name)));
+    Parsed given({"--transform", given_name});
+    EXPECT_NO_THROW(given.resume(stored));
+  }
+  Parsed other({"--transform", "crop"});
+  EXPECT_THROW(other.resume(Parsed({"--transform", "rrc"}).json()), Error);
 }
 
 // Options no checkpoint stores stay each run's own.
