@@ -23,7 +23,7 @@ struct ResizeCollateScratch {
   // The SIMD horizontal pass works on groups of 4 output pixels (resize_collate.cc says how).
   std::vector<int32_t> group_load;   // [out_w / 4][2]: byte offsets of its two 16-byte loads
   std::vector<uint8_t> group_table;  // [out_w / 4][1 or 3][mask a, mask b, weights][16 bytes]
-  std::vector<int16_t> rows;         // [2][3 * out_w + 8]: resized source rows, >> 4
+  std::vector<int16_t> rows;         // [2][3 * out_w]: resized source rows, >> 4
   std::vector<uint8_t> out_row;      // [3 * out_w]: one output row before u8 -> f32
 };
 

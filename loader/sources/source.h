@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -70,6 +71,18 @@ struct ReadCompletion {
   int64_t read_ns = 0;  // from submit to completion
   std::string error;    // empty: success; else the reason, naming the file or URL
 };
+
+// Moves up to `max` of an asynchronous source's finished reads, oldest first, from `done` to
+// `out`; returns how many (the tail of every Source::reap).
+inline size_t take_completions(std::deque<ReadCompletion>& done, std::vector<ReadCompletion>& out,
+                               size_t max) {
+  size_t n = 0;
+  for (; n < max && !done.empty(); ++n) {
+    out.push_back(std::move(done.front()));
+    done.pop_front();
+  }
+  return n;
+}
 
 // What a loader asks of the source layer: which source, and what the user chose of how it
 // reads. The reads an asynchronous source keeps in flight are its reader's business, given to

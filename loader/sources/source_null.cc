@@ -56,12 +56,7 @@ class NullSource final : public Source {
     done_.push_back({r.tag, bytes_.size(), 0, {}});
   }
   size_t reap(std::vector<ReadCompletion>& out, size_t max, int) override {
-    size_t n = 0;
-    for (; n < max && !done_.empty(); ++n) {
-      out.push_back(std::move(done_.front()));
-      done_.pop_front();
-    }
-    return n;
+    return take_completions(done_, out, max);
   }
 
  private:

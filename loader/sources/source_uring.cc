@@ -134,12 +134,7 @@ class UringSource final : public Source {
       io_uring_cq_advance(&ring_, seen);
       flush();  // short reads queued again
     }
-    size_t n = 0;
-    for (; n < max && !done_.empty(); ++n) {
-      out.push_back(std::move(done_.front()));
-      done_.pop_front();
-    }
-    return n;
+    return take_completions(done_, out, max);
   }
 
  private:
