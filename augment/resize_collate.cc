@@ -95,9 +95,10 @@ inline void fused_pixel_scalar(const uint8_t* src, int o, const int16_t* w, int1
 // 9 + 6 bytes. Per value register (4 int32: one channel of the 4 pixels when planar; 4
 // consecutive interleaved values otherwise) a shuffle mask for A and one for B place each
 // value's (left, right) bytes as an int16 pair, and one multiply-add with the pixels' weights
-// gives the sums. Planar groups keep one register's masks: channel c's are those + c (an index
-// with the high bit set still writes 0). Two neighbouring groups' entries sit side by side,
-// so the AVX2 kernel reads a pair of groups' with one 32-byte load per entry.
+// gives the sums. Planar groups have a register per channel too (its masks pick that channel's
+// bytes), so no per-channel index arithmetic is left in the loop. Two neighbouring groups'
+// entries sit side by side, so the AVX2 kernel reads a pair of groups' with one 32-byte load
+// per entry.
 constexpr int kGroup = 4;
 constexpr uint8_t kZero = 0x80;  // a shuffle index with the high bit set writes 0
 
@@ -111,27 +112,30 @@ inline void group_slot(bool planar, int k, int j, int& pixel, int& channel) {
 }
 
 // Byte offset in group_table of group g's entry `part` (0: mask A, 1: mask B, 2: weights)
-// of register k: [pair of groups][register][part][group g, group g + 1][16 bytes].
-inline size_t group_entry(int g, int regs, int k, int part) {
-  return size_t(g / 2) * 96 * regs + size_t(k) * 96 + size_t(part) * 32 + size_t(g % 2) * 16;
+// of register k: [pair of groups][register k < 3][part][group g, group g + 1][16 bytes].
+constexpr size_t kPairBytes = 3 * 96;
+inline size_t group_entry(int g, int k, int part) {
+  return size_t(g / 2) * kPairBytes + size_t(k) * 96 + size_t(part) * 32 + size_t(g % 2) * 16;
 }
 
 // The group tables. A group's 16-byte loads may reach past its last tap byte: the kernels
-// check each row's readable bytes (to the image's end, so only the last row's last groups
-// are ever short) and load such a group through a copy.
+// compare each row's readable bytes (to the image's end, so only the last row's last groups
+// are ever short) with load_end, and load a short group through a copy.
 void fused_group_table(int out_w, bool planar, ResizeCollateScratch& s) {
-  const int groups = out_w / kGroup, regs = planar ? 1 : 3;
+  const int groups = out_w / kGroup;
   s.group_load.resize(size_t(2) * groups);
-  s.group_table.resize(group_entry(groups + 1, regs, 0, 0));
+  s.group_table.resize(group_entry(groups + 1, 0, 0));
+  s.load_end = 0;
   for (int g = 0; g < groups; ++g) {
     const int32_t* o = &s.col_offset[size_t(kGroup) * g];
     const int32_t load[2] = {std::min(o[0], o[1]), std::min(o[2], o[3])};
     s.group_load[2 * size_t(g)] = load[0];
     s.group_load[2 * size_t(g) + 1] = load[1];
-    for (int k = 0; k < regs; ++k) {
-      uint8_t* mask[2] = {&s.group_table[group_entry(g, regs, k, 0)],
-                          &s.group_table[group_entry(g, regs, k, 1)]};
-      auto* weight = reinterpret_cast<int16_t*>(&s.group_table[group_entry(g, regs, k, 2)]);
+    s.load_end = std::max({s.load_end, load[0] + 16, load[1] + 16});
+    for (int k = 0; k < 3; ++k) {
+      uint8_t* mask[2] = {&s.group_table[group_entry(g, k, 0)],
+                          &s.group_table[group_entry(g, k, 1)]};
+      auto* weight = reinterpret_cast<int16_t*>(&s.group_table[group_entry(g, k, 2)]);
       std::memset(mask[0], kZero, 16);
       std::memset(mask[1], kZero, 16);
       for (int j = 0; j < kGroup; ++j) {
@@ -181,16 +185,13 @@ __attribute__((target("ssse3"))) void fused_group_ssse3(const uint8_t* src, ptrd
   const int x = kGroup * g;
   const int32_t* load = &s.group_load[2 * size_t(g)];
   const __m128i a = load16(src, load[0], readable), b = load16(src, load[1], readable);
-  const int regs = planar ? 1 : 3;
   const auto entry = [&](int k, int part) {
     return _mm_loadu_si128(
-        reinterpret_cast<const __m128i*>(&s.group_table[group_entry(g, regs, k, part)]));
+        reinterpret_cast<const __m128i*>(&s.group_table[group_entry(g, k, part)]));
   };
   if (planar) {
-    const __m128i ma = entry(0, 0), mb = entry(0, 1), w = entry(0, 2);
     for (int c = 0; c < 3; ++c) {
-      const __m128i add = _mm_set1_epi8(static_cast<char>(c));
-      const __m128i v = group_values(a, b, _mm_add_epi8(ma, add), _mm_add_epi8(mb, add), w);
+      const __m128i v = group_values(a, b, entry(c, 0), entry(c, 1), entry(c, 2));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(out + c * out_w + x), _mm_packs_epi32(v, v));
     }
     return;
@@ -222,38 +223,63 @@ __attribute__((target("avx2"))) inline __m256i pair_values(__m256i a, __m256i b,
   return _mm256_srai_epi32(_mm256_madd_epi16(pairs, w), 4);
 }
 
+// Planar rows, four groups (16 pixels) a step, every load in bounds: per channel, the two
+// pairs' sums packed together and put in order with one permute, one 32-byte store.
+__attribute__((target("avx2"))) int planar_quads_avx2(const uint8_t* src,
+                                                      const ResizeCollateScratch& s, int groups,
+                                                      int out_w, int16_t* out) {
+  int g = 0;
+  for (; g + 4 <= groups; g += 4) {
+    const int32_t* l = &s.group_load[2 * size_t(g)];
+    const __m256i a0 = lanes(src + l[0], src + l[2]), b0 = lanes(src + l[1], src + l[3]);
+    const __m256i a1 = lanes(src + l[4], src + l[6]), b1 = lanes(src + l[5], src + l[7]);
+    const auto* t0 = reinterpret_cast<const __m256i*>(&s.group_table[group_entry(g, 0, 0)]);
+    const auto* t1 = reinterpret_cast<const __m256i*>(&s.group_table[group_entry(g + 2, 0, 0)]);
+    for (int c = 0; c < 3; ++c) {
+      const __m256i v0 =
+          pair_values(a0, b0, _mm256_loadu_si256(t0 + 3 * c), _mm256_loadu_si256(t0 + 3 * c + 1),
+                      _mm256_loadu_si256(t0 + 3 * c + 2));
+      const __m256i v1 =
+          pair_values(a1, b1, _mm256_loadu_si256(t1 + 3 * c), _mm256_loadu_si256(t1 + 3 * c + 1),
+                      _mm256_loadu_si256(t1 + 3 * c + 2));
+      // packs works per lane: its quadwords hold groups g, g + 2, g + 1, g + 3.
+      const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xD8);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c * out_w + kGroup * g), p);
+    }
+  }
+  return g;
+}
+
 __attribute__((target("avx2"))) void fused_horizontal_avx2(const uint8_t* src, ptrdiff_t readable,
                                                            const ResizeCollateScratch& s, int out_w,
                                                            bool planar, int16_t* out) {
-  const int groups = out_w / kGroup, regs = planar ? 1 : 3;
+  const int groups = out_w / kGroup;
+  const bool all_in = s.load_end <= readable;  // false only near the image's end
   int g = 0;
+  if (planar && all_in) g = planar_quads_avx2(src, s, groups, out_w, out);
   for (; g + 2 <= groups; g += 2) {
     const int32_t* l = &s.group_load[2 * size_t(g)];
-    if (std::max({l[0], l[1], l[2], l[3]}) + 16 > readable) {
+    if (!all_in && std::max({l[0], l[1], l[2], l[3]}) + 16 > readable) {
       fused_group_ssse3(src, readable, s, g, out_w, planar, out);
       fused_group_ssse3(src, readable, s, g + 1, out_w, planar, out);
       continue;
     }
     const __m256i a = lanes(src + l[0], src + l[2]), b = lanes(src + l[1], src + l[3]);
-    const auto* t = reinterpret_cast<const __m256i*>(&s.group_table[group_entry(g, regs, 0, 0)]);
+    const auto* t = reinterpret_cast<const __m256i*>(&s.group_table[group_entry(g, 0, 0)]);
     const int x = kGroup * g;
+    __m256i v[3];
+    for (int k = 0; k < 3; ++k)
+      v[k] = pair_values(a, b, _mm256_loadu_si256(t + 3 * k), _mm256_loadu_si256(t + 3 * k + 1),
+                         _mm256_loadu_si256(t + 3 * k + 2));
     if (planar) {
-      const __m256i ma = _mm256_loadu_si256(t), mb = _mm256_loadu_si256(t + 1);
-      const __m256i w = _mm256_loadu_si256(t + 2);
       for (int c = 0; c < 3; ++c) {
-        const __m256i add = _mm256_set1_epi8(static_cast<char>(c));
-        const __m256i v = pair_values(a, b, _mm256_add_epi8(ma, add), _mm256_add_epi8(mb, add), w);
         // packs works per lane: quadwords 0 and 2 hold the two groups' 4 values each.
-        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(v, v), 0x08);
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(v[c], v[c]), 0x08);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c * out_w + x),
                          _mm256_castsi256_si128(p));
       }
       continue;
     }
-    __m256i v[3];
-    for (int k = 0; k < 3; ++k)
-      v[k] = pair_values(a, b, _mm256_loadu_si256(t + 3 * k), _mm256_loadu_si256(t + 3 * k + 1),
-                         _mm256_loadu_si256(t + 3 * k + 2));
     const __m256i p01 = _mm256_packs_epi32(v[0], v[1]), p22 = _mm256_packs_epi32(v[2], v[2]);
     int16_t* o = out + 3 * x;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm256_castsi256_si128(p01));

@@ -22,7 +22,8 @@ struct ResizeCollateScratch {
   std::vector<int16_t> col_weight;  // [out_w][8]: (w0, w1) x 3 channels, 0, 0 (sum ~2048)
   // The SIMD horizontal pass works on groups of 4 output pixels (resize_collate.cc says how).
   std::vector<int32_t> group_load;   // [out_w / 4][2]: byte offsets of its two 16-byte loads
-  std::vector<uint8_t> group_table;  // [out_w / 4][1 or 3][mask a, mask b, weights][16 bytes]
+  std::vector<uint8_t> group_table;  // [out_w / 4][3][mask a, mask b, weights][16 bytes]
+  int32_t load_end = 0;              // the end of the furthest 16-byte load of any group
   std::vector<int16_t> rows;         // [2][3 * out_w]: resized source rows, >> 4
   std::vector<uint8_t> out_row;      // [3 * out_w]: one output row before u8 -> f32
 };

@@ -60,10 +60,10 @@ if [[ -z $LIMIT ]]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-find "$DATA" -type f -print0 | xargs -0 cat >/dev/null  # warm page cache
+find -H "$DATA" -type f -print0 | xargs -0 cat >/dev/null  # warm page cache
 
 echo "# $(date -u +%FT%TZ) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# data: $DATA ($(find "$DATA" -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) | wc -l) JPEGs, $(du -sh "$DATA" | cut -f1))"
+echo "# data: $DATA ($(find -H "$DATA" -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) | wc -l) JPEGs, $(du -shL "$DATA" | cut -f1))"
 echo "# stoker bench --reader threads:$THREADS --transform rrc --batch 64 --seconds $SECS (steady state); decode limit: $THREADS x decode_limit --mode crop --seconds $SECS; $REPEATS interleaved repeats"
 for ((r = 1; r <= REPEATS; r++)); do
   for dt in f32 u8; do
