@@ -89,19 +89,18 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                            "Batches prepared ahead of the consumer (all readers but serial)")
                     .checked(integer_in(1, 1024))
                     .in(kPrefetch));
-    OptionRow<O> transform =
+    // Stored and compared by its full name: a run started with `rrc` resumes with
+    // `random-resized-crop` (the same transform), and contexts name it one way.
+    t.push_back(
         option_row("transform", "--transform", &O::transform,
                    "random-resized-crop (rrc), random-crop (crop: the study's fixed "
                    "window), center-crop (center: evaluation)")
             .checked(parsed_by([](const std::string& s) { parse_transform(s); }, "TRANSFORM"))
+            .stored_as([](const O& o) -> nlohmann::json {
+              return transform_name(parse_transform(o.transform));
+            })
             .on_resume(kept)
-            .in(kTransform);
-    // Stored and compared by its full name: a run started with `rrc` resumes with
-    // `random-resized-crop` (the same transform), and contexts name it one way.
-    transform.get = [](const O& o) -> nlohmann::json {
-      return transform_name(parse_transform(o.transform));
-    };
-    t.push_back(std::move(transform));
+            .in(kTransform));
     t.push_back(
         field_row("size", "--size", &O::size,
                   "Output size: N (N x N pixels) or HxW (height x width, as torchvision's (h, w))")

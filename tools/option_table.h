@@ -59,6 +59,12 @@ struct OptionRow {
     group = g;
     return std::move(*this);
   }
+  // Stored and compared as `g` gives it instead of as the field is (a canonical name for one
+  // written several ways).
+  OptionRow stored_as(std::function<nlohmann::json(const S&)> g) && {
+    get = std::move(g);
+    return std::move(*this);
+  }
   // Registered by `a` instead of by the field's type (a parser of text, an inverted flag).
   OptionRow added_by(std::function<CLI::Option*(CLI::App&, S&, const OptionRow&)> a) && {
     add = std::move(a);
