@@ -81,6 +81,11 @@ struct BackendConfig {
   size_t workspace_limit = size_t(1) << 30;  // bytes a convolution may borrow (GPU)
   bool record_activity = false;  // record every kernel / primitive interval (activity.h)
   bool graph = false;            // GPU: capture the step into a CUDA Graph once shapes fix
+  // GPU: every activation gradient in memory of its own, so that debug_tensor shows each one
+  // after a step (the conformance suite's layer-by-layer check). Otherwise gradients whose
+  // lifetimes in the backward do not overlap share memory (train/gpu/grad_slots.h), and
+  // debug_tensor shows only those not overwritten later in the backward.
+  bool keep_activation_gradients = false;
   // Data parallelism (train/collective.h). With a collective of world > 1, forward_backward
   // averages the gradients over the ranks: buckets of about `bucket_bytes` are all-reduced
   // as soon as the backward has finished them, overlapping the rest of the backward, and
@@ -121,6 +126,10 @@ struct StepResult {
   float loss = 0;
   StepTimes times;
   bool skipped = false;  // f16: the update was skipped (overflow) and the loss scale lowered
+  // Host seconds the step's forward_backward() and update() calls took. On a device that runs
+  // behind the host (cuda) this is the enqueue time, not the step's: `times` are the device's
+  // own (events on its stream). 0 where the backend does not measure it.
+  double host_enqueue = 0;
 };
 
 // How a loader's batch pool gets its memory, so a GPU run collates straight into pinned

@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "common/error.h"
@@ -68,7 +69,8 @@ class CudaBackend final : public Backend {
       STOKER_GPU(cudaEventCreateWithFlags(&consumed_[size_t(s)], kSyncOnly));
     }
     STOKER_GPU(cudaEventCreateWithFlags(&drain_, kSyncOnly));
-    net_ = std::make_unique<CudnnNet>(net, config, compute_);
+    libraries_ = std::make_unique<GpuLibraries>(compute_);
+    net_ = std::make_unique<CudnnNet>(net, config, compute_, *libraries_);
     const size_t image_bytes =
         size_t(config.batch * 3 * config.height * config.width) * config.input.element_bytes();
     for (int s = 0; s < 2; ++s) {
@@ -112,9 +114,9 @@ class CudaBackend final : public Backend {
     }
     if (compute_) cudaStreamSynchronize(compute_);
     if (copy_) cudaStreamSynchronize(copy_);
-    if (graph_) cudaGraphExecDestroy(graph_);
-    graph_ = nullptr;
+    destroy_graphs();
     net_.reset();
+    libraries_.reset();
     for (auto& step : events_)
       for (cudaEvent_t& e : step)
         if (e) cudaEventDestroy(std::exchange(e, nullptr));
@@ -136,8 +138,11 @@ class CudaBackend final : public Backend {
         config_.device, net_->device_name(), runtime / 1000, runtime % 1000 / 10, cudnnGetVersion(),
         precision_name(config_.precision), net_->nhwc() ? "NHWC" : "NCHW", config_.conv_algorithm,
         net_->bn_persistent() ? "persistent" : "spatial",
-        net_->bn_relu_fused() ? "+ReLU fused" : "", net_->workspace_bytes() >> 20,
-        net_->device_bytes() >> 20, config_.graph ? ", CUDA Graph" : "");
+        net_->bn_add_fused()    ? "+add+ReLU fused"
+        : net_->bn_relu_fused() ? "+ReLU fused"
+                                : "",
+        net_->workspace_bytes() >> 20, net_->device_bytes() >> 20,
+        config_.graph ? ", CUDA Graph" : "");
   }
 
   HostMemory host_memory() const override { return pinned_host_memory(); }
@@ -254,6 +259,7 @@ class CudaBackend final : public Backend {
            begun_ - collected_, kRing);
     slot_ = size_t(begun_ % kRing);
     ++begun_;
+    const auto begin = std::chrono::steady_clock::now();
     updated_[slot_] = false;
     graphed_[slot_] = false;
     step_stage_[slot_] = staged_index_;
@@ -265,15 +271,17 @@ class CudaBackend final : public Backend {
     consume_input();
     record(kStaged);
     if (config_.graph) {
-      pending_ = true;  // run by update(), as one graph once warm, or by flush_pending()
-      return;
+      pending_ = true;  // run by update(), as graphs once warm, or by flush_pending()
+    } else {
+      run_forward_backward();
     }
-    run_forward_backward();
+    enqueue_seconds_[slot_] = since(begin);  // update() adds its own
   }
 
   void update(const SgdConfig& sgd, float lr) override {
     if (begun_ == 0 || updated_[slot_])
       fail("cuda backend: update() without a forward_backward() before it");
+    enqueue_update_ = std::chrono::steady_clock::now();
     STOKER_CHECK(!sgd.nesterov || (sgd.momentum > 0 && sgd.dampening == 0));  // torch's rule
     if (sgd.optimizer != Optimizer::sgd)
       fail(
@@ -291,17 +299,9 @@ class CudaBackend final : public Backend {
         cudaMemcpyAsync(net_->hyper_device(), &h, sizeof(h), cudaMemcpyHostToDevice, compute_));
     if (pending_) {
       pending_ = false;
-      if (!graph_ && eager_graph_steps_ >= kWarmSteps) capture();
-      if (graph_) {
-        net_->count_batch();
-        STOKER_GPU(cudaGraphLaunch(graph_, compute_));
-        graphed_[slot_] = true;
-        // The graph is one interval: its time is reported as the forward's.
-        record(kForward);
-        record(kBackward);
-        copy_status(true);
-        record(kUpdated);
-        updated_[slot_] = true;
+      if (!graphs_[0] && eager_graph_steps_ >= kWarmSteps) capture();
+      if (graphs_[0]) {
+        run_graphs();
         return;
       }
       ++eager_graph_steps_;
@@ -310,7 +310,7 @@ class CudaBackend final : public Backend {
     net_->update();
     copy_status(true);
     record(kUpdated);
-    updated_[slot_] = true;
+    finish_enqueue();
   }
 
   std::vector<StepResult> collect() override {
@@ -337,6 +337,7 @@ class CudaBackend final : public Backend {
       r.times.forward = seconds(e[kStaged], e[kForward]);
       r.times.backward = seconds(e[kForward], e[kBackward]);
       r.times.update = updated_[s] ? seconds(e[kBackward], e[kUpdated]) : 0;
+      r.host_enqueue = enqueue_seconds_[s];
       out.push_back(r);
     }
     sample_memory();
@@ -400,10 +401,10 @@ class CudaBackend final : public Backend {
     c.height = height;
     c.width = width;
     const Network net = net_->network();
-    if (graph_) STOKER_GPU(cudaGraphExecDestroy(std::exchange(graph_, nullptr)));
+    destroy_graphs();
     eager_graph_steps_ = 0;
     net_.reset();  // the old shape's device memory first: both may not fit
-    net_ = std::make_unique<CudnnNet>(net, c, compute_);
+    net_ = std::make_unique<CudnnNet>(net, c, compute_, *libraries_);
     const size_t image_bytes = size_t(c.batch * 3 * height * width) * c.input.element_bytes();
     for (DeviceBuffer& b : stage_images_) b = DeviceBuffer(image_bytes);
     staged_ = -1;
@@ -488,6 +489,31 @@ class CudaBackend final : public Backend {
     record(kBackward);
   }
 
+  // The step as three graph launches with the step's events between them on the stream, so
+  // that a graph step's forward, backward and update are timed by the device as an eager
+  // step's are (an event recorded inside a capture would be baked into the graph, one event
+  // for every replay).
+  void run_graphs() {
+    net_->count_batch();
+    STOKER_GPU(cudaGraphLaunch(graphs_[0], compute_));
+    record(kForward);
+    STOKER_GPU(cudaGraphLaunch(graphs_[1], compute_));
+    record(kBackward);
+    STOKER_GPU(cudaGraphLaunch(graphs_[2], compute_));
+    graphed_[slot_] = true;
+    copy_status(true);
+    record(kUpdated);
+    finish_enqueue();
+  }
+
+  void finish_enqueue() {
+    updated_[slot_] = true;
+    enqueue_seconds_[slot_] += since(enqueue_update_);
+  }
+  static double since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+
   // The step's loss (and, after an update, whether it was skipped) into the pinned ring.
   void copy_status(bool with_skipped) {
     StepStatus* st = ring_.as<StepStatus>() + slot_;
@@ -503,14 +529,23 @@ class CudaBackend final : public Backend {
     run_forward_backward();
   }
 
-  // Forward, backward and update of the current shapes as one CUDA Graph (reads the
+  // Forward, backward and update of the current shapes as three CUDA Graphs (they read the
   // converted input, labels and hyper-parameters from fixed device memory).
   void capture() {
+    const std::array<std::function<void()>, 3> parts = {[this] { net_->forward(true); },
+                                                        [this] { net_->loss_and_backward(); },
+                                                        [this] { net_->update(); }};
+    try {
+      for (size_t i = 0; i < parts.size(); ++i) graphs_[i] = capture_one(parts[i]);
+    } catch (...) {
+      destroy_graphs();
+      throw;
+    }
+  }
+  cudaGraphExec_t capture_one(const std::function<void()>& enqueue) {
     STOKER_GPU(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
     try {
-      net_->forward(true);
-      net_->loss_and_backward();
-      net_->update();
+      enqueue();
     } catch (...) {
       cudaGraph_t broken = nullptr;
       cudaStreamEndCapture(compute_, &broken);
@@ -519,13 +554,20 @@ class CudaBackend final : public Backend {
     }
     cudaGraph_t graph = nullptr;
     STOKER_GPU(cudaStreamEndCapture(compute_, &graph));
-    const cudaError_t st = cudaGraphInstantiate(&graph_, graph, 0);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t st = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     STOKER_GPU(st);
+    return exec;
+  }
+  void destroy_graphs() {
+    for (cudaGraphExec_t& g : graphs_)
+      if (g) cudaGraphExecDestroy(std::exchange(g, nullptr));
   }
 
   BackendConfig config_;
   cudaStream_t compute_ = nullptr, copy_ = nullptr;
+  std::unique_ptr<GpuLibraries> libraries_;  // kept across reshapes, outlives net_
   std::unique_ptr<CudnnNet> net_;
   InputConversion conversion_;
   std::array<DeviceBuffer, 2> stage_images_, stage_labels_;
@@ -543,7 +585,10 @@ class CudaBackend final : public Backend {
   size_t slot_ = 0;
   bool pending_ = false;
   int eager_graph_steps_ = 0;
-  cudaGraphExec_t graph_ = nullptr;
+  std::array<cudaGraphExec_t, 3> graphs_{};  // forward, backward, update (capture())
+  // Host time of each step's enqueue: forward_backward()'s, plus update()'s from when it began.
+  std::chrono::steady_clock::time_point enqueue_update_{};
+  std::array<double, kRing> enqueue_seconds_{};
   std::unique_ptr<CuptiRecorder> cupti_;
   std::vector<int64_t> marker_steps_;  // steps whose marker CUPTI has not returned yet
   double timeout_s_ = 0;               // > 0: data parallel, waits poll the collective (wait_event)

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/gpu_policy.h"
+#include "train/gpu/grad_slots.h"
 
 namespace stoker::gpu {
 namespace {
@@ -52,6 +53,17 @@ float to_float(const void* p, DType t, size_t i) {
   }
 }
 
+cudnnBatchNormOps_t bn_ops(BnCall c) {
+  switch (c) {
+    case BnCall::relu:
+      return CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
+    case BnCall::add_relu:
+      return CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION;
+    default:
+      return CUDNN_BATCHNORM_OPS_BN;
+  }
+}
+
 std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::f16:
@@ -81,12 +93,24 @@ bool compute_nhwc(const BackendConfig& c) {
   return c.layout == ComputeLayout::nhwc;
 }
 
-CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t compute)
+GpuLibraries::GpuLibraries(cudaStream_t stream) {
+  STOKER_GPU(cudnnCreate(cudnn.out()));
+  STOKER_GPU(cudnnSetStream(cudnn, stream));
+  STOKER_GPU(cublasCreate(cublas.out()));
+  STOKER_GPU(cublasSetStream(cublas, stream));
+  cublas_workspace = DeviceBuffer(size_t(32) << 20);
+  STOKER_GPU(cublasSetWorkspace(cublas, cublas_workspace.get(), cublas_workspace.bytes()));
+}
+
+CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t compute,
+                   const GpuLibraries& libraries)
     : net_(net),
       config_(config),
       dtype_(compute_dtype(config.precision)),
       nhwc_(compute_nhwc(config)),
-      stream_(compute) {
+      stream_(compute),
+      cudnn_(libraries.cudnn),
+      cublas_(libraries.cublas) {
   STOKER_CHECK(config.batch > 0);
   shapes_ = infer_shapes(net, config.height, config.width);
   for (const Layer& l : net_.layers) {
@@ -103,20 +127,14 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
   cudaDeviceProp prop{};
   STOKER_GPU(cudaGetDeviceProperties(&prop, device));
   device_name_ = prop.name;
-  STOKER_GPU(cudnnCreate(cudnn_.out()));
-  STOKER_GPU(cudnnSetStream(cudnn_, stream_));
-  STOKER_GPU(cublasCreate(cublas_.out()));
-  STOKER_GPU(cublasSetStream(cublas_, stream_));
-  // Graph capture needs cuBLAS to own its workspace (no allocation while capturing).
-  alloc(cublas_workspace_, size_t(32) << 20);
-  STOKER_GPU(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
   STOKER_GPU(cublasSetMathMode(
       cublas_, config.precision == Precision::f32 ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
-  // cuDNN's persistent batch-norm kernels serve NHWC half/bf16 (torch picks them for
-  // channels_last); trial_step falls back to the plain ones where they are refused.
+  // cuDNN's persistent batch-norm kernels serve NHWC half/bf16 through the Ex calls (torch
+  // calls cudnnBatchNormalizationForwardTrainingEx for channels_last); trial_step falls back
+  // level by level where they are refused.
   if (nhwc_ && dtype_ != DType::f32) {
     bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-    fuse_bn_relu_ = true;
+    fusion_ = kFuseAddRelu;
   }
   cudnnActivationDescriptor_t act = nullptr;
   STOKER_GPU(cudnnCreateActivationDescriptor(&act));
@@ -153,9 +171,12 @@ void CudnnNet::trial_step() {
         STOKER_GPU(cudaStreamSynchronize(stream_));
       },
       [this]() -> std::string {
-        if (fuse_bn_relu_) {
-          set_fusion(false);
-          return "batch norm and ReLU unfused";
+        static constexpr const char* kLevel[] = {"plain batch-norm calls",
+                                                 "batch norm unfused (Ex)",
+                                                 "batch norm + ReLU fused, the add apart"};
+        if (fusion_ > kFusePlain) {
+          set_fusion(fusion_ - 1);
+          return kLevel[fusion_];
         }
         if (bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
           bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
@@ -165,19 +186,45 @@ void CudnnNet::trial_step() {
       });
 }
 
-void CudnnNet::set_fusion(bool on) {
-  fuse_bn_relu_ = on;
+void CudnnNet::set_fusion(int level) {
+  fusion_ = level;
   relu_fused_.assign(net_.layers.size(), false);
+  for (GpuLayer& g : layers_) {
+    g.call = BnCall::plain;
+    g.z = g.fused_out = g.fused_at = g.fused_bn = -1;
+  }
   for (size_t i = 0; i < net_.layers.size(); ++i) {
     const Layer& l = net_.layers[i];
-    layers_[i].fused_relu = false;
-    if (!on || l.kind != LayerKind::batchnorm || i + 1 >= net_.layers.size()) continue;
-    const Layer& next = net_.layers[i + 1];
+    GpuLayer& g = layers_[i];
+    if (l.kind != LayerKind::batchnorm || level < kFuseEx || !g.offers_ex) continue;
+    g.call = BnCall::ex;
+    if (i + 1 >= net_.layers.size()) continue;
     // The same condition as the in-place ReLU: the BN's output is read by the ReLU only.
-    if (next.kind == LayerKind::relu && next.inputs[0] == l.output &&
-        tensors_[size_t(next.output)].alias_of == l.output && layers_[i].reserve.get()) {
-      layers_[i].fused_relu = true;
+    const Layer& next = net_.layers[i + 1];
+    if (level >= kFuseRelu && g.offers_relu && next.kind == LayerKind::relu &&
+        next.inputs[0] == l.output && tensors_[size_t(next.output)].alias_of == l.output) {
+      g.call = BnCall::relu;
       relu_fused_[i + 1] = true;
+      continue;
+    }
+    // A block's last BN: read only by an add (as its branch, computed in place over it),
+    // whose output only the next ReLU reads, in place. The shortcut (z) may come after the BN
+    // (the downsample), so the fused call runs at the add.
+    if (level < kFuseAddRelu || !g.offers_add_relu) continue;
+    for (size_t a = i + 1; a + 1 < net_.layers.size(); ++a) {
+      const Layer& add = net_.layers[a];
+      const Layer& relu = net_.layers[a + 1];
+      if (add.kind != LayerKind::add || add.inputs[0] != l.output) continue;
+      if (tensors_[size_t(add.output)].alias_of != l.output || relu.kind != LayerKind::relu ||
+          relu.inputs[0] != add.output || tensors_[size_t(relu.output)].alias_of != add.output)
+        break;
+      g.call = BnCall::add_relu;
+      g.z = add.inputs[1];
+      g.fused_out = relu.output;
+      g.fused_at = int(a);
+      layers_[a].fused_bn = int(i);
+      relu_fused_[a + 1] = true;
+      break;
     }
   }
 }
@@ -209,6 +256,8 @@ void CudnnNet::plan_tensors() {
     for (int in : l.inputs) ++readers_[size_t(in)];
   tensors_.resize(count);
   grad_written_.assign(count, false);
+  std::vector<int> root(count, -1);  // whose gradient memory each tensor uses (grad_slots.h)
+  std::vector<int64_t> grad_bytes(count, 0);
   const int64_t n = config_.batch;
   for (size_t t = 0; t < count; ++t) {
     GpuTensor& g = tensors_[t];
@@ -217,23 +266,76 @@ void CudnnNet::plan_tensors() {
     const bool logits = t + 1 == count;
     const DType type = logits ? DType::f32 : dtype_;
     if (!logits) g.desc = make_tensor_desc(dtype_, nhwc_, n, s.c, s.h, s.w);
-    // A ReLU whose input only it reads runs in place: forward and backward (dx = y > 0 ? dy
-    // : 0 reads only its own output) need nothing else of that input.
+    // A ReLU or residual add whose (first) input only it reads runs in place: a ReLU's
+    // forward and backward (dx = y > 0 ? dy : 0 reads only its own output) need nothing else
+    // of that input, and an add's backward passes dy on unchanged. So a block's last BN, its
+    // add and the ReLU after it share one buffer (and one gradient), which is also what
+    // cuDNN's fused BN + add + ReLU writes.
     if (t > 0) {
       const Layer& producer = net_.layers[t - 1];
-      const int in = producer.kind == LayerKind::relu ? producer.inputs[0] : -1;
-      if (in >= 0 && readers_[size_t(in)] == 1) {
+      const bool elementwise = producer.kind == LayerKind::relu || producer.kind == LayerKind::add;
+      const int in = elementwise ? producer.inputs[0] : -1;
+      if (in > 0 && readers_[size_t(in)] == 1) {
         g.alias_of = in;
         g.act = tensors_[size_t(in)].act;
-        g.dact = tensors_[size_t(in)].dact;
+        root[t] = root[size_t(in)];
         continue;
       }
     }
     g.act = alloc(g.storage, size_t(g.elements) * dtype_bytes(type));
-    if (t > 0) g.dact = alloc(g.grad_storage, size_t(g.elements) * dtype_bytes(type));
+    if (logits) {
+      g.dact = alloc(g.grad_storage, size_t(g.elements) * dtype_bytes(type));
+    } else if (t > 0) {
+      root[t] = int(t);
+      grad_bytes[t] = g.elements * int64_t(dtype_bytes(type));
+    }
   }
+  plan_gradients(root, grad_bytes);
   if (dtype_ != DType::f32)
     alloc(dlogits_lowp_, size_t(tensors_.back().elements) * dtype_bytes(dtype_));
+}
+
+// The activation gradients' memory: one buffer each (keep_activation_gradients), or slots
+// shared by gradients whose lifetimes in the backward do not overlap (grad_slots.h). A block's
+// last batch norm may run its backward at the add (BN + add + ReLU fused, set_fusion, which
+// trial_step may still turn off): its input's gradient is counted as live until there.
+void CudnnNet::plan_gradients(const std::vector<int>& root, const std::vector<int64_t>& bytes) {
+  const size_t count = tensors_.size();
+  std::vector<int> late(count, -1);
+  for (size_t i = 0; i + 1 < net_.layers.size(); ++i) {
+    const Layer& l = net_.layers[i];
+    if (l.kind != LayerKind::batchnorm) continue;
+    for (size_t a = i + 1; a < net_.layers.size(); ++a)
+      if (net_.layers[a].kind == LayerKind::add && net_.layers[a].inputs[0] == l.output)
+        late[size_t(l.inputs[0])] = int(a);
+  }
+  std::vector<int> use_of;
+  const std::vector<GradUse> uses = grad_uses(net_, root, bytes, late, &use_of);
+  GradSlots slots;
+  if (config_.keep_activation_gradients) {
+    for (size_t u = 0; u < uses.size(); ++u) {
+      slots.slot_of.push_back(int(u));
+      slots.slot_bytes.push_back(uses[u].bytes);
+    }
+  } else {
+    slots = plan_grad_slots(uses);
+  }
+  grad_slots_.resize(slots.slot_bytes.size());
+  for (size_t s = 0; s < grad_slots_.size(); ++s)
+    alloc(grad_slots_[s], size_t(slots.slot_bytes[s]));
+  // A gradient stays readable after the backward when no later use (lower layers) shares its
+  // slot.
+  grad_kept_.assign(count, false);
+  for (size_t t = 1; t + 1 < count; ++t) {
+    const int u = use_of[t];
+    if (u < 0) continue;
+    const int slot = slots.slot_of[size_t(u)];
+    tensors_[t].dact = grad_slots_[size_t(slot)].get();
+    bool kept = true;
+    for (size_t v = 0; v < uses.size(); ++v)
+      if (int(v) != u && slots.slot_of[v] == slot && uses[v].lo < uses[size_t(u)].lo) kept = false;
+    grad_kept_[t] = kept;
+  }
 }
 
 void CudnnNet::plan_params() {
@@ -328,43 +430,22 @@ void CudnnNet::plan_layers() {
           choices_.insert(choices_.end(), g.conv.choices.begin(), g.conv.choices.end());
           break;
         }
-        case LayerKind::batchnorm: {
-          cudnnTensorDescriptor_t d = nullptr;
-          STOKER_GPU(cudnnCreateTensorDescriptor(&d));
-          g.bn.reset(d);
-          STOKER_GPU(
-              cudnnDeriveBNTensorDescriptor(d, tensors_[size_t(l.inputs[0])].desc.get(), bn_mode_));
-          alloc(g.save_mean, size_t(out.c) * sizeof(float));
-          alloc(g.save_invvar, size_t(out.c) * sizeof(float));
-          if (fuse_bn_relu_) {
-            // Sizes for the fused calls; a refusal here only means no fusion for this layer.
-            const cudnnTensorDescriptor_t x = tensors_[size_t(l.inputs[0])].desc.get();
-            size_t fwd = 0, bwd = 0, reserve = 0;
-            if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
-                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, x, nullptr, x, d,
-                    relu_desc_.get(), &fwd) == CUDNN_STATUS_SUCCESS &&
-                cudnnGetBatchNormalizationBackwardExWorkspaceSize(
-                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, x, x, x, nullptr, x, d,
-                    relu_desc_.get(), &bwd) == CUDNN_STATUS_SUCCESS &&
-                cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
-                    cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, relu_desc_.get(), x,
-                    &reserve) == CUDNN_STATUS_SUCCESS) {
-              workspace = std::max({workspace, fwd, bwd});
-              alloc(g.reserve, std::max<size_t>(reserve, 1));
-            }
-          }
+        case LayerKind::batchnorm:
+          plan_batchnorm(l, g, workspace);
           break;
-        }
         case LayerKind::maxpool:
         case LayerKind::global_avgpool: {
           cudnnPoolingDescriptor_t d = nullptr;
           STOKER_GPU(cudnnCreatePoolingDescriptor(&d));
           g.pool.reset(d);
-          if (l.kind == LayerKind::maxpool)
+          if (l.kind == LayerKind::maxpool) {
             STOKER_GPU(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN,
                                                    l.kernel, l.kernel, l.padding, l.padding,
                                                    l.stride, l.stride));
-          else
+            g.pool_shape =
+                MaxPoolShape{n, in.c, in.h, in.w, out.h, out.w, l.kernel, l.stride, l.padding};
+            alloc(g.pool_offsets, maxpool_offsets_bytes(g.pool_shape));
+          } else
             STOKER_GPU(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
                                                    CUDNN_PROPAGATE_NAN, int(in.h), int(in.w), 0, 0,
                                                    int(in.h), int(in.w)));
@@ -378,10 +459,47 @@ void CudnnNet::plan_layers() {
     }
   }
   find_ws = DeviceBuffer();
-  set_fusion(fuse_bn_relu_);
+  set_fusion(fusion_);
   if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
     AlgoCache::process().save(cache_file);
   alloc(workspace_, workspace);
+}
+
+// A batch norm's statistics descriptor and buffers; under fusion also which Ex forms cuDNN
+// sizes for its shapes (a refusal here only means that form is not used for this layer), with
+// the largest workspace and reserve space among them.
+void CudnnNet::plan_batchnorm(const Layer& l, GpuLayer& g, size_t& workspace) {
+  cudnnTensorDescriptor_t d = nullptr;
+  STOKER_GPU(cudnnCreateTensorDescriptor(&d));
+  g.bn.reset(d);
+  const cudnnTensorDescriptor_t x = tensors_[size_t(l.inputs[0])].desc.get();
+  STOKER_GPU(cudnnDeriveBNTensorDescriptor(d, x, bn_mode_));
+  const int64_t c = shapes_[size_t(l.output)].c;
+  alloc(g.save_mean, size_t(c) * sizeof(float));
+  alloc(g.save_invvar, size_t(c) * sizeof(float));
+  if (fusion_ == kFusePlain) return;
+  size_t reserve = 0;
+  const auto offers = [&](cudnnBatchNormOps_t ops) {
+    const bool add = ops == CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION;
+    const cudnnActivationDescriptor_t act =
+        ops == CUDNN_BATCHNORM_OPS_BN ? nullptr : relu_desc_.get();
+    size_t fwd = 0, bwd = 0, res = 0;
+    if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+            cudnn_, bn_mode_, ops, x, add ? x : nullptr, x, d, act, &fwd) != CUDNN_STATUS_SUCCESS ||
+        cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn_, bn_mode_, ops, x, x, x,
+                                                          add ? x : nullptr, x, d, act,
+                                                          &bwd) != CUDNN_STATUS_SUCCESS ||
+        cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnn_, bn_mode_, ops, act, x, &res) !=
+            CUDNN_STATUS_SUCCESS)
+      return false;
+    workspace = std::max({workspace, fwd, bwd});
+    reserve = std::max(reserve, res);
+    return true;
+  };
+  g.offers_ex = offers(CUDNN_BATCHNORM_OPS_BN);
+  g.offers_relu = g.offers_ex && offers(CUDNN_BATCHNORM_OPS_BN_ACTIVATION);
+  g.offers_add_relu = g.offers_ex && offers(CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION);
+  if (g.offers_ex) alloc(g.reserve, std::max<size_t>(reserve, 1));
 }
 
 void CudnnNet::plan_optimizer() {
@@ -604,32 +722,25 @@ void CudnnNet::forward(bool train) {
             g.conv.desc(ConvPass::forward), g.conv.fwd, workspace_.get(), workspace_.bytes(),
             &kZero, g.conv.y.get(), y.act));
         break;
-      case LayerKind::batchnorm: {
-        const void* scale = params_[size_t(l.weight)].value.get();
-        const void* bias = params_[size_t(l.bias_param)].value.get();
-        void* mean = params_[size_t(l.running_mean)].value.get();
-        void* var = params_[size_t(l.running_var)].value.get();
-        if (train && g.fused_relu)
-          STOKER_GPU(cudnnBatchNormalizationForwardTrainingEx(
-              cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &kOne, &kZero, x.desc.get(),
-              x.act, nullptr, nullptr, y.desc.get(), y.act, g.bn.get(), scale, bias, l.momentum,
-              mean, var, l.eps, g.save_mean.get(), g.save_invvar.get(), relu_desc_.get(),
-              workspace_.get(), workspace_.bytes(), g.reserve.get(), g.reserve.bytes()));
-        else if (train)
-          STOKER_GPU(cudnnBatchNormalizationForwardTraining(
-              cudnn_, bn_mode_, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(), y.act, g.bn.get(),
-              scale, bias, l.momentum, mean, var, l.eps, g.save_mean.get(), g.save_invvar.get()));
-        else
+      case LayerKind::batchnorm:
+        if (!train)
           STOKER_GPU(cudnnBatchNormalizationForwardInference(
               cudnn_, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(),
-              y.act, g.bn.get(), scale, bias, mean, var, l.eps));
+              y.act, g.bn.get(), params_[size_t(l.weight)].value.get(),
+              params_[size_t(l.bias_param)].value.get(),
+              params_[size_t(l.running_mean)].value.get(),
+              params_[size_t(l.running_var)].value.get(), l.eps));
+        else if (g.call != BnCall::add_relu)  // that one runs at its add
+          bn_forward_train(l, g);
         break;
-      }
       case LayerKind::relu:
         if (!(train && relu_fused_[i])) relu_forward(dtype_, x.act, y.act, y.elements, stream_);
         break;
       case LayerKind::add:
-        add_forward(dtype_, x.act, tensors_[size_t(l.inputs[1])].act, y.act, y.elements, stream_);
+        if (train && g.fused_bn >= 0)
+          bn_forward_train(net_.layers[size_t(g.fused_bn)], layers_[size_t(g.fused_bn)]);
+        else
+          add_forward(dtype_, x.act, tensors_[size_t(l.inputs[1])].act, y.act, y.elements, stream_);
         break;
       case LayerKind::maxpool:
       case LayerKind::global_avgpool:
@@ -641,6 +752,60 @@ void CudnnNet::forward(bool train) {
         break;
     }
   }
+}
+
+// A batch norm in training, batch statistics and the running-statistics update (torch's
+// momentum, unbiased variance), by the call set_fusion chose: y = bn(x), relu(bn(x)) into the
+// ReLU's output (the same memory), or relu(bn(x) + z) into the ReLU after the add.
+void CudnnNet::bn_forward_train(const Layer& l, GpuLayer& g) {
+  const GpuTensor& x = tensors_[size_t(l.inputs[0])];
+  const GpuTensor& y = tensors_[size_t(g.call == BnCall::add_relu ? g.fused_out : l.output)];
+  const void* scale = params_[size_t(l.weight)].value.get();
+  const void* bias = params_[size_t(l.bias_param)].value.get();
+  void* mean = params_[size_t(l.running_mean)].value.get();
+  void* var = params_[size_t(l.running_var)].value.get();
+  if (g.call == BnCall::plain) {
+    STOKER_GPU(cudnnBatchNormalizationForwardTraining(
+        cudnn_, bn_mode_, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(), y.act, g.bn.get(),
+        scale, bias, l.momentum, mean, var, l.eps, g.save_mean.get(), g.save_invvar.get()));
+    return;
+  }
+  const cudnnBatchNormOps_t ops = bn_ops(g.call);
+  const GpuTensor* z = g.call == BnCall::add_relu ? &tensors_[size_t(g.z)] : nullptr;
+  STOKER_GPU(cudnnBatchNormalizationForwardTrainingEx(
+      cudnn_, bn_mode_, ops, &kOne, &kZero, x.desc.get(), x.act, z ? z->desc.get() : nullptr,
+      z ? z->act : nullptr, y.desc.get(), y.act, g.bn.get(), scale, bias, l.momentum, mean, var,
+      l.eps, g.save_mean.get(), g.save_invvar.get(),
+      ops == CUDNN_BATCHNORM_OPS_BN ? nullptr : relu_desc_.get(), workspace_.get(),
+      workspace_.bytes(), g.reserve.get(), g.reserve.bytes()));
+}
+
+// Its backward: dx (+)= by `beta`, the scale and bias gradients written; the fused forms take
+// y and dy at the ReLU's output and apply the ReLU's gradient, add_relu also writes dz.
+void CudnnNet::bn_backward(const Layer& l, GpuLayer& g, float beta) {
+  const GpuTensor& x = tensors_[size_t(l.inputs[0])];
+  const GpuTensor& y = tensors_[size_t(g.call == BnCall::add_relu ? g.fused_out : l.output)];
+  const void* scale = params_[size_t(l.weight)].value.get();
+  void* dscale = params_[size_t(l.weight)].raw;
+  void* dbias = params_[size_t(l.bias_param)].raw;
+  if (g.call == BnCall::plain) {
+    STOKER_GPU(cudnnBatchNormalizationBackward(
+        cudnn_, bn_mode_, &kOne, &beta, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(), y.dact,
+        x.desc.get(), x.dact, g.bn.get(), scale, dscale, dbias, l.eps, g.save_mean.get(),
+        g.save_invvar.get()));
+    return;
+  }
+  const cudnnBatchNormOps_t ops = bn_ops(g.call);
+  const GpuTensor* z = g.call == BnCall::add_relu ? &tensors_[size_t(g.z)] : nullptr;
+  // The plain form reads no y; the fused ones read the ReLU's output.
+  const bool fused = ops != CUDNN_BATCHNORM_OPS_BN;
+  STOKER_GPU(cudnnBatchNormalizationBackwardEx(
+      cudnn_, bn_mode_, ops, &kOne, &beta, &kOne, &kZero, x.desc.get(), x.act,
+      fused ? y.desc.get() : nullptr, fused ? y.act : nullptr, y.desc.get(), y.dact,
+      z ? z->desc.get() : nullptr, z ? z->dact : nullptr, x.desc.get(), x.dact, g.bn.get(), scale,
+      params_[size_t(l.bias_param)].value.get(), dscale, dbias, l.eps, g.save_mean.get(),
+      g.save_invvar.get(), fused ? relu_desc_.get() : nullptr, workspace_.get(), workspace_.bytes(),
+      g.reserve.get(), g.reserve.bytes()));
 }
 
 void CudnnNet::loss_and_backward() {
@@ -690,23 +855,7 @@ void CudnnNet::loss_and_backward() {
         break;
       }
       case LayerKind::batchnorm:
-        if (g.fused_relu) {
-          // y is the ReLU's output (the same memory), dy the gradient at it.
-          STOKER_GPU(cudnnBatchNormalizationBackwardEx(
-              cudnn_, bn_mode_, CUDNN_BATCHNORM_OPS_BN_ACTIVATION, &kOne, &beta, &kOne, &kZero,
-              x.desc.get(), x.act, y.desc.get(), y.act, y.desc.get(), y.dact, nullptr, nullptr,
-              x.desc.get(), x.dact, g.bn.get(), params_[size_t(l.weight)].value.get(),
-              params_[size_t(l.bias_param)].value.get(), params_[size_t(l.weight)].raw,
-              params_[size_t(l.bias_param)].raw, l.eps, g.save_mean.get(), g.save_invvar.get(),
-              relu_desc_.get(), workspace_.get(), workspace_.bytes(), g.reserve.get(),
-              g.reserve.bytes()));
-          break;
-        }
-        STOKER_GPU(cudnnBatchNormalizationBackward(
-            cudnn_, bn_mode_, &kOne, &beta, &kOne, &kZero, x.desc.get(), x.act, y.desc.get(),
-            y.dact, x.desc.get(), x.dact, g.bn.get(), params_[size_t(l.weight)].value.get(),
-            params_[size_t(l.weight)].raw, params_[size_t(l.bias_param)].raw, l.eps,
-            g.save_mean.get(), g.save_invvar.get()));
+        if (g.call != BnCall::add_relu) bn_backward(l, g, beta);  // that one ran at its add
         break;
       case LayerKind::relu:
         // Fused: the batch norm's backward applies the ReLU's. In place (aliased): dx is
@@ -716,22 +865,29 @@ void CudnnNet::loss_and_backward() {
                       stream_);
         break;
       case LayerKind::add:
+        if (g.fused_bn >= 0) {
+          // The fused BN + add + ReLU: dx of the BN's input and dz of the shortcut at once.
+          const Layer& bn = net_.layers[size_t(g.fused_bn)];
+          const int bn_in = bn.inputs[0];
+          bn_backward(bn, layers_[size_t(g.fused_bn)], grad_written_[size_t(bn_in)] ? 1.0f : 0.0f);
+          grad_written_[size_t(bn_in)] = true;
+          grad_written_[size_t(l.inputs[1])] = true;
+          break;
+        }
         for (int k = 0; k < 2; ++k) {
           const int t = l.inputs[size_t(k)];
-          pass_gradient(dtype_, y.dact, tensors_[size_t(t)].dact, y.elements,
-                        grad_written_[size_t(t)], stream_);
+          // In place over the branch (plan_tensors): its gradient is dy's own memory.
+          if (tensors_[size_t(t)].dact != y.dact)
+            pass_gradient(dtype_, y.dact, tensors_[size_t(t)].dact, y.elements,
+                          grad_written_[size_t(t)], stream_);
           grad_written_[size_t(t)] = true;
         }
         break;
-      case LayerKind::maxpool: {
+      case LayerKind::maxpool:
         // Not cuDNN's: its max-pool backward adds with atomics (not reproducible).
-        const ActShape& in_shape = shapes_[size_t(in)];
-        const ActShape& out_shape = shapes_[size_t(l.output)];
-        const MaxPoolShape ps{config_.batch, in_shape.c, in_shape.h, in_shape.w, out_shape.h,
-                              out_shape.w,   l.kernel,   l.stride,   l.padding};
-        maxpool_backward(dtype_, nhwc_, ps, x.act, y.dact, x.dact, beta != 0.0f, stream_);
+        maxpool_backward(dtype_, nhwc_, g.pool_shape, x.act, y.dact, x.dact, g.pool_offsets.get(),
+                         beta != 0.0f, stream_);
         break;
-      }
       case LayerKind::global_avgpool:
         STOKER_GPU(cudnnPoolingBackward(cudnn_, g.pool.get(), &kOne, y.desc.get(), y.act,
                                         y.desc.get(), y.dact, x.desc.get(), x.act, &beta,
@@ -771,7 +927,15 @@ void CudnnNet::cast_weights() {
 
 std::vector<float> CudnnNet::debug_tensor(int id, bool gradient) const {
   STOKER_CHECK(id >= 0 && size_t(id) < tensors_.size());
-  if (id == 0 || (gradient ? aliased(id) : overwritten(id))) return {};
+  if (id == 0 || (gradient ? aliased(id) || !grad_kept_[size_t(id)] : overwritten(id))) return {};
+  // A fused batch norm's output gradient (the ReLU's gradient applied) is never stored: its
+  // memory holds the gradient at the ReLU's output.
+  if (gradient && id > 0) {
+    const Layer& producer = net_.layers[size_t(id) - 1];
+    if (producer.kind == LayerKind::batchnorm && layers_[size_t(id) - 1].call != BnCall::plain &&
+        layers_[size_t(id) - 1].call != BnCall::ex)
+      return {};
+  }
   const GpuTensor& t = tensors_[size_t(id)];
   const void* src = gradient ? t.dact : t.act;
   STOKER_CHECK(src != nullptr);

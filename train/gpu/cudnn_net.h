@@ -39,17 +39,34 @@ struct GpuTensor {
   int alias_of = -1;                   // a ReLU computed in place over this tensor id
 };
 
+// How a batch norm runs in training (eval always runs cuDNN's inference call, then our add and
+// ReLU). The Ex forms are cuDNN's NHWC persistent kernels (cudnnBatchNormalization*Ex), which
+// the plain calls do not reach: with the plain calls an NHWC batch norm runs the legacy
+// single-read kernels, 89% of a ResNet-50 step on the first H200 run.
+enum class BnCall {
+  plain,    // cudnnBatchNormalizationForwardTraining / Backward
+  ex,       // the Ex calls, CUDNN_BATCHNORM_OPS_BN
+  relu,     // the Ex calls, OPS_BN_ACTIVATION: the ReLU that only it feeds runs inside
+  add_relu  // the Ex calls, OPS_BN_ADD_ACTIVATION: y = relu(bn(x) + z), a block's last BN with
+            // the residual add and the ReLU after it (MLPerf's ResNet); it runs at the add
+};
+
 struct GpuLayer {
   ConvPlan conv;           // conv
   TensorDesc bn;           // batchnorm: the derived scale/bias/stats descriptor
   DeviceBuffer save_mean;  // batchnorm: batch statistics for the backward (f32, C)
   DeviceBuffer save_invvar;
-  // batchnorm followed by a ReLU that only it feeds: one cuDNN call each way in training
-  // (cudnnBatchNormalization*Ex with BN_ACTIVATION), with its reserve space; the ReLU layer
-  // then does nothing in training (eval runs it).
-  bool fused_relu = false;
+  BnCall call = BnCall::plain;  // batchnorm: how it runs in training (set_fusion)
+  // batchnorm: what cuDNN offers this layer's shapes (planning asked for the sizes), and the
+  // reserve space of the largest.
+  bool offers_ex = false, offers_relu = false, offers_add_relu = false;
   DeviceBuffer reserve;
-  PoolDesc pool;  // maxpool, global_avgpool
+  // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids), and the add
+  // layer where the fused call runs; add: the batch norm (layer index) that computes it.
+  int z = -1, fused_out = -1, fused_at = -1, fused_bn = -1;
+  PoolDesc pool;              // maxpool, global_avgpool
+  MaxPoolShape pool_shape;    // maxpool: for our backward
+  DeviceBuffer pool_offsets;  // maxpool: its backward's scratch (kernels.h)
 };
 
 struct GpuParam {
@@ -63,11 +80,24 @@ struct GpuParam {
   int64_t count = 0;        // num_batches_tracked, on the host
 };
 
+// The library handles a net plans and runs with, made once by the backend and kept across
+// its reshapes (each cudnnCreate / cublasCreate pair leaves host memory behind: the first H200
+// run saw the host heap grow by 1.26 MB over 16 reshapes that made new handles), with the
+// cuBLAS workspace that graph capture needs (no allocation while capturing).
+struct GpuLibraries {
+  CudnnHandle cudnn;
+  CublasHandle cublas;
+  DeviceBuffer cublas_workspace;
+  // Creates both on the current device, bound to `stream`.
+  explicit GpuLibraries(cudaStream_t stream);
+};
+
 class CudnnNet {
  public:
   // Plans everything on the current device; `compute` is the stream every program runs on.
   // stoker::Error naming the layer when cuDNN or cuBLAS rejects a shape or runs out of memory.
-  CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t compute);
+  CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t compute,
+           const GpuLibraries& libraries);
   ~CudnnNet();
   CudnnNet(const CudnnNet&) = delete;
   CudnnNet& operator=(const CudnnNet&) = delete;
@@ -122,7 +152,8 @@ class CudnnNet {
   DType dtype() const { return dtype_; }
   bool nhwc() const { return nhwc_; }
   const std::vector<ConvChoice>& choices() const { return choices_; }
-  bool bn_relu_fused() const { return fuse_bn_relu_; }
+  bool bn_relu_fused() const { return fusion_ >= kFuseRelu; }
+  bool bn_add_fused() const { return fusion_ >= kFuseAddRelu; }
   bool bn_persistent() const { return bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT; }
   size_t workspace_bytes() const { return workspace_.bytes(); }
   size_t device_bytes() const { return device_bytes_; }
@@ -132,6 +163,7 @@ class CudnnNet {
 
  private:
   void plan_tensors();
+  void plan_gradients(const std::vector<int>& root, const std::vector<int64_t>& bytes);
   void plan_params();
   void plan_layers();
   void plan_optimizer();
@@ -139,8 +171,14 @@ class CudnnNet {
   void fc_forward(const Layer& l);
   void fc_backward(const Layer& l, float beta_dx);
   void trial_step();
-  void set_fusion(bool on);  // which BN layers compute their ReLU (needs planned layers)
-  void plan_buckets();       // data parallelism: buckets, their finish chunks, the stream
+  // Fusion levels, each a fallback of the one above (trial_step): which BN call each layer
+  // makes in training (needs planned layers).
+  static constexpr int kFusePlain = 0, kFuseEx = 1, kFuseRelu = 2, kFuseAddRelu = 3;
+  void set_fusion(int level);
+  void bn_forward_train(const Layer& l, GpuLayer& g);
+  void bn_backward(const Layer& l, GpuLayer& g, float beta);
+  void plan_batchnorm(const Layer& l, GpuLayer& g, size_t& workspace);
+  void plan_buckets();  // data parallelism: buckets, their finish chunks, the stream
   void start_bucket(size_t b);
   void join_buckets();
   // Where the gradient finish flags a non-finite gradient: the overflow flag under f16 (the
@@ -152,10 +190,10 @@ class CudnnNet {
   DType dtype_ = DType::f32;
   bool nhwc_ = false;
   cudaStream_t stream_ = nullptr;
-  CudnnHandle cudnn_;
-  CublasHandle cublas_;
+  cudnnHandle_t cudnn_ = nullptr;  // the backend's (GpuLibraries)
+  cublasHandle_t cublas_ = nullptr;
   cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
-  bool fuse_bn_relu_ = false;  // NHWC f16/bf16 with persistent BN: cuDNN's fused kernels
+  int fusion_ = kFusePlain;  // NHWC f16/bf16: cuDNN's persistent Ex kernels, fused (set_fusion)
   ActivationDesc relu_desc_;
   std::vector<bool> relu_fused_;  // per layer: a ReLU whose BN computes it (training)
   std::string device_name_;
@@ -165,9 +203,11 @@ class CudnnNet {
   std::vector<GpuLayer> layers_;
   std::vector<GpuParam> params_;
   std::vector<ConvChoice> choices_;
-  std::vector<bool> grad_written_;  // scratch of the backward (planned size)
+  std::vector<bool> grad_written_;        // scratch of the backward (planned size)
+  std::vector<DeviceBuffer> grad_slots_;  // the activation gradients' memory (plan_gradients)
+  std::vector<bool> grad_kept_;           // per tensor: its gradient still there after the backward
   DeviceBuffer labels_, status_, hyper_, scale_, overflow_, per_sample_, dlogits_lowp_;
-  DeviceBuffer workspace_, cublas_workspace_;
+  DeviceBuffer workspace_;
   // Optimiser: slots of the trainable tensors, their chunks (all; those needing a finish).
   std::vector<TensorSlot> slots_;
   DeviceBuffer slots_dev_, chunks_dev_, finish_chunks_dev_;

@@ -100,6 +100,35 @@ STOKER_HD float pool_input_gradient(const Read& x, const ReadGrad& dy, int64_t h
   return g;
 }
 
+// The same gradient from stored window maxima: `offset(orow, ocol)` reads the position of
+// output (orow, ocol)'s maximum inside its window, (r - r0) * k + (c - c0) for the window's
+// first row r0 and column c0 (pool_window_offset), so the gather compares small integers
+// instead of rescanning every window it belongs to. Same windows, same order, same sum.
+template <class ReadOffset, class ReadGrad>
+STOKER_HD float pool_input_gradient_stored(const ReadOffset& offset, const ReadGrad& dy, int64_t oh,
+                                           int64_t ow, int64_t k, int64_t s, int64_t p, int64_t row,
+                                           int64_t col) {
+  int64_t r_lo, r_hi, c_lo, c_hi;
+  pool_outputs_containing(row, k, s, p, oh, &r_lo, &r_hi);
+  pool_outputs_containing(col, k, s, p, ow, &c_lo, &c_hi);
+  float g = 0;
+  for (int64_t orow = r_lo; orow <= r_hi; ++orow)
+    for (int64_t ocol = c_lo; ocol <= c_hi; ++ocol)
+      if (offset(orow, ocol) == (row - (orow * s - p)) * k + (col - (ocol * s - p)))
+        g += dy(orow, ocol);
+  return g;
+}
+
+// What pool_input_gradient_stored reads: output (orow, ocol)'s maximum as its offset in the
+// window (pool_window_argmax's rule), -1 for a window wholly in the padding.
+template <class Read>
+STOKER_HD int64_t pool_window_offset(const Read& x, int64_t h, int64_t w, int64_t k, int64_t s,
+                                     int64_t p, int64_t orow, int64_t ocol) {
+  const int64_t arg = pool_window_argmax(x, h, w, k, s, p, orow, ocol);
+  if (arg < 0) return -1;
+  return (arg / w - (orow * s - p)) * k + (arg % w - (ocol * s - p));
+}
+
 // Index in cuDNN's NHWC filter layout (K x R x S x C) of plain index i (K x C x R x S, torch's),
 // for a filter of c input channels and rs = R * S taps.
 STOKER_HD int64_t krsc_index(int64_t i, int64_t c, int64_t rs) {

@@ -133,6 +133,18 @@ TEST(MaxPoolBackward, GatherEqualsScatter) {
                     scatter[size_t(r * g.w + c)])
               << g.h << "x" << g.w << " k" << g.k << " s" << g.s << " p" << g.p << " at " << r
               << "," << c;
+      // The kernel's form: each window's maximum stored as its offset first, then gathered.
+      std::vector<int64_t> offsets(dy.size());
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t c = 0; c < ow; ++c)
+          offsets[size_t(r * ow + c)] = pool_window_offset(read_x, g.h, g.w, g.k, g.s, g.p, r, c);
+      const auto read_offset = [&](int64_t r, int64_t c) { return offsets[size_t(r * ow + c)]; };
+      for (int64_t r = 0; r < g.h; ++r)
+        for (int64_t c = 0; c < g.w; ++c)
+          ASSERT_EQ(pool_input_gradient_stored(read_offset, read_dy, oh, ow, g.k, g.s, g.p, r, c),
+                    scatter[size_t(r * g.w + c)])
+              << "stored offsets: " << g.h << "x" << g.w << " k" << g.k << " s" << g.s << " p"
+              << g.p << " at " << r << "," << c;
     }
   }
 }

@@ -50,8 +50,10 @@ struct MaxPoolShape {
   int64_t oh = 0, ow = 0;              // output
   int64_t k = 1, stride = 1, pad = 0;  // square window
 };
+// `offsets`: scratch of maxpool_offsets_bytes(s) bytes (each output's maximum, in its window).
+size_t maxpool_offsets_bytes(const MaxPoolShape& s);
 void maxpool_backward(DType t, bool nhwc, const MaxPoolShape& s, const void* x, const void* dy,
-                      void* dx, bool accumulate, cudaStream_t stream);
+                      void* dx, void* offsets, bool accumulate, cudaStream_t stream);
 
 // logits [n, classes] f32 += bias; dbias[c] = sum over rows of dlogits (f32), in row order.
 void add_bias(float* logits, const float* bias, int64_t n, int64_t classes, cudaStream_t stream);
