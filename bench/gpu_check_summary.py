@@ -33,6 +33,16 @@ def load(path):
         return None
 
 
+def load_embedded(path):
+    """A JSON document with other lines around it (a program's stdout and stderr together)."""
+    text = "\n".join(lines(path))
+    i, j = text.find("{"), text.rfind("}")
+    try:
+        return json.loads(text[i:j + 1]) if 0 <= i < j else None
+    except ValueError:
+        return None
+
+
 def lines(path):
     try:
         with open(path) as f:
@@ -229,7 +239,7 @@ def build(a):
         "context": {"tool": "scripts/gpu_check.sh", "dry_run": a.dry_run == "1", "seconds": a.seconds,
                     "limit_s": a.limit, "env": env, "peak_tflops_f16": peak,
                     "cuda_libraries": lines(os.path.join(w, "cuda_libs.txt")),
-                    "torch": load(os.path.join(w, "torch_env.json")), "gpu_facts": load(os.path.join(w, "gpu_facts.json"))},
+                    "torch": load(os.path.join(w, "torch_env.json")), "gpu_facts": load_embedded(os.path.join(w, "gpu_facts.json"))},
         "plan_check": None if not budget else {
             "budget_s": int(budget[1]), "reserve_s": int(budget[2]), "limit_s": int(budget[3]),
             "fits": int(budget[1]) + int(budget[2]) <= int(budget[3]),

@@ -21,8 +21,8 @@ usage_line() { sed -n '10p' "$0" | sed 's/^# //'; }
 # The plan, most important first: step:budget in seconds. Each step must end by the sum of
 # its budget and those before it (time an early step leaves passes to the next ones); the
 # sum plus $reserve (the summary and the tarball after each step) fits $limit.
-plan=(env:15 tests:65 stoker:90 torch:70 compile:70 loader:95 emulate:40 trace:10)
-limit=${STOKER_CHECK_SECONDS:-480} reserve=25
+plan=(env:15 tests:65 stoker:90 torch:70 compile:70 loader:95 emulate:45 trace:10)
+limit=${STOKER_CHECK_SECONDS:-480} reserve=20
 all_steps=$(printf '%s ' "${plan[@]%%:*}")
 
 while [ $# -gt 0 ]; do
@@ -79,7 +79,7 @@ params() {
     # Serial at 1024 px feeds ~250 img/s (the first run): 25 batches take 25 s.
     train_readers="threads:16 processes:16 serial" parallel_cap=12
     serial_cap_256=10 serial_cap_512=15 serial_cap_1024=30
-    emu_batch=32 emu_seconds=1.2 emu_cap=14
+    emu_batch=32 emu_seconds=1 emu_cap=15
     trace_steps=6:8
   else
     backend=cpu arch=resnet18 batch=2 size=32 device=cpu steps=3 warmup=1
@@ -121,7 +121,9 @@ x() {
     rc=124
     echo "no time left in the step" >"$work/$tag.out"
   else
-    timeout -k 5 "$t" "$@" >"$work/$tag.out" 2>&1
+    # --foreground: the signal goes to the command alone. Without it timeout signals the
+    # process group as well, and stoker takes a second SIGTERM as "quit now, save nothing".
+    timeout --foreground -k 5 "$t" "$@" >"$work/$tag.out" 2>&1
     rc=$?
   fi
   printf '%s\t%s\t%s\t%s\t%s\n' "$cur_step" "$tag" "$rc" "$(( ($(date +%s%N) - t0) / 1000000 ))" "$*" \

@@ -5,7 +5,8 @@
 # sizes (the CUDA tests skip without a device), the JSON holds a row with figures for every
 # run, at most 8 files come back, one folder deep. Then what must fail does: a command line
 # that no longer parses, budgets over the limit, a failed step (reported, the next still
-# runs); and a torch variant that finished survives a kill of the bench after it.
+# runs); a torch variant that finished survives a kill of the bench after it; and the summary
+# refuses a rate above the GPU's peak.
 #   gpu_check_dry_run_test.sh BUILD_DIR PYTHON_WITH_TORCH
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -144,3 +145,47 @@ r = doc["results"]
 assert 1 <= len(r) < 5 and r[0]["variant"] == "tf32-nchw" and r[0]["images_per_s"] > 0, r
 print(f"ok: killed after {len(r)} variant(s), the JSON holds them whole")
 PY
+
+# The summary refuses a rate the GPU cannot reach: the first H200 run's figures (graph mode's
+# host-side 527,469 img/s beside f16 NCHW's 2,394) in a work folder made here.
+w=$tmp/fake
+mkdir -p "$w"
+printf 'gpu NVIDIA H200, 580.159.04, 143771 MiB, 9.0\ngpu_idle_mib 0\n' >"$w/env.txt"
+for run in f16-nhwc-graph:527469.5 f16-nchw:2393.7; do
+  tag=stoker_${run%%:*}
+  printf 'stoker\t%s\t0\t12000\ttrain ...\n' "$tag" >>"$w/runs.tsv"
+  cat >"$w/$tag.json" <<JSON
+{"context": {"precision": "f16", "timing_warmup": 5},
+ "results": [{"images_per_s": ${run##*:}, "flop_per_image": 24.6e9, "step_ms": {"median": 107.0},
+   "per_step": [$(seq -s, 1 25 | sed 's/[0-9]\+/{}/g')], "data_wait_fraction": 0, "gaps": null,
+   "device_memory": {"planned_bytes": 30000000000, "peak_in_use_bytes": 30914969600}}]}
+JSON
+done
+cat >"$w/torch.json" <<'JSON'
+{"context": {"torch": "2.11.0+cu130"}, "results": [
+ {"variant": "f16-nhwc", "images_per_s": 5781.6, "peak_reserved_mib": 12636.0, "peak_allocated_mib": 11271.6},
+ {"variant": "f16-nchw", "images_per_s": 2964.1, "peak_reserved_mib": 13504.0, "peak_allocated_mib": 11258.9}]}
+JSON
+[ "$("$python" "$root/bench/gpu_check_summary.py" --work "$w" --fastest)" = f16-nchw ] ||
+  { echo "FAIL: the fastest mode should be f16-nchw, the graph rate being impossible"; exit 1; }
+[ "$("$python" "$root/bench/gpu_check_summary.py" --work "$w" --rate)" = 5782 ] ||
+  { echo "FAIL: the rate to feed should be PyTorch's 5782"; exit 1; }
+"$python" "$root/bench/gpu_check_summary.py" --work "$w" --out "$w/s.json" --quiet
+"$python" - "$w/s.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = {r["run"]: r for r in doc["synthetic"]["stoker"]}
+g, n = rows["stoker_f16-nhwc-graph"], rows["stoker_f16-nchw"]
+assert not g["plausible"] and "above the GPU's 989 peak" in g["implausible"], g
+assert n["plausible"] and n["timed_steps"] == 20 and n["device_memory_peak_mib"] == 29482.8, n
+c = {r["mode"]: r for r in doc["synthetic"]["comparison"]}["f16-nchw"]
+assert c["ratio"] == round(2393.7 / 2964.1, 3) and c["memory_ratio_to_reserved"] == round(29482.8 / 13504.0, 2), c
+print("ok: a graph rate of 527,469 img/s is refused (", round(g["achieved_tflops"]), "TFLOP/s ); f16-nchw is the fastest")
+PY
+
+# --plan prints every step with its budget and every GPU command, and runs none.
+"$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
+grep -q '^stoker (90 s)$' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+  grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
+  { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
+echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"
