@@ -264,7 +264,9 @@ stoker_run() {
     --steps "$steps" --timing-warmup "$warmup" --json "$work/$tag.json" "$@"
   rc=$?
   mem_stop
-  [ "$mode" = run ] && tail -n 2 "$work/$tag.out" | grep -v '^#'
+  # The summary row (header and figures), and any error or interruption line.
+  [ "$mode" = run ] && grep -E -A1 '^ +steps +img/s' "$work/$tag.out" | tail -n 2
+  [ "$mode" = run ] && grep -E '^stoker: |^# interrupted' "$work/$tag.out" | head -n 3
   return $rc
 }
 
@@ -466,8 +468,10 @@ fi
 mkdir -p "$out" || exit 1
 out=$(realpath "$out")
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
-trap 'mem_stop; rm -rf "$work"' EXIT
 exec > >(tee "$out/gpu_check.log") 2>&1
+tee_pid=$!
+# On the way out: the work folder goes, and tee is waited for, so the log is whole on disk.
+trap 'mem_stop; rm -rf "$work"; exec >&- 2>&-; wait "$tee_pid" 2>/dev/null' EXIT
 : >"$out/tests.log"
 start=$(date +%s)
 echo "gpu_check: $( ((dry)) && echo "DRY RUN (plan check, then the cpu backend, tiny sizes)" || echo "GPU run")" \
