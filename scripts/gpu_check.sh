@@ -64,6 +64,7 @@ say() { [ "$mode" = run ] && echo "$@"; return 0; }
 
 # params gpu|cpu: the sizes of every step. gpu: the real check. cpu: --dry-run's rehearsal
 # (ResNet-18, batch 2, 32 px, tiny datasets at the real sizes; the CPU backend knows f32 only).
+# shellcheck disable=SC2034  # serial_cap_PX are read through ${!cap_var}
 params() {
   readers_emu="threads:1,threads:2,threads:4,threads:8,threads:16,processes:1,processes:2,processes:4,processes:8,processes:16"
   if [ "$1" = gpu ]; then
@@ -136,7 +137,8 @@ x() {
 # that stops only for want of a CUDA device passes. Test drivers list their filtered tests;
 # torch_gpu_bench.py validates its arguments (--check).
 check_cmd() {
-  local tag=$1 rc t0=$(date +%s%N)
+  local tag=$1 rc t0
+  t0=$(date +%s%N)
   shift
   local log=$work/check_$tag.out
   case "$*" in
