@@ -233,7 +233,10 @@ step_tests() {
     [ "$mode" = check ] && continue
     [ "$t" = gpu_facts ] && cp "$work/test_$t.out" "$work/gpu_facts.json"
     { echo "== $t ${args[*]} (exit $rc)"; cat "$work/test_$t.out"; } >>"$out/tests.log"
-    grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$work/test_$t.out" | sed "s/^/$t: /" | head -n 12
+    # The counts and the failed tests' names (the whole output is in tests.log).
+    echo "-- $t: exit $rc"
+    grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] ' "$work/test_$t.out" | grep -Ev ' ms\)$|^\[  SKIPPED \] [A-Za-z]' |
+      sed "s/^/  /" | head -n 12
     printf '%s\t%s\n' "$t" "$rc" >>"$work/tests.tsv"
     [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || bad=1
   done
