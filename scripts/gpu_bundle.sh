@@ -33,7 +33,7 @@ done
 # What the bundle carries, and where from in the build tree.
 programs=(tools/stoker loader/stoker-worker tools/stoker-cuda-versions)
 tests=(tests/cuda_backend_test tests/backend_conformance_test tests/gpu_host_test
-  tests/collective_test tests/data_parallel_cuda_test tests/cuda_step_driver)
+  tests/collective_test tests/data_parallel_cuda_test tests/cuda_step_driver tests/gpu_facts)
 
 # The lean build, by choice (docs/GPU.md says why each): no OpenCV imgcodecs (JPEG only:
 # about 150 libraries less), no MPI (one GPU; the NCCL test runs as one rank), no Python

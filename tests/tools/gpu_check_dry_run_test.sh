@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# scripts/gpu_check.sh --dry-run end to end on the CPU backend with tiny sizes: every step
-# runs (the CUDA tests skip without a device), the JSON holds a row for every run with its
-# figures, at most 8 files come back, and a planted failure is reported without stopping
-# the steps after it.
+# scripts/gpu_check.sh --dry-run end to end on the CPU: the plan check passes (budgets within
+# 8 minutes, every GPU command line parses), every step then runs on the CPU backend with tiny
+# sizes (the CUDA tests skip without a device), the JSON holds a row with figures for every
+# run, at most 8 files come back, one folder deep. Then what must fail does: a command line
+# that no longer parses, budgets over the limit, a failed step (reported, the next still
+# runs); a torch variant that finished survives a kill of the bench after it; and the summary
+# refuses a rate above the GPU's peak.
 #   gpu_check_dry_run_test.sh BUILD_DIR PYTHON_WITH_TORCH
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,33 +26,93 @@ echo "== dry run: exit $rc in $(($(date +%s) - t0)) s"
 sed -n '/^synthetic ResNet: Stoker/,$p' "$tmp/log"
 [ "$rc" -eq 0 ] || { echo "FAIL: gpu_check.sh --dry-run exited $rc"; tail -n 40 "$tmp/log"; exit 1; }
 "$python" - "$tmp/out" <<'PY'
-import json, os, sys
+import json, os, sys, tarfile
 out = sys.argv[1]
-files = os.listdir(out)
-assert 0 < len(files) <= 8, f"{len(files)} files under $OUT (at most 8): {files}"
+entries = os.listdir(out)
+assert all(os.path.isfile(os.path.join(out, f)) for f in entries), f"folders under $OUT: {entries}"
+assert set(entries) == {"gpu_check.log", "gpu_check.json", "tests.log", "gpu_check_raw.tar.gz",
+                        "trace_synthetic.json", "trace_loader_1024_serial.json"}, entries
 doc = json.load(open(os.path.join(out, "gpu_check.json")))
+plan = ["env", "tests", "stoker", "torch", "compile", "loader", "emulate", "trace"]
 steps = {s["step"]: s["status"] for s in doc["steps"]}
-assert steps == dict.fromkeys(["env", "tests", "stoker", "torch", "loader"], "ok"), steps
+assert steps == dict.fromkeys(plan, "ok"), steps
+assert [s["step"] for s in doc["steps"]] == plan, "steps out of the plan's order"
+p = doc["plan_check"]
+assert p["fits"] and p["budget_s"] + p["reserve_s"] <= p["limit_s"] <= 480, p
+assert sum(s["budget_s"] for s in doc["steps"]) == p["budget_s"], (doc["steps"], p)
+# Every GPU command was checked: 6 tests, 8 synthetic modes, eager and compiled torch, gen,
+# 9 loader-fed runs, 3 emulate sweeps, the trace.
+assert p["commands"] == 30 and not p["not_parsing"], p
+checked = {c["run"] for c in p["checked"]}
+assert {"stoker_f16-nhwc-graph", "stoker_tf32-nchw", "torch", "torch_compile", "gen",
+        "loader_1024_processes16", "emulate_512", "stoker_traced"} <= checked, checked
+gpu_cmds = " ".join(c["command"] for c in p["checked"])
+assert "--backend cuda" in gpu_cmds and "--arch resnet50 --batch 256 --size 224" in gpu_cmds, gpu_cmds[:300]
 assert doc["context"]["dry_run"] is True
 for t in ("gpu_host_test", "cuda_backend_test", "backend_conformance_test", "collective_test",
           "data_parallel_cuda_test"):
     assert t in doc["tests"] and doc["tests"][t]["exit"] in (0, 77), (t, doc["tests"].get(t))
-ran = [r for r in doc["synthetic"]["stoker"] if "skipped" not in r]
-assert len(doc["synthetic"]["stoker"]) == 13 and len(ran) == 2, doc["synthetic"]["stoker"]
+log = open(os.path.join(out, "tests.log")).read()
+assert all(f"== {t} " in log for t in doc["tests"]), "tests.log lacks a test's whole output"
+assert "[==========]" in log, "tests.log holds no gtest output"
+ran = doc["synthetic"]["stoker"]
+assert [r["run"] for r in ran] == ["stoker_f32", "stoker_traced"], [r["run"] for r in ran]
 for r in ran:
-    assert r["images_per_s"] > 0 and r["exit"] == 0, r
+    assert r["exit"] == 0 and r["images_per_s"] > 0 and r["timed_steps"] >= 2 and r["plausible"], r
+assert doc["fastest_mode"] == "f32", doc["fastest_mode"]
 torch = doc["synthetic"]["torch"]["results"]
 assert [r["variant"] for r in torch] == ["tf32-nchw", "bf16-nhwc"], torch
-assert all(r.get("images_per_s", 0) > 0 for r in torch), torch
-loader = doc["loader"]
-assert len(loader) == 6, [r["run"] for r in loader]
+for r in torch:
+    assert r["images_per_s"] > 0 and r["timed_steps"] == 2 and r["step_ms"]["median"] > 0, r
+comp = doc["synthetic"]["torch_compile"]["results"]
+assert [r["variant"] for r in comp] == ["bf16-nhwc-compile"], comp  # an error row on torch < 2
+assert doc["rate_to_feed"] > 0
+loader = doc["loader"]["train"]
+assert [(r["size"], r["reader"]) for r in loader] == [
+    (px, r) for px in (256, 512, 1024) for r in ("threads:2", "processes:2", "serial")], loader
 for r in loader:
-    assert r["exit"] == 0 and r["images_per_s"] > 0 and 0 <= r["data_wait_share"] <= 1, r
-    assert r["kernel_gap_share"] is not None, r
-    assert r["emulated"].get("images_per_s", 0) > 0 and 0 <= r["emulated"]["au"] <= 1, r
-assert any(f.startswith("trace_") for f in files), files
-print("ok: steps, tests, 2 stoker + 2 torch synthetic runs, 6 loader-fed runs with emulation,", len(files), "files")
+    assert r["exit"] == 0 and r["images_per_s"] > 0 and r["timed_steps"] >= 2, r
+    assert 0 <= r["data_wait_share"] <= 1 and r["kernel_gap_share"] is not None, r
+emu = doc["loader"]["emulate"]
+assert len(emu) == 12 and [r["size"] for r in emu][::4] == ["256px", "512px", "1024px"], emu
+for r in emu:
+    assert r["images_per_s"] > 0 and 0 <= r["au"] <= 1 and r["workers"] in (1, 2), r
+with tarfile.open(os.path.join(out, "gpu_check_raw.tar.gz")) as t:
+    names = set(os.path.basename(n) for n in t.getnames())
+for f in ("runs.tsv", "steps.tsv", "check.tsv", "stoker_f32.json", "torch.json", "loader_1024_serial.json",
+          "emulate_256.json", "gtest_cuda_backend_test.json"):
+    assert f in names, (f, sorted(names))
+assert not any(n.endswith(".jpg") for n in names), "the datasets went into the tarball"
+print(f"ok: plan check ({p['commands']} GPU commands, {p['budget_s']} s + {p['reserve_s']} s <= {p['limit_s']} s),",
+      "8 steps in order, tests.log, 2 stoker + 2 torch + compile rows, 9 loader-fed runs, 12 emulated,",
+      len(entries), "files")
 PY
+
+# A GPU command line that no longer parses fails the plan check, naming the runs: a copy of
+# the script whose synthetic runs carry an option stoker does not know.
+mkdir -p "$tmp/copy/scripts"
+ln -s "$root/bench" "$tmp/copy/bench"
+sed 's/--synthetic --no-gaps/--synthetic --no-gapz/' "$root/scripts/gpu_check.sh" >"$tmp/copy/scripts/gpu_check.sh"
+rc=0
+bash "$tmp/copy/scripts/gpu_check.sh" --dry-run --build "$build" --python "$python" --out "$tmp/out3" \
+  --steps stoker >"$tmp/log3" 2>&1 || rc=$?
+"$python" - "$tmp/out3/gpu_check.json" "$rc" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert sys.argv[2] == "1", f"exit {sys.argv[2]}, expected 1 with a command that does not parse"
+bad = doc["plan_check"]["not_parsing"]
+assert len(bad) == 8 and all(b["verdict"] == "usage error" and b["step"] == "stoker" for b in bad), bad
+print("ok: an unknown option in the GPU plan fails the plan check:", len(bad), "runs named")
+PY
+
+# Budgets over the limit fail the plan check before anything runs.
+rc=0
+STOKER_CHECK_SECONDS=400 "$root/scripts/gpu_check.sh" --dry-run --build "$build" --python "$python" \
+  --out "$tmp/out4" --steps env >"$tmp/log4" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep -q 'exceed 400s' "$tmp/log4" ||
+  { echo "FAIL: budgets over a 400 s limit: exit $rc"; cat "$tmp/log4"; exit 1; }
+echo "ok: budgets over the limit fail the plan check"
+
 # A step that fails is reported, and the steps after it still run: a build tree whose test
 # executables are missing fails `tests`; `torch` runs after it and the JSON says both.
 mkdir -p "$tmp/broken/tests"
@@ -65,3 +128,64 @@ assert sys.argv[2] == "1", f"exit {sys.argv[2]}, expected 1 with a failed step"
 assert steps == {"tests": "failed", "torch": "ok"}, steps
 print("ok: a failed step (tests) is reported, the next (torch) still ran, exit 1")
 PY
+
+# The torch bench keeps each finished variant: killed (-9) once the first is written, its
+# JSON is a whole document holding that variant.
+json=$tmp/torch_kill.json
+"$python" "$root/bench/torch_gpu_bench.py" --device cpu --arch resnet18 --batch 2 --size 32 --steps 2 \
+  --warmup 1 --variants tf32-nchw,tf32-nhwc,bf16-nchw,bf16-nhwc,tf32-nchw --json "$json" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 600); do [ -s "$json" ] && break; sleep 0.1; done
+kill -9 "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+"$python" - "$json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+r = doc["results"]
+assert 1 <= len(r) < 5 and r[0]["variant"] == "tf32-nchw" and r[0]["images_per_s"] > 0, r
+print(f"ok: killed after {len(r)} variant(s), the JSON holds them whole")
+PY
+
+# The summary refuses a rate the GPU cannot reach: the first H200 run's figures (graph mode's
+# host-side 527,469 img/s beside f16 NCHW's 2,394) in a work folder made here.
+w=$tmp/fake
+mkdir -p "$w"
+printf 'gpu NVIDIA H200, 580.159.04, 143771 MiB, 9.0\ngpu_idle_mib 0\n' >"$w/env.txt"
+for run in f16-nhwc-graph:527469.5 f16-nchw:2393.7; do
+  tag=stoker_${run%%:*}
+  printf 'stoker\t%s\t0\t12000\ttrain ...\n' "$tag" >>"$w/runs.tsv"
+  cat >"$w/$tag.json" <<JSON
+{"context": {"precision": "f16", "timing_warmup": 5},
+ "results": [{"images_per_s": ${run##*:}, "flop_per_image": 24.6e9, "step_ms": {"median": 107.0},
+   "per_step": [$(seq -s, 1 25 | sed 's/[0-9]\+/{}/g')], "data_wait_fraction": 0, "gaps": null,
+   "device_memory": {"planned_bytes": 30000000000, "peak_in_use_bytes": 30914969600}}]}
+JSON
+done
+cat >"$w/torch.json" <<'JSON'
+{"context": {"torch": "2.11.0+cu130"}, "results": [
+ {"variant": "f16-nhwc", "images_per_s": 5781.6, "peak_reserved_mib": 12636.0, "peak_allocated_mib": 11271.6},
+ {"variant": "f16-nchw", "images_per_s": 2964.1, "peak_reserved_mib": 13504.0, "peak_allocated_mib": 11258.9}]}
+JSON
+[ "$("$python" "$root/bench/gpu_check_summary.py" --work "$w" --fastest)" = f16-nchw ] ||
+  { echo "FAIL: the fastest mode should be f16-nchw, the graph rate being impossible"; exit 1; }
+[ "$("$python" "$root/bench/gpu_check_summary.py" --work "$w" --rate)" = 5782 ] ||
+  { echo "FAIL: the rate to feed should be PyTorch's 5782"; exit 1; }
+"$python" "$root/bench/gpu_check_summary.py" --work "$w" --out "$w/s.json" --quiet
+"$python" - "$w/s.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = {r["run"]: r for r in doc["synthetic"]["stoker"]}
+g, n = rows["stoker_f16-nhwc-graph"], rows["stoker_f16-nchw"]
+assert not g["plausible"] and "above the GPU's 989 peak" in g["implausible"], g
+assert n["plausible"] and n["timed_steps"] == 20 and n["device_memory_peak_mib"] == 29482.8, n
+c = {r["mode"]: r for r in doc["synthetic"]["comparison"]}["f16-nchw"]
+assert c["ratio"] == round(2393.7 / 2964.1, 3) and c["memory_ratio_to_reserved"] == round(29482.8 / 13504.0, 2), c
+print("ok: a graph rate of 527,469 img/s is refused (", round(g["achieved_tflops"]), "TFLOP/s ); f16-nchw is the fastest")
+PY
+
+# --plan prints every step with its budget and every GPU command, and runs none.
+"$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
+grep -q '^stoker (90 s)$' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+  grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
+  { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
+echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"
