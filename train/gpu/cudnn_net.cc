@@ -134,7 +134,7 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
   // level by level where they are refused.
   if (nhwc_ && dtype_ != DType::f32) {
     bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-    fusion_ = kFuseAddRelu;
+    fusion_ = std::min(kFuseAddRelu, bn_fusion_cap());
   }
   cudnnActivationDescriptor_t act = nullptr;
   STOKER_GPU(cudnnCreateActivationDescriptor(&act));
@@ -312,7 +312,7 @@ void CudnnNet::plan_gradients(const std::vector<int>& root, const std::vector<in
   std::vector<int> use_of;
   const std::vector<GradUse> uses = grad_uses(net_, root, bytes, late, &use_of);
   GradSlots slots;
-  if (config_.keep_activation_gradients) {
+  if (config_.keep_activation_gradients || keep_gradients_from_env()) {
     for (size_t u = 0; u < uses.size(); ++u) {
       slots.slot_of.push_back(int(u));
       slots.slot_bytes.push_back(uses[u].bytes);

@@ -88,6 +88,22 @@ double collective_timeout_s() {
   return s;
 }
 
+int bn_fusion_cap() {
+  const char* text = std::getenv("STOKER_CUDNN_BN_FUSION");
+  if (text == nullptr || *text == '\0') return 3;
+  static constexpr std::string_view kWords[] = {"plain", "ex", "relu", "add-relu"};
+  for (int i = 0; i < 4; ++i)
+    if (text == kWords[i] || text == std::to_string(i)) return i;
+  fail("STOKER_CUDNN_BN_FUSION is '{}'; expected plain, ex, relu or add-relu (or 0..3)", text);
+}
+
+bool keep_gradients_from_env() {
+  const char* text = std::getenv("STOKER_GPU_KEEP_GRADIENTS");
+  if (text == nullptr || *text == '\0' || std::string_view(text) == "0") return false;
+  if (std::string_view(text) == "1") return true;
+  fail("STOKER_GPU_KEEP_GRADIENTS is '{}'; expected 0 or 1", text);
+}
+
 std::string grad_scaler_metadata(const LossScale& s) {
   // %.9g round-trips every float.
   return fmt::format(R"({{"scale": {:.9g}, "_growth_tracker": {}}})", s.scale, s.clean_steps);

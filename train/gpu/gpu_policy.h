@@ -76,6 +76,14 @@ bool wait_polling(const std::function<bool()>& ready, const std::function<void()
 // (torch's default for NCCL process groups is 10 minutes). stoker::Error for a bad value.
 double collective_timeout_s();
 
+// Diagnostics of the batch-norm fusion and the shared activation gradients, for bisecting a
+// numerical difference on a device: STOKER_CUDNN_BN_FUSION caps the fusion level (0 plain
+// calls, 1 Ex calls unfused, 2 BN + ReLU, 3 BN + add + ReLU, the default; the words plain, ex,
+// relu, add-relu too), STOKER_GPU_KEEP_GRADIENTS=1 gives every activation gradient its own
+// memory. stoker::Error for a value outside these.
+int bn_fusion_cap();
+bool keep_gradients_from_env();
+
 // The dynamic loss scale's state in a checkpoint: metadata key "optim.grad_scaler", a JSON
 // object with torch.cuda.amp.GradScaler.state_dict()'s "scale" and "_growth_tracker" (the
 // other fields are the fixed defaults of step_math.h's LossScale).

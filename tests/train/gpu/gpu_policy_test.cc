@@ -173,6 +173,27 @@ TEST(CollectiveTimeout, DefaultEnvironmentAndBadValues) {
   unsetenv("STOKER_NCCL_TIMEOUT_S");
 }
 
+TEST(Diagnostics, FusionCapAndKeptGradientsFromTheEnvironment) {
+  unsetenv("STOKER_CUDNN_BN_FUSION");
+  unsetenv("STOKER_GPU_KEEP_GRADIENTS");
+  EXPECT_EQ(bn_fusion_cap(), 3);
+  EXPECT_FALSE(keep_gradients_from_env());
+  const std::pair<const char*, int> words[] = {
+      {"plain", 0}, {"ex", 1}, {"relu", 2}, {"add-relu", 3}, {"1", 1}};
+  for (const auto& [word, level] : words) {
+    setenv("STOKER_CUDNN_BN_FUSION", word, 1);
+    EXPECT_EQ(bn_fusion_cap(), level) << word;
+  }
+  setenv("STOKER_CUDNN_BN_FUSION", "fused", 1);
+  EXPECT_NE(error_of([] { bn_fusion_cap(); }).find("fused"), std::string::npos);
+  setenv("STOKER_GPU_KEEP_GRADIENTS", "1", 1);
+  EXPECT_TRUE(keep_gradients_from_env());
+  setenv("STOKER_GPU_KEEP_GRADIENTS", "yes", 1);
+  EXPECT_NE(error_of([] { keep_gradients_from_env(); }).find("yes"), std::string::npos);
+  unsetenv("STOKER_CUDNN_BN_FUSION");
+  unsetenv("STOKER_GPU_KEEP_GRADIENTS");
+}
+
 // torch saves GradScaler's state with the checkpoint and restores it; so does the GPU backend
 // under f16, in the checkpoint's metadata with torch's state_dict names.
 TEST(GradScaler, RoundTripsThroughCheckpointMetadata) {
