@@ -149,10 +149,10 @@ struct HostBatch {
 // it windows each step for the gap figures. Synchronous (a CPU): the engine works inside the
 // loop's calls, so the host's step windows bound it. Asynchronous (a device): the engine runs
 // behind the host; the backend labels its records with its own step count (ActivityRecord::
-// step, 0 for its first forward_backward), and the loop windows each step by the device's
-// own records on `compute_stream` (activity.h: device_step_gaps).
+// step, 0 for its first forward_backward; by time between step markers, on every stream),
+// and the loop windows each step by the device's own records (activity.h: device_step_gaps).
 struct ActivityTimeline {
-  uint32_t compute_stream = 0;  // ActivityRecord::stream of the compute engine's work
+  uint32_t compute_stream = 0;  // ActivityRecord::stream the backend issues its steps on
   bool asynchronous = false;
 };
 

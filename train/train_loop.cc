@@ -168,8 +168,9 @@ class StepGaps {
 
   // A device's records: labels to step indices of this run (the last label is the last step
   // begun; records of steps before this run get -1), then each step windowed by its own
-  // compute-stream records; a step's window closes with the next step's first record, so
-  // the newest step waits for the next collect unless this is the last.
+  // records on every stream (a CUDA Graph's kernels run on streams of their own); a step's
+  // window closes with the next step's first record, so the newest step waits for the next
+  // collect unless this is the last.
   void device(std::vector<ActivityRecord>& activity, bool final) {
     const int64_t steps = int64_t(out_.records.size());
     int64_t newest = -1;
@@ -180,10 +181,9 @@ class StepGaps {
       a.step -= label_offset_;
       if (a.step < 0) a.step = -1;
       // A straggler of a step already windowed would count twice: left out.
-      if (a.step > windowed_ && a.stream == timeline_.compute_stream) pending_.push_back(a);
+      if (a.step > windowed_) pending_.push_back(a);
     }
-    const std::vector<DeviceStepGaps> windows =
-        device_step_gaps(pending_, timeline_.compute_stream, waits_, final);
+    const std::vector<DeviceStepGaps> windows = device_step_gaps(pending_, waits_, final);
     for (const DeviceStepGaps& d : windows) {
       STOKER_CHECK(d.step < steps);
       fill(size_t(d.step), d.stats);
@@ -197,7 +197,7 @@ class StepGaps {
   const ActivityTimeline timeline_;
   LoopResult& out_;
   std::vector<Interval> waits_;          // the host's data waits, in order (device only)
-  std::vector<ActivityRecord> pending_;  // compute records of steps not yet windowed
+  std::vector<ActivityRecord> pending_;  // records of steps not yet windowed
   int64_t windowed_ = -1;                // the last step whose device window is closed
   int64_t label_offset_ = 0;             // backend step label - index of the step in this run
 };

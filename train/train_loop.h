@@ -97,9 +97,9 @@ struct StepRecord {
   int64_t begin_ns = 0, wait_end_ns = 0, stage_end_ns = 0, fb_end_ns = 0, end_ns = 0;
   // Engine busy/idle, when the backend records activity (else all 0): inside the window
   // above on a CPU; on a device (ActivityTimeline::asynchronous), inside the device's own
-  // window of this step on its compute stream (first kernel of this step to the first of the
-  // next; activity.h device_step_gaps), with gap_during_wait the idle time that coincides
-  // with any of the loop's data waits.
+  // window of this step (its first record to the next step's first, every stream; busy =
+  // the union of its kernels; activity.h device_step_gaps), with gap_during_wait the idle
+  // time that coincides with any of the loop's data waits.
   double busy = 0, gap = 0, gap_during_wait = 0, longest_gap = 0;
   uint64_t gaps = 0;
 };

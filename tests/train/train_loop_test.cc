@@ -128,8 +128,9 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
 }
 
 // A device on a virtual timeline: step k starts when it is issued (forward_backward) or when
-// step k-1 ends, whichever is later, and is busy kBusy ns (a marker, then one kernel); a copy
-// on stream 2 overlaps its start. Labels count from 7 (as if 7 steps ran before this loop),
+// step k-1 ends, whichever is later, and is busy kBusy ns (a marker, then a kernel on the
+// compute stream and one on a stream of its own, as a CUDA Graph's are); a copy on stream 2
+// overlaps it and is no busy time. Labels count from 7 (as if 7 steps ran before this loop),
 // and the first take also returns a step of a previous run (label 6, before the loop).
 // The host may run two steps ahead of it; collect() waits, on the host clock, for the
 // virtual device to finish.
@@ -153,15 +154,17 @@ class VirtualDevice final : public Backend {
     starts.push_back(begin);
     device_free_ = begin + kBusy;
     const int64_t label = kFirstLabel + int64_t(starts.size()) - 1;
-    const auto add = [&](int64_t b, int64_t e, uint32_t stream, int64_t step) {
+    const auto add = [&](int64_t b, int64_t e, uint32_t stream, int64_t step,
+                         ActivityRecord::Kind kind = ActivityRecord::Kind::kernel) {
       ActivityRecord r;
-      r.begin_ns = b, r.end_ns = e, r.stream = stream, r.step = step;
+      r.begin_ns = b, r.end_ns = e, r.stream = stream, r.step = step, r.kind = kind;
       pending_.push_back(r);
     };
     if (starts.size() == 1) add(begin - 3 * kBusy, begin - 2 * kBusy, 1, kFirstLabel - 1);
     add(begin, begin + 1000, 1, label);
-    add(begin + 1000, begin + kBusy, 1, label);
-    add(begin - 50'000, begin + 50'000, 2, label);
+    add(begin + 1000, begin + kBusy / 2, 1, label);
+    add(begin + kBusy / 2, begin + kBusy, 3, label);  // as a CUDA Graph's, on a stream of its own
+    add(begin + 1000, begin + 50'000, 2, label, ActivityRecord::Kind::memcpy);
   }
   void update(const SgdConfig&, float) override {}
   std::vector<StepResult> collect() override {
@@ -258,10 +261,10 @@ TEST(TrainLoop, DeviceStepsAreWindowedByTheDevicesOwnRecords) {
   EXPECT_EQ(r.gaps.gaps, gaps);
   EXPECT_GT(r.gaps.during_wait_ns, 0);
 
-  // The trace keeps the device's records of steps 350..359 by their label, on both streams,
+  // The trace keeps the device's records of steps 350..359 by their label, on every stream,
   // renamed to global steps; the previous run's record is in no step.
   EXPECT_EQ(r.trace.numbers.size(), 10u);
-  ASSERT_EQ(r.trace.activity.size(), 30u);
+  ASSERT_EQ(r.trace.activity.size(), 40u);
   for (const ActivityRecord& a : r.trace.activity) {
     EXPECT_GE(a.step, 350);
     EXPECT_LT(a.step, 360);
