@@ -150,6 +150,7 @@ class StepGaps {
  private:
   void fill(size_t index, const GapStats& g) {
     StepRecord& r = out_.records[index];
+    r.window = 1e-9 * double(g.window_ns);
     r.busy = 1e-9 * double(g.busy_ns);
     r.gap = 1e-9 * double(g.gap_ns);
     r.gap_during_wait = 1e-9 * double(g.during_wait_ns);
@@ -272,6 +273,8 @@ class StepCollector {
     r.backward = res.times.backward;
     r.update = res.times.update;
     r.allreduce_wait = res.times.allreduce_wait;
+    r.stage_compute = res.times.stage_compute;
+    r.engine_wall = res.times.wall;
   }
 
   Backend& backend_;
@@ -326,6 +329,7 @@ void keep_trace_steps(const LoopConfig& c, LoopResult& out) {
 
 LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
   LoopResult out;
+  out.asynchronous = backend.activity_timeline().asynchronous;
   StepCollector steps(backend, c, out);
   ProgressLine line(c);
   for (int64_t k = 0; k < c.steps && !out.interrupted; ++k) {

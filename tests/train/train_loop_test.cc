@@ -17,6 +17,7 @@
 #include "models/resnet.h"
 #include "test_util.h"
 #include "train/loop_trace.h"
+#include "train/step_summary.h"
 
 namespace stoker {
 namespace {
@@ -125,6 +126,58 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
             (std::vector<std::string>{"wait 11", "stage 11", "forward+backward 11", "update 11",
                                       "wait 12", "stage 12", "forward+backward 12", "update 12"}));
   EXPECT_EQ(primitives, r.trace.activity.size());
+}
+
+// Per step, wait + stage + compute + gaps = wall within 2% on the CPU backend: the wait and
+// the gaps from the primitives' records (idle time inside the host's window), stage and
+// compute from the backend's own clock around its work; u8 input, so that the stage is the
+// backend's conversion. Without records the gaps are what is left, and the sum is exact.
+TEST(TrainLoop, StepAccountsAddUpOnTheCpu) {
+  const auto names = built_backends();
+  if (std::find(names.begin(), names.end(), "cpu") == names.end())
+    STOKER_SKIP_IF_OPTIONAL("no CPU backend in this build (oneDNN; Debian: libdnnl-dev)");
+  ResNetConfig rc;
+  rc.depth = 18;
+  rc.num_classes = 4;
+  const Network net = build_resnet(rc);
+  for (const bool activity : {true, false}) {
+    BackendConfig bc;
+    bc.batch = 2;
+    bc.height = bc.width = 32;
+    bc.input.type = InputType::u8;
+    bc.record_activity = activity;
+    std::unique_ptr<Backend> backend = make_backend("cpu", net, bc);
+    backend->load(init_checkpoint(net, 1), "init");
+    SyntheticFeed synthetic(2, 32, 32, 4, 9, InputType::u8);
+    SlowFeed feed(synthetic);
+    LoopConfig c;
+    c.steps = 6;
+    c.schedule.base_lr = 0.01;
+    c.schedule.total_steps = 6;
+    c.images_per_step = 2;
+    c.progress = false;
+    c.timing_warmup = 1;
+    c.activity = activity;
+    const LoopResult r = train_loop(*backend, feed, c);
+    EXPECT_FALSE(r.asynchronous);
+    const StepSummary s = summarise_steps(r.records, 1, r.asynchronous, activity);
+    ASSERT_EQ(s.account.size(), 5u);
+    for (size_t k = 0; k < s.account.size(); ++k) {
+      const StepAccount& a = s.account[k];
+      const StepRecord& rec = r.records[k + 1];
+      EXPECT_EQ(a.measured, activity);
+      EXPECT_NEAR(a.wall, rec.total, 1e-9) << k;  // the host's window is the engine's
+      EXPECT_GT(a.stage, 0) << k;
+      EXPECT_GE(a.wait, 0.99 * rec.wait) << k;  // SlowFeed's 2 ms, idle for the engine
+      EXPECT_GT(a.compute, 0) << k;
+      EXPECT_GE(a.gaps, 0) << k;
+      EXPECT_TRUE(a.balanced()) << "step " << k << ": wall " << a.wall << " = wait " << a.wait
+                                << " + stage " << a.stage << " + compute " << a.compute
+                                << " + gaps " << a.gaps << " + residual " << a.residual();
+    }
+    EXPECT_EQ(s.unbalanced, 0u);
+    EXPECT_NEAR(s.wall, s.host_wall, 1e-9);
+  }
 }
 
 // A device on a virtual timeline: step k starts when it is issued (forward_backward) or when
