@@ -286,10 +286,14 @@ class StepCollector {
   float last_loss_ = 0;
 };
 
-// The live line: step, loss, rate, the run's data-wait share so far, ETA.
+// The live line: step, loss, rate, the run's data-wait share so far, ETA. The rate is over
+// the steps since the last line, on the wall clock: every line follows a collect, which
+// waits for those steps, so a device that runs behind the host is timed by its own pace, not
+// by how fast the host enqueues.
 class ProgressLine {
  public:
-  explicit ProgressLine(const LoopConfig& c) : c_(c), line_(c.progress), start_(Clock::now()) {}
+  explicit ProgressLine(const LoopConfig& c)
+      : c_(c), line_(c.progress), start_(Clock::now()), last_line_(start_) {}
   void add(const StepRecord& r) {
     wait_ += r.wait;
     total_ += r.total;
@@ -299,10 +303,14 @@ class ProgressLine {
   // After step `k` of this run (record `r`), whose loss was last collected as `loss`.
   void draw(int64_t k, const StepRecord& r, float loss, bool last) {
     const double per_step = since(start_) / double(k + 1);
+    const double rate =
+        double(c_.images_per_step) * double(k - last_k_) / std::max(since(last_line_), 1e-12);
+    last_k_ = k;
+    last_line_ = Clock::now();
     line_.draw(
         fmt::format("{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s data wait {:.0f}% ETA {}",
-                    c_.label, c_.first_step + k + 1, c_.first_step + c_.steps, loss, r.lr,
-                    double(c_.images_per_step) / r.total, 100.0 * wait_ / std::max(total_, 1e-12),
+                    c_.label, c_.first_step + k + 1, c_.first_step + c_.steps, loss, r.lr, rate,
+                    100.0 * wait_ / std::max(total_, 1e-12),
                     duration_text(per_step * double(c_.steps - k - 1))),
         last);
   }
@@ -311,6 +319,8 @@ class ProgressLine {
   const LoopConfig& c_;
   LiveLine line_;
   const Clock::time_point start_;
+  Clock::time_point last_line_;  // when the last line was drawn (the start before the first)
+  int64_t last_k_ = -1;          // the step it showed
   double wait_ = 0, total_ = 0;
 };
 
