@@ -112,6 +112,22 @@ nlohmann::json device_json(const Backend& backend) {
           {"activity_records_lost", dev.activity_lost}};
 }
 
+// Each record's seconds on the engine's clock, re-plans left out (a host window holds its
+// step's re-plan; a device's does not: the device idles through it in the step before).
+std::vector<double> engine_seconds(const TrainRun& run, const LoopResult& result) {
+  std::vector<double> out;
+  for (const StepRecord& r : result.records) {
+    const StepAccount a = account_step(r, result.asynchronous, run.loop.activity);
+    out.push_back(a.wall - (a.wall_from == StepAccount::WallFrom::host ? r.reshape : 0));
+  }
+  return out;
+}
+
+std::vector<SizeCost> sizes_of(const TrainRun& run, const LoopResult& result, size_t skipped) {
+  return cost_per_size(result.records, skipped, run.height, run.width, run.global_batch, run.net,
+                       engine_seconds(run, result));
+}
+
 StepSummary summary_of(const TrainRun& run, const LoopResult& result) {
   return summarise_steps(result.records, size_t(run.loop.timing_warmup), result.asynchronous,
                          run.loop.activity);
@@ -130,8 +146,7 @@ Rate rate_of(const TrainRun& run, const LoopResult& result, const StepSummary& s
   // Every rank's images: the job's throughput (each rank's steps are the same steps).
   r.images_per_s = double(run.global_batch) * double(s.total.size()) / s.wall;
   // Under a size schedule the work per image changes: the timed steps' mean.
-  r.flop_per_image = mean_flop_per_image(
-      cost_per_size(result.records, s.skipped, run.height, run.width, run.global_batch, run.net));
+  r.flop_per_image = mean_flop_per_image(sizes_of(run, result, s.skipped));
   const DeviceReport dev = run.backend->device_report();
   if (dev.device)
     r.check = check_rate(r.images_per_s, r.flop_per_image, device_peak(dev.name, run.bc.precision));
@@ -162,8 +177,7 @@ nlohmann::json accounting_json(const StepSummary& s) {
 nlohmann::json timing_json(const TrainRun& run, const LoopResult& result) {
   const StepSummary s = summary_of(run, result);
   const Rate rate = rate_of(run, result, s);
-  const std::vector<SizeCost> per_size =
-      cost_per_size(result.records, s.skipped, run.height, run.width, run.global_batch, run.net);
+  const std::vector<SizeCost> per_size = sizes_of(run, result, s.skipped);
   std::vector<double> engine_wall;
   for (const StepAccount& a : s.account) engine_wall.push_back(a.wall);
   const auto unless_withheld = [&](double v) {
@@ -266,8 +280,7 @@ void print_summary(const TrainRun& run, const LoopResult& result) {
         "+ compute {:.3f} + gaps {:.3f} s against wall {:.3f} s (train/step_account.h)\n",
         s.unbalanced, s.account.size(), 100 * StepAccount::kTolerance, t.wait, t.stage, t.compute,
         t.gaps, t.wall);
-  const std::vector<SizeCost> per_size =
-      cost_per_size(records, s.skipped, run.height, run.width, run.global_batch, run.net);
+  const std::vector<SizeCost> per_size = sizes_of(run, result, s.skipped);
   if (per_size.size() > 1) print_per_size(per_size);
 }
 
