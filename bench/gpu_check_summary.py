@@ -72,7 +72,13 @@ def stoker_row(work, tag, args, rc, idle):
     row = {"run": tag, "exit": rc, "args": args}
     if r:
         gaps = r.get("gaps") or {}
-        row.update(images_per_s=round(r.get("images_per_s", 0), 1),
+        # null when stoker refused the rate as a measurement error (above the GPU's peak):
+        # rate_refused then says why (docs/FORMATS.md, rate_check).
+        ips = r.get("images_per_s")
+        check = r.get("rate_check") or {}
+        row.update(images_per_s=round(ips, 1) if ips is not None else None,
+                   rate_refused=check.get("message") or None,
+                   engine_step_ms_median=(r.get("engine_step_ms") or {}).get("median"),
                    step_ms_median=(r.get("step_ms") or {}).get("median"),
                    data_wait_share=round(r.get("data_wait_fraction", 0), 4),
                    kernel_gap_share=round(gaps["share"], 4) if "share" in gaps else None,
