@@ -112,6 +112,11 @@ def train_row(w, tag, run, idle, peak):
     warm = int(ctx.get("timing_warmup", 0) or 0)
     gaps = r.get("gaps") or {}
     dm = r.get("device_memory") or {}
+    # images_per_s is null when stoker refused the rate as a measurement error (above the
+    # GPU's peak): rate_refused then says why (docs/FORMATS.md, rate_check).
+    check = r.get("rate_check") or {}
+    row.update(rate_refused=check.get("message") or None,
+               engine_step_ms_median=(r.get("engine_step_ms") or {}).get("median"))
     row.update(precision=ctx.get("precision"), images_per_s=rnd(r.get("images_per_s")),
                step_ms_median=rnd((r.get("step_ms") or {}).get("median"), 3),
                timed_steps=max(0, len(r.get("per_step") or []) - warm), warmup_steps=warm,

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "common/error.h"
 #include "common/stats.h"
@@ -14,7 +15,9 @@
 #include "tools/json_document.h"
 #include "tools/train_rank.h"
 #include "tools/train_sizes.h"
+#include "train/device_peak.h"
 #include "train/loop_trace.h"
+#include "train/step_account.h"
 #include "train/step_summary.h"
 
 namespace stoker {
@@ -27,6 +30,24 @@ nlohmann::json ms_stats(const std::vector<double>& seconds) {
           {"p10", 1e3 * quantile(seconds, 0.1)},
           {"p90", 1e3 * quantile(seconds, 0.9)},
           {"mean", seconds.empty() ? 0.0 : 1e3 * sum / double(seconds.size())}};
+}
+
+// Whether the backend's engine runs behind the host (its steps are windowed by its own
+// records and clock).
+bool result_asynchronous(const TrainRun& run) {
+  return run.backend->activity_timeline().asynchronous;
+}
+
+nlohmann::json account_json(const StepAccount& a) {
+  return {{"wall_s", a.wall},
+          {"wait_s", a.wait},
+          {"stage_s", a.stage},
+          {"compute_s", a.compute},
+          {"gaps_s", a.gaps},
+          {"residual_s", a.residual()},
+          {"balanced", a.balanced()},
+          {"measured", a.measured},
+          {"wall_from", wall_from_name(a.wall_from)}};
 }
 
 nlohmann::json per_step_json(const TrainRun& run, const std::vector<StepRecord>& records) {
@@ -48,6 +69,8 @@ nlohmann::json per_step_json(const TrainRun& run, const std::vector<StepRecord>&
                            {"gaps", r.gaps},
                            {"longest_gap_s", r.longest_gap},
                            {"gap_during_wait_s", r.gap_during_wait}});
+    steps.back()["account"] =
+        account_json(account_step(r, result_asynchronous(run), run.loop.activity));
   }
   return steps;
 }
@@ -89,26 +112,94 @@ nlohmann::json device_json(const Backend& backend) {
           {"activity_records_lost", dev.activity_lost}};
 }
 
+// Each record's seconds on the engine's clock, re-plans left out (a host window holds its
+// step's re-plan; a device's does not: the device idles through it in the step before).
+std::vector<double> engine_seconds(const TrainRun& run, const LoopResult& result) {
+  std::vector<double> out;
+  for (const StepRecord& r : result.records) {
+    const StepAccount a = account_step(r, result.asynchronous, run.loop.activity);
+    out.push_back(a.wall - (a.wall_from == StepAccount::WallFrom::host ? r.reshape : 0));
+  }
+  return out;
+}
+
+std::vector<SizeCost> sizes_of(const TrainRun& run, const LoopResult& result, size_t skipped) {
+  return cost_per_size(result.records, skipped, run.height, run.width, run.global_batch, run.net,
+                       engine_seconds(run, result));
+}
+
+StepSummary summary_of(const TrainRun& run, const LoopResult& result) {
+  return summarise_steps(result.records, size_t(run.loop.timing_warmup), result.asynchronous,
+                         run.loop.activity);
+}
+
+// The run's rate, from the engine's time (on a device its own), and on a device the check
+// against its peak: a rate it cannot reach is withheld (train/device_peak.h).
+struct Rate {
+  double images_per_s = 0, flop_per_image = 0;
+  std::optional<RateCheck> check;  // a device's
+  bool withheld() const { return check && !check->plausible; }
+};
+
+Rate rate_of(const TrainRun& run, const LoopResult& result, const StepSummary& s) {
+  Rate r;
+  // Every rank's images: the job's throughput (each rank's steps are the same steps).
+  r.images_per_s = double(run.global_batch) * double(s.total.size()) / s.wall;
+  // Under a size schedule the work per image changes: the timed steps' mean.
+  r.flop_per_image = mean_flop_per_image(sizes_of(run, result, s.skipped));
+  const DeviceReport dev = run.backend->device_report();
+  if (dev.device)
+    r.check = check_rate(r.images_per_s, r.flop_per_image, device_peak(dev.name, run.bc.precision));
+  return r;
+}
+
+nlohmann::json rate_check_json(const Rate& r) {
+  if (!r.check) return nullptr;
+  const RateCheck& c = *r.check;
+  return {{"plausible", c.plausible},
+          {"implied_tflop_per_s", c.implied_flops / 1e12},
+          {"peak_tflop_per_s", c.peak.flops / 1e12},
+          {"peak_basis", c.peak.basis},
+          {"refused_images_per_s",
+           c.plausible ? nlohmann::json(nullptr) : nlohmann::json(r.images_per_s)},
+          {"message", c.message}};
+}
+
+nlohmann::json accounting_json(const StepSummary& s) {
+  nlohmann::json j = account_json(s.account_total);
+  j.erase("balanced");
+  j["tolerance"] = StepAccount::kTolerance;
+  j["unbalanced_steps"] = s.unbalanced;
+  return j;
+}
+
 // The timed steps' figures: throughput, FLOP, totals and per-phase statistics.
 nlohmann::json timing_json(const TrainRun& run, const LoopResult& result) {
-  const StepSummary s = summarise_steps(result.records, size_t(run.loop.timing_warmup));
-  const double images_per_s = double(run.global_batch) * double(s.total.size()) / s.wall;
-  const std::vector<SizeCost> per_size =
-      cost_per_size(result.records, s.skipped, run.height, run.width, run.global_batch, run.net);
-  const double flop_per_image = mean_flop_per_image(per_size);
+  const StepSummary s = summary_of(run, result);
+  const Rate rate = rate_of(run, result, s);
+  const std::vector<SizeCost> per_size = sizes_of(run, result, s.skipped);
+  std::vector<double> engine_wall;
+  for (const StepAccount& a : s.account) engine_wall.push_back(a.wall);
+  const auto unless_withheld = [&](double v) {
+    return rate.withheld() ? nlohmann::json(nullptr) : nlohmann::json(v);
+  };
   return {{"per_size", per_size_json(per_size)},
           {"timing_warmup", s.skipped},
-          {"images_per_s", images_per_s},
-          {"flop_per_image", flop_per_image},
-          {"achieved_gflop_per_s", images_per_s * flop_per_image / 1e9},
-          {"data_wait_fraction", s.wait_s / s.wall},
+          {"images_per_s", unless_withheld(rate.images_per_s)},
+          {"flop_per_image", rate.flop_per_image},
+          {"achieved_gflop_per_s", unless_withheld(rate.images_per_s * rate.flop_per_image / 1e9)},
+          {"rate_check", rate_check_json(rate)},
+          {"data_wait_fraction", s.wait_s / s.host_wall},
+          {"accounting", accounting_json(s)},
           {"totals_s",
            {{"wall", s.wall},
+            {"host_wall", s.host_wall},
             {"data_wait", s.wait_s},
             {"stage", s.stage_s},
             {"forward", s.forward_s},
             {"backward", s.backward_s},
             {"update", s.update_s}}},
+          {"engine_step_ms", ms_stats(engine_wall)},
           {"step_ms", ms_stats(s.total)},
           {"data_wait_ms", ms_stats(s.wait)},
           {"stage_ms", ms_stats(s.stage)},
@@ -161,24 +252,35 @@ void print_context(const TrainRun& run, const TrainCommand& o) {
 
 void print_summary(const TrainRun& run, const LoopResult& result) {
   const std::vector<StepRecord>& records = result.records;
-  const StepSummary s = summarise_steps(records, size_t(run.loop.timing_warmup));
-  // Every rank's images: the job's throughput (each rank's steps are the same steps).
-  const double images_per_s = double(run.global_batch) * double(s.total.size()) / s.wall;
-  // Under a size schedule the work per image changes: the timed steps' mean.
-  const std::vector<SizeCost> per_size =
-      cost_per_size(records, s.skipped, run.height, run.width, run.global_batch, run.net);
-  const double timed_flop_per_image = mean_flop_per_image(per_size);
+  const StepSummary s = summary_of(run, result);
+  const Rate rate = rate_of(run, result, s);
+  if (rate.withheld()) fmt::print(stderr, "stoker: train: {}\n", rate.check->message);
+  std::vector<double> engine_wall;
+  for (const StepAccount& a : s.account) engine_wall.push_back(a.wall);
   fmt::print("{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>10}\n", "steps",
              "img/s", "step ms", "wait ms", "fwd ms", "bwd ms", "upd ms", "wait %", "gap %",
              "GFLOP/s", "loss");
   fmt::print(
-      "{:>8} {:>8.2f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f} {:>7} {:>8.1f} "
+      "{:>8} {:>8} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f} {:>7} {:>8} "
       "{:>10.4f}\n",
-      s.total.size(), images_per_s, 1e3 * median(s.total), 1e3 * median(s.wait),
-      1e3 * median(s.forward), 1e3 * median(s.backward), 1e3 * median(s.update),
-      100 * s.wait_s / s.wall,
+      s.total.size(), rate.withheld() ? std::string("-") : fmt::format("{:.2f}", rate.images_per_s),
+      1e3 * median(engine_wall), 1e3 * median(s.wait), 1e3 * median(s.forward),
+      1e3 * median(s.backward), 1e3 * median(s.update), 100 * s.wait_s / s.host_wall,
       run.loop.activity ? fmt::format("{:.1f}", 100 * result.gaps.share()) : "-",
-      images_per_s * timed_flop_per_image / 1e9, records.back().loss);
+      rate.withheld() ? std::string("-")
+                      : fmt::format("{:.1f}", rate.images_per_s * rate.flop_per_image / 1e9),
+      records.back().loss);
+  const StepAccount& t = s.account_total;
+  if (t.wall_from != StepAccount::WallFrom::host)
+    fmt::print("# step times: the {} (the host's loop: {:.1f} ms a step)\n",
+               wall_from_name(t.wall_from), 1e3 * median(s.total));
+  if (s.unbalanced > 0)
+    fmt::print(
+        "# accounting: {} of {} timed steps off by more than {:.0f}%: wait {:.3f} + stage {:.3f} "
+        "+ compute {:.3f} + gaps {:.3f} s against wall {:.3f} s (train/step_account.h)\n",
+        s.unbalanced, s.account.size(), 100 * StepAccount::kTolerance, t.wait, t.stage, t.compute,
+        t.gaps, t.wall);
+  const std::vector<SizeCost> per_size = sizes_of(run, result, s.skipped);
   if (per_size.size() > 1) print_per_size(per_size);
 }
 

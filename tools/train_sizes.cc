@@ -55,7 +55,8 @@ LoaderConfig val_config(const LoaderOptions& train, const SizeSchedule& schedule
 
 std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size_t timing_warmup,
                                     int64_t height, int64_t width, int64_t images_per_step,
-                                    const Network& net) {
+                                    const Network& net, std::span<const double> seconds) {
+  STOKER_CHECK(seconds.empty() || seconds.size() == records.size());
   std::vector<SizeCost> out;
   std::vector<std::vector<double>> totals;  // per size: timed step seconds, re-plans left out
   for (size_t k = 0; k < records.size(); ++k) {
@@ -76,7 +77,8 @@ std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size
     it->reshape_s += r.reshape;
     if (k >= timing_warmup) {
       ++it->timed_steps;
-      totals[size_t(it - out.begin())].push_back(r.total - r.reshape);
+      totals[size_t(it - out.begin())].push_back(seconds.empty() ? r.total - r.reshape
+                                                                 : seconds[k]);
     }
   }
   for (size_t i = 0; i < out.size(); ++i) {

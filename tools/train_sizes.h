@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,12 @@ struct SizeCost {
   double flop_per_image = 0;
 };
 // Steps grouped by size in order of first appearance; records before `timing_warmup` count
-// in `steps` and `reshape_s` only. Steps with no size (0) take height x width.
+// in `steps` and `reshape_s` only. Steps with no size (0) take height x width. `seconds`: per
+// record, the step's time with re-plans left out, on the engine's clock (the step accounts'
+// walls: a device's own time); empty: the host's, total - reshape.
 std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size_t timing_warmup,
                                     int64_t height, int64_t width, int64_t images_per_step,
-                                    const Network& net);
+                                    const Network& net, std::span<const double> seconds = {});
 // FLOP per trained image over the timed steps of every size (their mean, weighted by steps).
 double mean_flop_per_image(const std::vector<SizeCost>& sizes);
 void print_per_size(const std::vector<SizeCost>& sizes);

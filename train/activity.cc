@@ -76,12 +76,31 @@ std::vector<ActivityRecord> on_stream(std::span<const ActivityRecord> records, u
   return out;
 }
 
+bool is_engine_work(const ActivityRecord& r) {
+  return r.kind == ActivityRecord::Kind::kernel || r.kind == ActivityRecord::Kind::primitive;
+}
+
+size_t label_steps_by_markers(std::vector<ActivityRecord>& sorted, std::string_view marker,
+                              std::span<const int64_t> marker_steps) {
+  size_t used = 0;
+  int64_t step = -1;
+  bool labelling = false;
+  for (ActivityRecord& r : sorted) {
+    if (r.kind == ActivityRecord::Kind::kernel && r.name == marker) {
+      labelling = used < marker_steps.size();
+      if (labelling) step = marker_steps[used++];
+    }
+    if (labelling) r.step = step;
+  }
+  return used;
+}
+
 std::vector<DeviceStepGaps> device_step_gaps(std::span<const ActivityRecord> records,
-                                             uint32_t stream, std::span<const Interval> waits,
-                                             bool close_last, int64_t min_gap_ns) {
+                                             std::span<const Interval> waits, bool close_last,
+                                             int64_t min_gap_ns) {
   std::vector<const ActivityRecord*> mine;
   for (const ActivityRecord& r : records)
-    if (r.stream == stream && r.step >= 0) mine.push_back(&r);
+    if (r.step >= 0) mine.push_back(&r);
   std::sort(mine.begin(), mine.end(), [](const ActivityRecord* a, const ActivityRecord* b) {
     return a->step != b->step ? a->step < b->step : a->begin_ns < b->begin_ns;
   });
@@ -98,7 +117,8 @@ std::vector<DeviceStepGaps> device_step_gaps(std::span<const ActivityRecord> rec
     d.begin_ns = mine[i]->begin_ns;
     d.end_ns = j < mine.size() ? mine[j]->begin_ns : last_end;
     work.clear();
-    for (size_t k = i; k < j; ++k) work.push_back(*mine[k]);
+    for (size_t k = i; k < j; ++k)
+      if (is_engine_work(*mine[k])) work.push_back(*mine[k]);
     // The waits that reach into the window: sorted and disjoint, so their ends are sorted too.
     const auto first = std::partition_point(
         waits.begin(), waits.end(), [&](const Interval& w) { return w.end_ns <= d.begin_ns; });

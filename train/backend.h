@@ -110,6 +110,16 @@ struct StepTimes {
   // Data parallelism: seconds the host waited after the backward for the gradient
   // all-reduces to finish (the communication not hidden behind the backward).
   double allreduce_wait = 0;
+  // The part of `stage` on the compute engine's own timeline, which the step accounting adds
+  // up (train/step_account.h): on a GPU the compute stream's share, from the step's start
+  // to its input conversion's end (its wait for the copy included), not the copy on the
+  // copy stream, which overlaps the previous step; on a CPU all of `stage`.
+  double stage_compute = 0;
+  // An asynchronous backend's own clock for the step's whole duration, from its start on the
+  // compute engine to the next step's start (the newest step: to its end), so that a rate
+  // comes from the device's time, not the host's enqueue time. 0: not measured (a CPU: the
+  // loop's host window is the engine's).
+  double wall = 0;
 };
 
 // The algorithm one convolution pass runs, as planned (heuristic, measured or fixed).
@@ -158,10 +168,10 @@ struct HostBatch {
 // it windows each step for the gap figures. Synchronous (a CPU): the engine works inside the
 // loop's calls, so the host's step windows bound it. Asynchronous (a device): the engine runs
 // behind the host; the backend labels its records with its own step count (ActivityRecord::
-// step, 0 for its first forward_backward), and the loop windows each step by the device's
-// own records on `compute_stream` (activity.h: device_step_gaps).
+// step, 0 for its first forward_backward; by time between step markers, on every stream),
+// and the loop windows each step by the device's own records (activity.h: device_step_gaps).
 struct ActivityTimeline {
-  uint32_t compute_stream = 0;  // ActivityRecord::stream of the compute engine's work
+  uint32_t compute_stream = 0;  // ActivityRecord::stream the backend issues its steps on
   bool asynchronous = false;
 };
 
@@ -174,6 +184,7 @@ struct DeviceReport {
   size_t peak_in_use_bytes = 0;
   size_t total_bytes = 0;      // the device's memory
   uint64_t activity_lost = 0;  // activity records lost (dropped or incomplete), when recording
+  std::string name;            // the device's name as its driver gives it (cudaDeviceProp::name)
 };
 
 class Backend {

@@ -150,6 +150,7 @@ class StepGaps {
  private:
   void fill(size_t index, const GapStats& g) {
     StepRecord& r = out_.records[index];
+    r.window = 1e-9 * double(g.window_ns);
     r.busy = 1e-9 * double(g.busy_ns);
     r.gap = 1e-9 * double(g.gap_ns);
     r.gap_during_wait = 1e-9 * double(g.during_wait_ns);
@@ -168,8 +169,9 @@ class StepGaps {
 
   // A device's records: labels to step indices of this run (the last label is the last step
   // begun; records of steps before this run get -1), then each step windowed by its own
-  // compute-stream records; a step's window closes with the next step's first record, so
-  // the newest step waits for the next collect unless this is the last.
+  // records on every stream (a CUDA Graph's kernels run on streams of their own); a step's
+  // window closes with the next step's first record, so the newest step waits for the next
+  // collect unless this is the last.
   void device(std::vector<ActivityRecord>& activity, bool final) {
     const int64_t steps = int64_t(out_.records.size());
     int64_t newest = -1;
@@ -180,10 +182,9 @@ class StepGaps {
       a.step -= label_offset_;
       if (a.step < 0) a.step = -1;
       // A straggler of a step already windowed would count twice: left out.
-      if (a.step > windowed_ && a.stream == timeline_.compute_stream) pending_.push_back(a);
+      if (a.step > windowed_) pending_.push_back(a);
     }
-    const std::vector<DeviceStepGaps> windows =
-        device_step_gaps(pending_, timeline_.compute_stream, waits_, final);
+    const std::vector<DeviceStepGaps> windows = device_step_gaps(pending_, waits_, final);
     for (const DeviceStepGaps& d : windows) {
       STOKER_CHECK(d.step < steps);
       fill(size_t(d.step), d.stats);
@@ -197,7 +198,7 @@ class StepGaps {
   const ActivityTimeline timeline_;
   LoopResult& out_;
   std::vector<Interval> waits_;          // the host's data waits, in order (device only)
-  std::vector<ActivityRecord> pending_;  // compute records of steps not yet windowed
+  std::vector<ActivityRecord> pending_;  // records of steps not yet windowed
   int64_t windowed_ = -1;                // the last step whose device window is closed
   int64_t label_offset_ = 0;             // backend step label - index of the step in this run
 };
@@ -272,6 +273,8 @@ class StepCollector {
     r.backward = res.times.backward;
     r.update = res.times.update;
     r.allreduce_wait = res.times.allreduce_wait;
+    r.stage_compute = res.times.stage_compute;
+    r.engine_wall = res.times.wall;
   }
 
   Backend& backend_;
@@ -283,10 +286,14 @@ class StepCollector {
   float last_loss_ = 0;
 };
 
-// The live line: step, loss, rate, the run's data-wait share so far, ETA.
+// The live line: step, loss, rate, the run's data-wait share so far, ETA. The rate is over
+// the steps since the last line, on the wall clock: every line follows a collect, which
+// waits for those steps, so a device that runs behind the host is timed by its own pace, not
+// by how fast the host enqueues.
 class ProgressLine {
  public:
-  explicit ProgressLine(const LoopConfig& c) : c_(c), line_(c.progress), start_(Clock::now()) {}
+  explicit ProgressLine(const LoopConfig& c)
+      : c_(c), line_(c.progress), start_(Clock::now()), last_line_(start_) {}
   void add(const StepRecord& r) {
     wait_ += r.wait;
     total_ += r.total;
@@ -296,10 +303,14 @@ class ProgressLine {
   // After step `k` of this run (record `r`), whose loss was last collected as `loss`.
   void draw(int64_t k, const StepRecord& r, float loss, bool last) {
     const double per_step = since(start_) / double(k + 1);
+    const double rate =
+        double(c_.images_per_step) * double(k - last_k_) / std::max(since(last_line_), 1e-12);
+    last_k_ = k;
+    last_line_ = Clock::now();
     line_.draw(
         fmt::format("{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s data wait {:.0f}% ETA {}",
-                    c_.label, c_.first_step + k + 1, c_.first_step + c_.steps, loss, r.lr,
-                    double(c_.images_per_step) / r.total, 100.0 * wait_ / std::max(total_, 1e-12),
+                    c_.label, c_.first_step + k + 1, c_.first_step + c_.steps, loss, r.lr, rate,
+                    100.0 * wait_ / std::max(total_, 1e-12),
                     duration_text(per_step * double(c_.steps - k - 1))),
         last);
   }
@@ -308,6 +319,8 @@ class ProgressLine {
   const LoopConfig& c_;
   LiveLine line_;
   const Clock::time_point start_;
+  Clock::time_point last_line_;  // when the last line was drawn (the start before the first)
+  int64_t last_k_ = -1;          // the step it showed
   double wait_ = 0, total_ = 0;
 };
 
@@ -326,6 +339,7 @@ void keep_trace_steps(const LoopConfig& c, LoopResult& out) {
 
 LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
   LoopResult out;
+  out.asynchronous = backend.activity_timeline().asynchronous;
   StepCollector steps(backend, c, out);
   ProgressLine line(c);
   for (int64_t k = 0; k < c.steps && !out.interrupted; ++k) {

@@ -86,6 +86,8 @@ struct StepRecord {
   double wait = 0, stage = 0, forward = 0, backward = 0, update = 0, total = 0;
   double backend_stage = 0;   // the backend's own figure for the input conversion / copy
   double allreduce_wait = 0;  // data parallelism: the exposed gradient all-reduce (StepTimes)
+  double stage_compute = 0;   // StepTimes::stage_compute: the engine's part of the stage
+  double engine_wall = 0;     // StepTimes::wall: an asynchronous engine's own step time (0: none)
   float loss = 0;
   double lr = 0;
   bool skipped = false;
@@ -97,10 +99,11 @@ struct StepRecord {
   int64_t begin_ns = 0, wait_end_ns = 0, stage_end_ns = 0, fb_end_ns = 0, end_ns = 0;
   // Engine busy/idle, when the backend records activity (else all 0): inside the window
   // above on a CPU; on a device (ActivityTimeline::asynchronous), inside the device's own
-  // window of this step on its compute stream (first kernel of this step to the first of the
-  // next; activity.h device_step_gaps), with gap_during_wait the idle time that coincides
-  // with any of the loop's data waits.
-  double busy = 0, gap = 0, gap_during_wait = 0, longest_gap = 0;
+  // window of this step (its first record to the next step's first, every stream; busy =
+  // the union of its kernels; activity.h device_step_gaps), with gap_during_wait the idle
+  // time that coincides with any of the loop's data waits.
+  // `window`: the length of the window analysed (busy + gap).
+  double window = 0, busy = 0, gap = 0, gap_during_wait = 0, longest_gap = 0;
   uint64_t gaps = 0;
 };
 
@@ -117,6 +120,8 @@ struct LoopResult {
   GapStats gaps;  // merged over the steps from timing_warmup on (LoopConfig::activity):
                   // host windows on a CPU, the device's per-step windows on a device
   LoopTrace trace;
+  // The backend's ActivityTimeline::asynchronous: whose clock a step's window is on.
+  bool asynchronous = false;
   // Stopped early by an interrupt (common/interrupt.h): `records` holds the finished steps.
   bool interrupted = false;
 };

@@ -17,6 +17,7 @@
 #include "models/resnet.h"
 #include "test_util.h"
 #include "train/loop_trace.h"
+#include "train/step_summary.h"
 
 namespace stoker {
 namespace {
@@ -127,9 +128,62 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
   EXPECT_EQ(primitives, r.trace.activity.size());
 }
 
+// Per step, wait + stage + compute + gaps = wall within 2% on the CPU backend: the wait and
+// the gaps from the primitives' records (idle time inside the host's window), stage and
+// compute from the backend's own clock around its work; u8 input, so that the stage is the
+// backend's conversion. Without records the gaps are what is left, and the sum is exact.
+TEST(TrainLoop, StepAccountsAddUpOnTheCpu) {
+  const auto names = built_backends();
+  if (std::find(names.begin(), names.end(), "cpu") == names.end())
+    STOKER_SKIP_IF_OPTIONAL("no CPU backend in this build (oneDNN; Debian: libdnnl-dev)");
+  ResNetConfig rc;
+  rc.depth = 18;
+  rc.num_classes = 4;
+  const Network net = build_resnet(rc);
+  for (const bool activity : {true, false}) {
+    BackendConfig bc;
+    bc.batch = 2;
+    bc.height = bc.width = 32;
+    bc.input.type = InputType::u8;
+    bc.record_activity = activity;
+    std::unique_ptr<Backend> backend = make_backend("cpu", net, bc);
+    backend->load(init_checkpoint(net, 1), "init");
+    SyntheticFeed synthetic(2, 32, 32, 4, 9, InputType::u8);
+    SlowFeed feed(synthetic);
+    LoopConfig c;
+    c.steps = 6;
+    c.schedule.base_lr = 0.01;
+    c.schedule.total_steps = 6;
+    c.images_per_step = 2;
+    c.progress = false;
+    c.timing_warmup = 1;
+    c.activity = activity;
+    const LoopResult r = train_loop(*backend, feed, c);
+    EXPECT_FALSE(r.asynchronous);
+    const StepSummary s = summarise_steps(r.records, 1, r.asynchronous, activity);
+    ASSERT_EQ(s.account.size(), 5u);
+    for (size_t k = 0; k < s.account.size(); ++k) {
+      const StepAccount& a = s.account[k];
+      const StepRecord& rec = r.records[k + 1];
+      EXPECT_EQ(a.measured, activity);
+      EXPECT_NEAR(a.wall, rec.total, 1e-9) << k;  // the host's window is the engine's
+      EXPECT_GT(a.stage, 0) << k;
+      EXPECT_GE(a.wait, 0.99 * rec.wait) << k;  // SlowFeed's 2 ms, idle for the engine
+      EXPECT_GT(a.compute, 0) << k;
+      EXPECT_GE(a.gaps, 0) << k;
+      EXPECT_TRUE(a.balanced()) << "step " << k << ": wall " << a.wall << " = wait " << a.wait
+                                << " + stage " << a.stage << " + compute " << a.compute
+                                << " + gaps " << a.gaps << " + residual " << a.residual();
+    }
+    EXPECT_EQ(s.unbalanced, 0u);
+    EXPECT_NEAR(s.wall, s.host_wall, 1e-9);
+  }
+}
+
 // A device on a virtual timeline: step k starts when it is issued (forward_backward) or when
-// step k-1 ends, whichever is later, and is busy kBusy ns (a marker, then one kernel); a copy
-// on stream 2 overlaps its start. Labels count from 7 (as if 7 steps ran before this loop),
+// step k-1 ends, whichever is later, and is busy kBusy ns (a marker, then a kernel on the
+// compute stream and one on a stream of its own, as a CUDA Graph's are); a copy on stream 2
+// overlaps it and is no busy time. Labels count from 7 (as if 7 steps ran before this loop),
 // and the first take also returns a step of a previous run (label 6, before the loop).
 // The host may run two steps ahead of it; collect() waits, on the host clock, for the
 // virtual device to finish.
@@ -153,15 +207,17 @@ class VirtualDevice final : public Backend {
     starts.push_back(begin);
     device_free_ = begin + kBusy;
     const int64_t label = kFirstLabel + int64_t(starts.size()) - 1;
-    const auto add = [&](int64_t b, int64_t e, uint32_t stream, int64_t step) {
+    const auto add = [&](int64_t b, int64_t e, uint32_t stream, int64_t step,
+                         ActivityRecord::Kind kind = ActivityRecord::Kind::kernel) {
       ActivityRecord r;
-      r.begin_ns = b, r.end_ns = e, r.stream = stream, r.step = step;
+      r.begin_ns = b, r.end_ns = e, r.stream = stream, r.step = step, r.kind = kind;
       pending_.push_back(r);
     };
     if (starts.size() == 1) add(begin - 3 * kBusy, begin - 2 * kBusy, 1, kFirstLabel - 1);
     add(begin, begin + 1000, 1, label);
-    add(begin + 1000, begin + kBusy, 1, label);
-    add(begin - 50'000, begin + 50'000, 2, label);
+    add(begin + 1000, begin + kBusy / 2, 1, label);
+    add(begin + kBusy / 2, begin + kBusy, 3, label);  // as a CUDA Graph's, on a stream of its own
+    add(begin + 1000, begin + 50'000, 2, label, ActivityRecord::Kind::memcpy);
   }
   void update(const SgdConfig&, float) override {}
   std::vector<StepResult> collect() override {
@@ -258,10 +314,10 @@ TEST(TrainLoop, DeviceStepsAreWindowedByTheDevicesOwnRecords) {
   EXPECT_EQ(r.gaps.gaps, gaps);
   EXPECT_GT(r.gaps.during_wait_ns, 0);
 
-  // The trace keeps the device's records of steps 350..359 by their label, on both streams,
+  // The trace keeps the device's records of steps 350..359 by their label, on every stream,
   // renamed to global steps; the previous run's record is in no step.
   EXPECT_EQ(r.trace.numbers.size(), 10u);
-  ASSERT_EQ(r.trace.activity.size(), 30u);
+  ASSERT_EQ(r.trace.activity.size(), 40u);
   for (const ActivityRecord& a : r.trace.activity) {
     EXPECT_GE(a.step, 350);
     EXPECT_LT(a.step, 360);

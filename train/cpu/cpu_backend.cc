@@ -204,6 +204,7 @@ class CpuBackend final : public Backend {
     std::vector<ActivityRecord>* rec = d_->config.record_activity ? &activity_ : nullptr;
     StepResult r;
     r.times.stage = stage_s_;
+    r.times.stage_compute = stage_s_;  // the CPU stages on its compute threads
     const auto t0 = Clock::now();
     run(*d_, d_->forward_train, rec, steps_);
     r.times.forward = seconds_since(t0);

@@ -126,17 +126,7 @@ std::optional<ActivityRecord> convert_record(const CUpti_Activity& record,
 }
 
 size_t assign_steps(std::vector<ActivityRecord>& sorted, const std::vector<int64_t>& marker_steps) {
-  size_t used = 0;
-  int64_t step = -1;
-  bool labelling = false;
-  for (ActivityRecord& r : sorted) {
-    if (r.kind == ActivityRecord::Kind::kernel && r.name == kStepMarkerName) {
-      labelling = used < marker_steps.size();
-      if (labelling) step = marker_steps[used++];
-    }
-    if (labelling) r.step = step;
-  }
-  return used;
+  return label_steps_by_markers(sorted, kStepMarkerName, marker_steps);
 }
 
 }  // namespace stoker::gpu

@@ -60,9 +60,12 @@ std::optional<ActivityRecord> convert_record(const CUpti_Activity& record,
 // start of each training step (when recording), so records can be told apart by step.
 inline constexpr std::string_view kStepMarkerName = "stoker::gpu::stoker_step_marker";
 
-// Sets `step` of records sorted by begin time: each marker record (in order) starts the step
-// given by the next entry of `marker_steps`; records before the first marker keep theirs.
-// Returns how many markers were consumed (markers beyond `marker_steps` end the labelling).
+// Sets `step` of records sorted by begin time (activity.h label_steps_by_markers with the
+// marker kernel's name): each marker record (in order) starts the step given by the next entry
+// of `marker_steps`, and every record after it, on any stream (a CUDA Graph's kernels run on
+// streams CUPTI names apart from ours), is that step's until the next marker; records before
+// the first marker keep theirs. Returns how many markers were consumed (markers beyond
+// `marker_steps` end the labelling).
 size_t assign_steps(std::vector<ActivityRecord>& sorted, const std::vector<int64_t>& marker_steps);
 
 }  // namespace stoker::gpu

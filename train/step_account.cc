@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "train/step_account.h"
+
+#include <cmath>
+
+namespace stoker {
+
+bool StepAccount::balanced(double tolerance) const {
+  return std::abs(residual()) <= tolerance * wall;
+}
+
+const char* wall_from_name(StepAccount::WallFrom w) {
+  switch (w) {
+    case StepAccount::WallFrom::host:
+      return "host";
+    case StepAccount::WallFrom::device_records:
+      return "device records";
+    case StepAccount::WallFrom::device_clock:
+      return "device clock";
+    case StepAccount::WallFrom::host_for_device:
+      return "host enqueue";
+  }
+  return "?";
+}
+
+StepAccount account_step(const StepRecord& r, bool asynchronous, bool activity) {
+  StepAccount a;
+  a.compute = r.forward + r.backward + r.update + r.allreduce_wait;
+  a.stage = r.stage_compute;
+  a.measured = activity && r.window > 0;
+  if (a.measured) {
+    // The window the gap figures analysed: the host's on a CPU, the device's own otherwise.
+    a.wall = r.window;
+    a.wall_from =
+        asynchronous ? StepAccount::WallFrom::device_records : StepAccount::WallFrom::host;
+    a.wait = r.gap_during_wait;
+    a.gaps = r.gap - r.gap_during_wait;
+    return a;
+  }
+  if (!asynchronous) {
+    a.wall = r.total;
+    a.wait = r.wait;  // the engine is the host's thread: idle while it waits
+  } else if (r.engine_wall > 0) {
+    a.wall = r.engine_wall;
+    a.wall_from = StepAccount::WallFrom::device_clock;
+  } else {
+    a.wall = r.total;
+    a.wall_from = StepAccount::WallFrom::host_for_device;
+  }
+  a.gaps = a.wall - a.wait - a.stage - a.compute;
+  return a;
+}
+
+}  // namespace stoker
