@@ -337,6 +337,14 @@ class CudaBackend final : public Backend {
       r.times.forward = seconds(e[kStaged], e[kForward]);
       r.times.backward = seconds(e[kForward], e[kBackward]);
       r.times.update = updated_[s] ? seconds(e[kBackward], e[kUpdated]) : 0;
+      r.times.stage_compute = seconds(e[kBegin], e[kStaged]);
+      // The device's step: from its start to the next step's start (the newest: its end), so
+      // that a rate is the device's, with the host's delays between steps in it.
+      const cudaEvent_t end = collected_ + 1 < begun_
+                                  ? events_[size_t((collected_ + 1) % kRing)][kBegin]
+                                  : (updated_[s] ? e[kUpdated] : e[kBackward]);
+      if (collected_ + 1 < begun_) wait_event(end);
+      r.times.wall = seconds(e[kBegin], end);
       r.host_enqueue = enqueue_seconds_[s];
       out.push_back(r);
     }
@@ -384,6 +392,7 @@ class CudaBackend final : public Backend {
     r.peak_in_use_bytes = peak_in_use_;
     r.total_bytes = device_total_;
     r.activity_lost = cupti_ ? cupti_->dropped() : 0;
+    r.name = net_->device_name();
     return r;
   }
 
