@@ -98,16 +98,12 @@ class Fmt:
         self.low = {"f16": torch.float16, "bf16": torch.bfloat16}.get(name)
         if "bf16-storage" in self.plant:
             self.low = torch.bfloat16
-        if "bf16-gradients" in self.plant:
-            self.grad_low = torch.bfloat16
-        else:
-            self.grad_low = self.low
 
     def store(self, x):
         return x.to(self.low).to(self.dtype) if self.low else x
 
     def store_grad(self, g):
-        return g.to(self.grad_low).to(self.dtype) if self.grad_low else g
+        return g.to(self.low).to(self.dtype) if self.low else g
 
     def operand(self, x):
         return tf32(x) if self.name == "tf32" else x  # low formats: stored values already
@@ -242,8 +238,10 @@ def step(case, fmt_name, plant=None):
         if finite or scale == 1.0:
             break
         scale /= 2  # GradScaler: skip the step, halve the scale
-    if "scale-conv1-gradient" in fmt.plant:
+    if "scale-conv1-gradient" in fmt.plant:  # a 1% slip
         grads["conv1.weight"] = grads["conv1.weight"] * 1.01
+    if "half-conv1-gradient" in fmt.plant:  # half a gradient lost (a contribution missing)
+        grads["conv1.weight"] = grads["conv1.weight"] * 0.5
     out = {("loss", "loss"): loss.detach().reshape(1)}
     for name, a in net.acts.items():
         out[("activation", name)] = a.detach()
@@ -370,6 +368,8 @@ namespace stoker::test {{
 struct OracleBound {{
   const char* row;
   const char* kind;
+  const char* tensor;            // "*": every tensor of the kind (the norm measure: where no
+                                 // line names the tensor itself)
   double torch_max, torch_norm;  // torch's error
   double max, norm;              // the bounds
 }};
@@ -380,8 +380,16 @@ inline constexpr OracleBound kOracleBounds[] = {{
 """
 
 
+# Low formats move single gradient tensors by up to ~30% (bias gradients are sums that cancel),
+# so their worst per kind says little of the others: there the normalised measure is also bound
+# per tensor. Two valid implementations agree on it within 2.3x per tensor (torch's own two,
+# f16 and bf16 at the f16/bf16 rows' case), the max measure only within 5x, so per tensor it is
+# the normalised one alone.
+PER_TENSOR = ("activation gradient", "parameter gradient")
+
+
 def bounds(driver):
-    """[(row, kind, torch max, torch norm, bound max, bound norm)] for every row, and notes."""
+    """[(row, kind, tensor or "*", torch max, torch norm, bound max, bound norm)], and notes."""
     out, notes, cache, done = [], [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for row in ROWS:
@@ -392,8 +400,13 @@ def bounds(driver):
             wm, wn = worst_by_kind(errs, 0), worst_by_kind(errs, 1)
             for k in KINDS:
                 floor = unit(row[5], k)
-                out.append((row[0], k, wm[k][0], wn[k][0], C * max(wm[k][0], floor),
-                            C * max(wn[k][0], floor)))
+                bm = C * max(wm[k][0], floor)
+                out.append((row[0], k, "*", wm[k][0], wn[k][0], bm, C * max(wn[k][0], floor)))
+                if row[5] == "f32" or k not in PER_TENSOR:
+                    continue
+                for (kk, t), (em, en) in errs.items():
+                    if kk == k:
+                        out.append((row[0], k, t, em, en, bm, C * max(en, floor)))
             notes.append(f"{row[0]}: loss scale {scale:g}" if row[5] == "f16" else row[0])
     return out, notes
 
@@ -401,33 +414,40 @@ def bounds(driver):
 def write(path, table):
     with open(path, "w") as f:
         f.write(HEADER.format(c=C))
-        for r, k, tm, tn, bm, bn in table:
-            f.write(f'    {{"{r}", "{k}", {tm:.3e}, {tn:.3e}, {bm:.3e}, {bn:.3e}}},\n')
+        for r, k, t, tm, tn, bm, bn in table:
+            f.write(f'    {{"{r}", "{k}", "{t}", {tm:.3e}, {tn:.3e}, {bm:.3e}, {bn:.3e}}},\n')
         f.write("};\n// clang-format on\n\n}  // namespace stoker::test\n")
 
 
 def read(path):
-    pat = re.compile(r'\{"([^"]+)", "([^"]+)", ([^,]+), ([^,]+), ([^,]+), ([^,}]+)\},')
-    return {(m[1], m[2]): tuple(float(m[i]) for i in range(3, 7))
+    """{(row, kind, tensor or "*"): (torch max, torch norm, bound max, bound norm)}."""
+    pat = re.compile(r'\{"([^"]+)", "([^"]+)", "([^"]+)", ([^,]+), ([^,]+), ([^,]+), ([^,}]+)\},')
+    return {(m[1], m[2], m[3]): tuple(float(m[i]) for i in range(4, 8))
             for m in pat.finditer(open(path).read())}
+
+
+def bound(committed, row, kind, tensor, metric):
+    """The bound the suite applies to one tensor: its own where it has one (norm only)."""
+    own = committed.get((row, kind, tensor))
+    return (own if own and metric == 1 else committed[(row, kind, "*")])[2 + metric]
 
 
 def check(path, table):
     """The committed bounds are torch's: within 2x of what torch gives here. torch's fp32 kernels
     depend on the CPU (AVX-512 or not) and its two convolution implementations already differ
-    by up to 1.6x; a changed model, case, format or C moves the numbers far more."""
+    by up to 1.7x per kind; a changed model, case, format or C moves the numbers far more."""
     committed, bad = read(path), []
-    for r, k, tm, tn, bm, bn in table:
-        c = committed.get((r, k))
+    for r, k, t, tm, tn, bm, bn in table:
+        c = committed.get((r, k, t))
         if c is None:
-            bad.append(f"{r} {k}: not in {path}")
+            bad.append(f"{r} {k} {t}: not in {path}")
             continue
         for name, got, was in (("max bound", bm, c[2]), ("norm bound", bn, c[3])):
             ratio = got / was if was > 0 else float("inf")
             if not 0.5 <= ratio <= 2.0:
-                bad.append(f"{r} {k} {name}: {got:.3e} here, {was:.3e} committed")
-    extra = set(committed) - {(r, k) for r, k, *_ in table}
-    bad += [f"{r} {k}: in {path} but no longer a row" for r, k in sorted(extra)]
+                bad.append(f"{r} {k} {t} {name}: {got:.3e} here, {was:.3e} committed")
+    extra = set(committed) - {e[:3] for e in table}
+    bad += [f"{' '.join(e)}: in {path} but no longer computed" for e in sorted(extra)]
     return bad
 
 
@@ -439,6 +459,7 @@ PLANTS = (
     ("r18_n4_64px_f32_nchw_f16", "bf16-storage", True),
     ("r18_n4_64px_f32_nchw_f16", "no-loss-scale", False),
     ("r18_n4_64px_f32_nchw_bf16", "scale-conv1-gradient", False),
+    ("r18_n4_64px_f32_nchw_bf16", "half-conv1-gradient", True),
 )
 
 
@@ -450,11 +471,11 @@ def planted(driver, committed):
         for name, plant, must in PLANTS:
             errs, scale = row_errors(driver, tmp, cache, rows[name], {plant})
             over = []
-            for m, w in ((0, worst_by_kind(errs, 0)), (1, worst_by_kind(errs, 1))):
-                for k, (e, t) in w.items():
-                    b = committed[(name, k)][2 + m]
-                    if not e < b:
-                        over.append(f"{k} {('max', 'norm')[m]} {e:.2e} >= {b:.2e} ({t})")
+            for (k, t), e in errs.items():
+                for m in (0, 1):
+                    b = bound(committed, name, k, t, m)
+                    if not e[m] < b:
+                        over.append(f"{k} {t} {('max', 'norm')[m]} {e[m]:.2e} >= {b:.2e}")
             caught = bool(over)
             print(f"{name} with {plant} (loss scale {scale:g}): "
                   f"{'caught: ' + '; '.join(over[:3]) if caught else 'within every bound'}")
@@ -475,7 +496,7 @@ def judge(driver, log, committed):
             errs, scale = row_errors(driver, tmp, cache, rows[name])
             print(f"{name} (torch's f16 loss scale {scale:g})" if rows[name][5] == "f16" else name)
             for (k, t), g in sorted(entries.items()):
-                b = committed[(name, k)][2]
+                b = committed[(name, k, "*")][2]
                 torch_e = max(e[0] for (kk, _), e in errs.items() if kk == k) \
                     if t in ("(worst)", "loss") else errs[(k, t)][0]
                 print(f"  {k:20s} {t:30s} gpu {g:.3e}  torch {torch_e:.3e}  bound {b:.3e}"
