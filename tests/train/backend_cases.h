@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the backend tests (the conformance suite and the oneDNN-specific one):
-// small ResNets, a tame initialisation, the input of a case, error measures, layout
-// conversion, one staged step.
+// small ResNets, a tame initialisation, error measures, layout conversion, one staged step.
 #pragma once
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 
 #include <gtest/gtest.h>
 
-#include "augment/collate.h"
 #include "common/error.h"
 #include "models/normal.h"
 #include "models/resnet.h"
@@ -89,39 +87,6 @@ std::vector<T> nchw_to_nhwc(const std::vector<T>& x, int64_t n, int64_t c, int64
       for (int64_t i = 0; i < h * w; ++i)
         y[size_t((a * h * w + i) * c + k)] = x[size_t((a * c + k) * h * w + i)];
   return y;
-}
-
-// The images of a case: `reference` in NCHW f32 (u8 through the loader's own normalisation
-// table), `given` what the backend is handed, in the case's type and layout. Shared with
-// conformance_case_driver, which hands the same case to conformance_bounds.py.
-struct StepInput {
-  std::vector<float> reference, f32_nhwc;
-  std::vector<uint8_t> pixels, pixels_nhwc;
-  std::vector<int32_t> labels;
-  const void* given = nullptr;
-};
-
-inline void make_input(int64_t batch, int64_t size, InputType type, bool nhwc, StepInput& in) {
-  const size_t n = size_t(batch * 3 * size * size);
-  in.reference.resize(n);
-  Rng rng(7);
-  if (type == InputType::u8) {
-    in.pixels.resize(n);
-    OutputSpec spec;
-    const Normalizer norm(spec);
-    const size_t hw = size_t(size * size);
-    for (size_t i = 0; i < n; ++i) {
-      in.pixels[i] = uint8_t(rng.next() >> 56);
-      in.reference[i] = norm.lut[(i / hw) % 3][in.pixels[i]];
-    }
-    if (nhwc) in.pixels_nhwc = nchw_to_nhwc(in.pixels, batch, 3, size, size);
-    in.given = nhwc ? in.pixels_nhwc.data() : in.pixels.data();
-  } else {
-    fill_normal(rng, 1.0, in.reference);
-    if (nhwc) in.f32_nhwc = nchw_to_nhwc(in.reference, batch, 3, size, size);
-    in.given = nhwc ? in.f32_nhwc.data() : in.reference.data();
-  }
-  for (int64_t i = 0; i < batch; ++i) in.labels.push_back(int32_t((i * 7 + 3) % 10));
 }
 
 // stage + forward_backward, then collect that one step's loss.

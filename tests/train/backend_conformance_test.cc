@@ -30,6 +30,7 @@
 #include "tests/skip_policy.h"
 #include "tests/train/backend_cases.h"
 #include "tests/train/conformance_bounds.h"
+#include "tests/train/step_input.h"
 #include "train/backend.h"
 #include "train/reference/network.h"
 

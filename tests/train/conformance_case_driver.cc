@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "tests/train/backend_cases.h"
+#include "tests/train/step_input.h"
 #include "train/checkpoint.h"
 
 namespace {
