@@ -30,6 +30,20 @@ inline double error(std::span<const float> ref, std::span<const float> got) {
   return scale > 0 ? diff / scale : diff;
 }
 
+// ||diff||_2 / ||reference||_2 over a tensor (ggml's normalised error): where a few elements
+// flip (a ReLU or a max-pool choice on a near tie, as low precision does) max |diff| is as
+// large as the tensor, this stays at the share of the tensor that moved.
+inline double norm_error(std::span<const float> ref, std::span<const float> got) {
+  EXPECT_EQ(ref.size(), got.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < std::min(ref.size(), got.size()); ++i) {
+    const double d = double(ref[i]) - double(got[i]);
+    diff += d * d;
+    scale += double(ref[i]) * double(ref[i]);
+  }
+  return scale > 0 ? std::sqrt(diff / scale) : std::sqrt(diff);
+}
+
 inline const Tensor& tensor(const Checkpoint& c, std::string_view name) {
   const Tensor* t = find_tensor(c, name);
   STOKER_CHECK_MSG(t != nullptr, "no tensor {}", name);
