@@ -176,7 +176,7 @@ std::vector<std::tuple<std::string, StepCase>> step_cases() {
                        StepCase{.batch = 2, .size = 64, .nhwc = true, .algorithm = "fixed:direct"});
     } else if (b == "cuda") {
       for (const ComputeLayout l : {ComputeLayout::nchw, ComputeLayout::nhwc}) {
-        out.emplace_back(b, StepCase{.batch = 2, .size = 32, .layout = l});
+        out.emplace_back(b, StepCase{.layout = l});
         out.emplace_back(b, StepCase{.precision = Precision::tf32, .layout = l});
       }
       for (const Precision p : {Precision::f16, Precision::bf16})
@@ -212,8 +212,9 @@ struct Worst {
 // Every tensor's value after the forward and, in f32 and tf32, its gradient after the backward
 // (f16/bf16 keep theirs loss-scaled in the compute format), where the backend keeps them.
 void expect_layers(const ref::ReferenceNet& r, Backend& b, const Network& net, Precision p,
-                   const Tolerance& tol, Worst& w) {
-  const bool f32_storage = p == Precision::f32 || p == Precision::tf32;
+                   bool kept_gradients, const Tolerance& tol, Worst& w) {
+  // Gradients stored in f32 and kept after the backward (BackendConfig).
+  const bool f32_storage = (p == Precision::f32 || p == Precision::tf32) && kept_gradients;
   for (size_t t = 0; t < r.acts.size(); ++t) {
     const std::vector<float> act = b.debug_tensor(int(t), false);
     if (!act.empty()) {
@@ -277,9 +278,11 @@ TEST_P(WholeStep, EveryLayerMatchesTheReferenceNetwork) {
   config.precision = cs.precision;
   config.label_smoothing = 0.1f;
   config.conv_algorithm = cs.algorithm;
-  // f32 compares every activation's gradient; the other precisions compare the parameters'
-  // gradients only, computed through shared gradient memory (the default).
-  config.keep_activation_gradients = cs.precision == Precision::f32;
+  // f32 storage compares every activation's gradient, which a GPU then keeps in memory of its
+  // own; ResNet-50 on cuda (f32: tight bounds) and the mixed precisions compare the
+  // parameters' gradients only, computed through shared gradient memory (the default).
+  const bool f32_storage = cs.precision == Precision::f32 || cs.precision == Precision::tf32;
+  config.keep_activation_gradients = f32_storage && !(name == "cuda" && cs.depth == 50);
   MAKE_OR_SKIP(backend, name, net, config);
   backend->load(init, "init");
   test::StepInput in;
@@ -296,7 +299,7 @@ TEST_P(WholeStep, EveryLayerMatchesTheReferenceNetwork) {
   const Tolerance tol = tolerance(name, case_name(cs), cs.precision);
   EXPECT_NEAR(result.loss, ref_loss, tol.loss * std::max(1.0f, std::abs(ref_loss)));
   Worst worst;
-  expect_layers(r, *backend, net, cs.precision, tol, worst);
+  expect_layers(r, *backend, net, cs.precision, config.keep_activation_gradients, tol, worst);
   expect_parameters(r, *backend, net, tol, skipped == 0, worst);
   if (skipped == 0) {
     expect_within(ref::logits(r), backend->logits(), tol, "logits", "logits", "logits");
