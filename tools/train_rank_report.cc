@@ -43,6 +43,7 @@ nlohmann::json account_json(const StepAccount& a) {
           {"wait_s", a.wait},
           {"stage_s", a.stage},
           {"compute_s", a.compute},
+          {"timed_compute_s", a.timed_compute},
           {"gaps_s", a.gaps},
           {"residual_s", a.residual()},
           {"balanced", a.balanced()},
@@ -277,9 +278,10 @@ void print_summary(const TrainRun& run, const LoopResult& result) {
   if (s.unbalanced > 0)
     fmt::print(
         "# accounting: {} of {} timed steps off by more than {:.0f}%: wait {:.3f} + stage {:.3f} "
-        "+ compute {:.3f} + gaps {:.3f} s against wall {:.3f} s (train/step_account.h)\n",
+        "+ compute {:.3f} + gaps {:.3f} s = wall {:.3f} s; the backend's timers: compute {:.3f} s, "
+        "{:.3f} s unexplained (train/step_account.h)\n",
         s.unbalanced, s.account.size(), 100 * StepAccount::kTolerance, t.wait, t.stage, t.compute,
-        t.gaps, t.wall);
+        t.gaps, t.wall, t.timed_compute, t.residual());
   const std::vector<SizeCost> per_size = sizes_of(run, result, s.skipped);
   if (per_size.size() > 1) print_per_size(per_size);
 }

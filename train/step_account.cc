@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "train/step_account.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace stoker {
@@ -25,16 +26,19 @@ const char* wall_from_name(StepAccount::WallFrom w) {
 
 StepAccount account_step(const StepRecord& r, bool asynchronous, bool activity) {
   StepAccount a;
-  a.compute = r.forward + r.backward + r.update + r.allreduce_wait;
+  a.timed_compute = r.forward + r.backward + r.update + r.allreduce_wait;
+  a.compute = a.timed_compute;
   a.stage = r.stage_compute;
   a.measured = activity && r.window > 0;
   if (a.measured) {
-    // The window the gap figures analysed: the host's on a CPU, the device's own otherwise.
+    // The window the gap figures analysed: the host's on a CPU, the device's own otherwise;
+    // its busy time is the stage (the timer's) and the compute (the rest).
     a.wall = r.window;
     a.wall_from =
         asynchronous ? StepAccount::WallFrom::device_records : StepAccount::WallFrom::host;
     a.wait = r.gap_during_wait;
     a.gaps = r.gap - r.gap_during_wait;
+    a.compute = std::max(0.0, r.window - r.gap - a.stage);
     return a;
   }
   if (!asynchronous) {

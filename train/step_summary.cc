@@ -31,7 +31,7 @@ StepSummary summarise_steps(const std::vector<StepRecord>& records, size_t timin
     s.account.push_back(a);
     s.unbalanced += !a.balanced();
     t.wall += a.wall, t.wait += a.wait, t.stage += a.stage, t.compute += a.compute;
-    t.gaps += a.gaps;
+    t.gaps += a.gaps, t.timed_compute += a.timed_compute;
     t.wall_from = a.wall_from;
     t.measured = a.measured;
   }
