@@ -21,7 +21,7 @@ usage_line() { sed -n '10p' "$0" | sed 's/^# //'; }
 # The plan, most important first: step:budget in seconds. Each step must end by the sum of
 # its budget and those before it (time an early step leaves passes to the next ones); the
 # sum plus $reserve (the summary and the tarball after each step) fits $limit.
-plan=(env:15 tests:65 stoker:90 torch:70 compile:70 loader:95 emulate:45 trace:10)
+plan=(env:15 tests:90 stoker:75 torch:90 compile:65 loader:80 emulate:30 trace:8)
 limit=${STOKER_CHECK_SECONDS:-480} reserve=20
 all_steps=$(printf '%s ' "${plan[@]%%:*}")
 
@@ -218,7 +218,7 @@ EOF
 step_tests() {
   local t cap bad=0 cmd rc
   start_gen
-  for t in cuda_backend_test:30 backend_conformance_test:50 gpu_host_test:15 collective_test:15 \
+  for t in cuda_backend_test:30 backend_conformance_test:75 gpu_host_test:15 collective_test:15 \
     data_parallel_cuda_test:15 gpu_facts:15; do
     cap=${t#*:} t=${t%%:*}
     local args=()

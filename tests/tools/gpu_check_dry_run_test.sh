@@ -185,7 +185,7 @@ PY
 
 # --plan prints every step with its budget and every GPU command, and runs none.
 "$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
-grep -q '^stoker (90 s)$' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+grep -q '^stoker (75 s)$' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
   grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
   { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
 echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"
