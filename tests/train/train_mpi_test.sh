@@ -111,7 +111,7 @@ grep -q "stoker train: rank 0 of 2: stopped: signal 15 while waiting for the oth
 # status (mpirun reports one only).
 stop_case() {  # name, which ranks get SIGTERM ("all" or a rank), files prefix
   set +e
-  mpi 2 bash -c 'trap "" TERM INT; "$@"; echo "rank-exit $OMPI_COMM_WORLD_RANK $?" >&2' _ \
+  mpi 2 bash -c 'trap "" TERM INT; "$@"; rc=$?; echo "rank-exit $OMPI_COMM_WORLD_RANK $rc" >&2; exit $rc' _ \
     "$stoker" train "$tmp/d" "${common[@]}" --steps 100000 --save "$tmp/$3.safetensors" \
     > "$tmp/$3.out" 2> "$tmp/$3.err" &
   local job=$! ranks="" p r
