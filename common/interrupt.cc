@@ -60,6 +60,11 @@ int interrupt_exit_code() {
   return s ? 128 + s : 0;
 }
 
+void adopt_interrupt(int signal) {
+  int expected = 0;
+  g_signal.compare_exchange_strong(expected, signal);
+}
+
 void reset_interrupt_for_testing() {
   g_signal.store(0);
 }

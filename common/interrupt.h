@@ -24,6 +24,11 @@ struct Interrupted : Error {
   explicit Interrupted(const std::string& what) : Error(what) {}
 };
 
+// For a process that learns from others that the whole job stops on `signal` (data-parallel
+// ranks agree after each step, and only some got it): interrupted() from now on, and the same
+// exit code, as if the signal had come here. Prints nothing; an earlier signal stays.
+void adopt_interrupt(int signal);
+
 // For tests: forget an earlier signal.
 void reset_interrupt_for_testing();
 

@@ -14,8 +14,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -164,9 +166,9 @@ void end_interrupted(const TrainRun& run, const TrainCommand& o, int64_t done) {
   throw Interrupted(fmt::format("train: interrupted after step {}{}", done, resume_hint));
 }
 
-void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
+// The run itself, from its options to its end.
+void run_rank(TrainRun& run, TrainCommand& o, const CLI::App& app) {
   check_train_usage(o, app);
-  TrainRun run(world);
   start_run(run, o, app);
   open_data(run, o);
   plan_model(run, o);
@@ -198,22 +200,11 @@ void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
 // One rank's failure ends the job: its error goes to stderr naming the rank, then MPI_Abort
 // stops every other rank (mpirun sends them SIGTERM, which ends a wait in a collective as
 // "stopped"), so nobody waits forever for a peer that is gone.
-void run_train(TrainCommand& o, const CLI::App& app) {
-  install_interrupt_handlers();
-  std::unique_ptr<Collective> world = make_host_collective();
-  if (world->world() == 1) return train_rank(o, app, *world);
-  // Rank 0 speaks for the job; the others keep stdout quiet (errors go to stderr).
-  if (world->rank() != 0) {
-    std::fflush(stdout);
-    if (std::freopen("/dev/null", "w", stdout) == nullptr) fail("cannot open /dev/null");
-  }
-  const std::string who = fmt::format("stoker train: rank {} of {}", world->rank(), world->world());
-  int code = 0;
+[[noreturn]] void end_rank(Collective& world, const std::exception_ptr& error) {
+  const std::string who = fmt::format("stoker train: rank {} of {}", world.rank(), world.world());
+  int code = 1;
   try {
-    train_rank(o, app, *world);
-    return;
-  } catch (const StoppedTogether&) {
-    throw;  // main() says it and exits 128 + signal; MPI finalises as `world` goes
+    std::rethrow_exception(error);
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "%s: stopped: %s\n", who.c_str(), e.what());
     code = interrupt_exit_code() != 0 ? interrupt_exit_code() : 1;
@@ -222,9 +213,37 @@ void run_train(TrainCommand& o, const CLI::App& app) {
     code = 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", who.c_str(), e.what());
-    code = 1;
+  } catch (...) {
+    std::fprintf(stderr, "%s: error: an exception of unknown type\n", who.c_str());
   }
-  world->abort(code);
+  world.abort(code);
+  std::_Exit(code);  // not reached: abort() ends the process
+}
+
+// A rank of a job ends it from inside this frame, with `run` still allocated: an all-reduce in
+// flight when the error came (the gradient buckets of a step) may still write into the memory
+// `run` owns until MPI_Abort ends the process (issue 36, train/collective.h).
+void train_rank(TrainCommand& o, const CLI::App& app, Collective& world) {
+  TrainRun run(world);
+  try {
+    run_rank(run, o, app);
+  } catch (const StoppedTogether&) {
+    throw;  // main() says it and exits 128 + signal; MPI finalises as `world` goes
+  } catch (...) {
+    if (world.world() == 1) throw;
+    end_rank(world, std::current_exception());
+  }
+}
+
+void run_train(TrainCommand& o, const CLI::App& app) {
+  install_interrupt_handlers();
+  std::unique_ptr<Collective> world = make_host_collective("stoker train");
+  // Rank 0 speaks for the job; the others keep stdout quiet (errors go to stderr).
+  if (world->world() > 1 && world->rank() != 0) {
+    std::fflush(stdout);
+    if (std::freopen("/dev/null", "w", stdout) == nullptr) fail("cannot open /dev/null");
+  }
+  train_rank(o, app, *world);
 }
 
 }  // namespace

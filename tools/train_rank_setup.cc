@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 
 #include "common/error.h"
+#include "common/interrupt.h"
 #include "common/system_info.h"
 #include "models/flops.h"
 #include "models/resnet.h"
@@ -270,6 +273,24 @@ void plan_schedule(TrainRun& run, TrainCommand& o, const CLI::App& app) {
   run.schedule_steps = schedule_steps;
 }
 
+namespace {
+
+// The ranks' vote after a step: one count per signal, so that every rank learns which one
+// stops the job (SIGTERM, a scheduler's, over SIGINT) and exits as if it had got it.
+int agree_stop(Collective& world, int here) {
+  float votes[2] = {here == SIGINT ? 1.0f : 0.0f, here == SIGTERM ? 1.0f : 0.0f};
+  world.allreduce_sum(votes, 2);
+  const int agreed = votes[1] > 0 ? SIGTERM : votes[0] > 0 ? SIGINT : 0;
+  if (agreed != 0 && here == 0) {
+    adopt_interrupt(agreed);
+    std::fprintf(stderr, "stoker train: rank %d of %d: stopping with the others (signal %d)\n",
+                 world.rank(), world.world(), agreed);
+  }
+  return agreed;
+}
+
+}  // namespace
+
 void make_loop_config(TrainRun& run, const TrainCommand& o) {
   const TrainOptions& t = o.train;
   LoopConfig& loop = run.loop;
@@ -280,11 +301,7 @@ void make_loop_config(TrainRun& run, const TrainCommand& o) {
   loop.images_per_step = run.global_batch;
   loop.progress = run.rank0;
   if (run.world.world() > 1)
-    loop.agree_stop = [&world = run.world](bool here) {
-      float votes = here ? 1.0f : 0.0f;
-      world.allreduce_sum(&votes, 1);
-      return votes > 0;
-    };
+    loop.agree_stop = [&world = run.world](int here) { return agree_stop(world, here); };
   loop.label = fmt::format("train {}", run.net.name);
   loop.timing_warmup = std::clamp<int64_t>(o.timing_warmup, 0, run.steps - 1);
   loop.activity = run.bc.record_activity;

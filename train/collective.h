@@ -35,7 +35,12 @@ class Collective {
 
   // The same, started now and finished by wait(ticket): gradient buckets go out while the
   // backward goes on. Tickets finish in the order they were started. Host memory must stay
-  // untouched until wait() returns; device work is ordered on the stream.
+  // untouched, and allocated, until wait() returns; device work is ordered on the stream.
+  // A host collective's wait() returns or throws only once the work no longer touches that
+  // memory: a wait that cannot finish (after a signal, a peer has ended) prints why and ends
+  // the job itself (abort), since the memory it holds can never be handed back. A caller that
+  // fails for another reason with tickets in flight must likewise abort() before that memory
+  // is freed (tools/cmd_train.cc).
   virtual uint64_t start_allreduce_sum(float* data, size_t n, CollectiveMemory where = {}) = 0;
   virtual void wait(uint64_t ticket) = 0;
 
@@ -52,6 +57,12 @@ class Collective {
   // caller that gave up waiting on a stream holding collective work. Host collectives: nothing.
   virtual void abort_communicator() {}
 
+  // After a signal: which peer is known to have ended ("rank 1 (pid 4321) has ended"), or empty
+  // when none is known to have (alive, or this collective cannot tell: another machine, or a
+  // collective without processes of its own). For a wait elsewhere that must not outlast a
+  // dead peer (the NCCL collective's check_async).
+  virtual std::string ended_peer() const { return {}; }
+
   // Ends the whole job now, from any rank, with `code` as the exit status: what a rank does
   // when it cannot go on, so that no other rank waits forever in a collective.
   [[noreturn]] virtual void abort(int code) = 0;
@@ -59,7 +70,8 @@ class Collective {
 
 // The world this process was started in: MPI's when launched by mpirun (OMPI_COMM_WORLD_SIZE
 // set) and built with MPI, else a single process. stoker::Error when launched by mpirun in
-// a build without MPI.
-std::unique_ptr<Collective> make_host_collective();
+// a build without MPI. `label` starts the line a wait prints when it ends the job
+// ("stoker train: rank 0 of 2: stopped: ...").
+std::unique_ptr<Collective> make_host_collective(const std::string& label = "stoker");
 
 }  // namespace stoker

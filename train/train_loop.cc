@@ -350,7 +350,7 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
     line.add(r);
     // An interrupt ends the run here, after a whole step, as if it were the last one.
     if (k + 1 < c.steps)
-      out.interrupted = c.agree_stop ? c.agree_stop(interrupted()) : interrupted();
+      out.interrupted = (c.agree_stop ? c.agree_stop(interrupt_signal()) : interrupt_signal()) != 0;
     const bool last = k + 1 == c.steps || out.interrupted;
     const bool hook = c.hook_every > 0 && c.hook && (step + 1) % c.hook_every == 0;
     const bool draw = line.due(last);

@@ -73,9 +73,10 @@ struct LoopConfig {
   // validation). Its time is outside every step's window.
   int64_t hook_every = 0;
   std::function<void(int64_t steps_done)> hook;
-  // Whether to stop after this step, given this process's interrupted(): data-parallel ranks
-  // vote (a collective) so that all stop after the same step. Null: this process alone.
-  std::function<bool(bool interrupted_here)> agree_stop;
+  // Whether to stop after this step, given this process's interrupt_signal() (0: none): the
+  // signal the job stops on, 0 to go on. Data-parallel ranks vote (a collective) so that all
+  // stop after the same step, the unsignalled ones too. Null: this process alone.
+  std::function<int(int signal_here)> agree_stop;
 };
 
 // One step. Seconds per phase: `wait` in BatchFeed::next(), `stage` in Backend::stage() (as

@@ -113,6 +113,13 @@ TEST_P(CollectiveSuite, KnowsItsRankAndWorld) {
   }
 }
 
+// While every rank runs, none is known to have ended (a rank that has is covered with real
+// processes in peer_liveness_test.cc and, under mpirun, by tests/train/train_mpi_test.sh).
+TEST_P(CollectiveSuite, KnowsNoPeerEndedWhileAllRun) {
+  EXPECT_EQ(c->ended_peer(), "");
+  c->barrier();  // no rank leaves (and ends) before every rank has looked
+}
+
 TEST_P(CollectiveSuite, SumsLikeTheLocalSumAndEveryRankHoldsTheSameBits) {
   // Not a multiple of any world size: the blocks are uneven.
   const size_t n = 1000003;

@@ -6,8 +6,9 @@
 # one process with the same global batch and is refused on 3 ranks; a bad JPEG in rank 1's
 # shard under --on-error fail ends the job naming rank 1 and the file; rank 1 killed with
 # SIGKILL mid-run ends the job with rank 0 saying it stopped; SIGTERM to every rank stops all
-# after the same step with rank 0's checkpoint. Every mpirun is under `timeout`: a hang fails
-# the test.
+# after the same step with rank 0's checkpoint; SIGTERM to rank 1 alone does the same, every
+# rank exiting 143. Every mpirun is under `timeout`: a hang fails the test. One run of each:
+# tests/train/train_mpi_repeat.sh repeats them under load at random moments (issue 36).
 set -euo pipefail
 stoker=$1
 mpirun_local=$2
@@ -105,29 +106,42 @@ grep -q "stoker train: rank 0 of 2: stopped: signal 15 while waiting for the oth
   "$tmp/errk.txt" || fail "rank 0 did not say it stopped"
 
 # 5. SIGTERM to every rank (a scheduler's preemption): the ranks agree on the step to stop
-# after, rank 0 saves it, every rank exits 143, no abort.
-set +e
-mpi 2 "$stoker" train "$tmp/d" "${common[@]}" --steps 100000 --save "$tmp/stop.safetensors" \
-  > "$tmp/outs.txt" 2> "$tmp/errs.txt" &
-job=$!
-ranks=""
-for _ in $(seq 1 100); do
-  ranks=""
-  for p in $(pgrep -f -- "train $tmp/d --arch" 2>/dev/null); do
-    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK='; then
-      ranks="$ranks $p"
-    fi
+# after, rank 0 saves it, every rank exits 143, no abort. 6. SIGTERM to rank 1 alone: the same,
+# rank 0 stopping with it (and saying so). Each rank runs under a wrapper that reports its exit
+# status (mpirun reports one only).
+stop_case() {  # name, which ranks get SIGTERM ("all" or a rank), files prefix
+  set +e
+  mpi 2 bash -c 'trap "" TERM INT; "$@"; rc=$?; echo "rank-exit $OMPI_COMM_WORLD_RANK $rc" >&2; exit $rc' _ \
+    "$stoker" train "$tmp/d" "${common[@]}" --steps 100000 --save "$tmp/$3.safetensors" \
+    > "$tmp/$3.out" 2> "$tmp/$3.err" &
+  local job=$! ranks="" p r
+  for _ in $(seq 1 100); do
+    ranks=""
+    for p in $(pgrep -f -- "train $tmp/d --arch" 2>/dev/null); do
+      [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$stoker")" ] || continue
+      r=$(tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+      if [ -n "$r" ] && { [ "$2" = all ] || [ "$2" = "$r" ]; }; then ranks="$ranks $p"; fi
+    done
+    if [ -n "$ranks" ] && grep -q '^train resnet18 step' "$tmp/$3.err"; then break; fi
+    sleep 0.2
   done
-  if [ "$(echo $ranks | wc -w)" = 2 ] && grep -q '^train resnet18 step' "$tmp/errs.txt"; then break; fi
-  sleep 0.2
-done
-kill -TERM $ranks
-wait $job
-rc=$?
-set -e
-grep -v '^train resnet18 step' "$tmp/errs.txt" || true
-[ $rc -eq 143 ] || fail "SIGTERM to every rank: exit $rc, expected 143"
-grep -q '^# checkpoint: ' "$tmp/outs.txt" || fail "SIGTERM to every rank: no checkpoint"
-if grep -q 'MPI_ABORT' "$tmp/errs.txt"; then fail "SIGTERM to every rank: aborted"; fi
-"$stoker" checkpoint info "$tmp/stop.safetensors" > /dev/null || fail "the checkpoint does not read"
+  kill -TERM $ranks
+  wait $job
+  local rc=$?
+  set -e
+  grep -v '^train resnet18 step' "$tmp/$3.err" || true
+  [ $rc -eq 143 ] || fail "$1: exit $rc, expected 143"
+  for r in 0 1; do
+    grep -qx "rank-exit $r 143" "$tmp/$3.err" || fail "$1: rank $r did not exit 143"
+  done
+  [ "$(grep -c '^stoker: train: interrupted after step' "$tmp/$3.err")" = 2 ] \
+    || fail "$1: not every rank said after which step it stopped"
+  grep -q '^# checkpoint: ' "$tmp/$3.out" || fail "$1: no checkpoint"
+  if grep -q 'MPI_ABORT' "$tmp/$3.err"; then fail "$1: aborted"; fi
+  "$stoker" checkpoint info "$tmp/$3.safetensors" > /dev/null || fail "$1: the checkpoint does not read"
+}
+stop_case "SIGTERM to every rank" all stop
+stop_case "SIGTERM to rank 1 alone" 1 stop1
+grep -q '^stoker train: rank 0 of 2: stopping with the others (signal 15)' "$tmp/stop1.err" \
+  || fail "SIGTERM to rank 1 alone: rank 0 did not say why it stopped"
 echo "OK"

@@ -21,19 +21,26 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "train/parallel/collectives.h"
+#include "train/parallel/peer_liveness.h"
 
 namespace stoker {
 namespace {
 
-// How long a wait goes on after an interrupt before it concludes a peer is gone: at least
-// kInterruptGrace, and kGraceFactor times the longest wait seen so far (a peer still finishing
-// its step under load takes about that long), at most kMaxGrace.
+// How long a wait goes on after an interrupt. A peer on this machine is looked at
+// (peer_liveness.h): one that has ended stops the wait at once, live ones are waited for up to
+// kLiveWait (a live rank that does not come in that time is stuck, not slow). A peer that
+// cannot be looked at (another machine) gets a grace: at least kInterruptGrace, and
+// kGraceFactor times the longest wait seen so far (a peer still finishing its step under load
+// takes about that long), at most kMaxGrace.
+constexpr std::chrono::seconds kLiveWait{60};
 constexpr std::chrono::milliseconds kInterruptGrace{500};
 constexpr std::chrono::milliseconds kMaxGrace{5000};
 constexpr int kGraceFactor = 3;
@@ -51,7 +58,7 @@ void check_mpi(int rc, const char* what) {
 
 class MpiCollective final : public Collective {
  public:
-  MpiCollective() {
+  explicit MpiCollective(std::string label) : label_(std::move(label)) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized) fail("MPI is already initialised in this process: one MPI collective only");
@@ -74,6 +81,12 @@ class MpiCollective final : public Collective {
     MPI_Get_library_version(version, &len);
     library_ = std::string(version, size_t(len));
     library_ = library_.substr(0, library_.find_first_of(",\n"));  // "Open MPI v4.1.4"
+    // Who every rank is, for the waits after an interrupt (check_peers); before the thread.
+    const ProcessId self = this_process();
+    peers_.resize(size_t(world_));
+    check_mpi(MPI_Allgather(&self, int(sizeof(self)), MPI_BYTE, peers_.data(), int(sizeof(self)),
+                            MPI_BYTE, MPI_COMM_WORLD),
+              "MPI_Allgather of the ranks' process ids");
     thread_ = std::thread([this] { serve(); });
   }
 
@@ -106,35 +119,32 @@ class MpiCollective final : public Collective {
 
   // `learn`: whether this wait's length may raise the interrupt grace. Not for broadcasts and
   // barriers, which also wait for a peer's start-up (seconds), unlike the steps' all-reduces.
+  //
+  // Returns only once the ticket's collective has finished: never while the communication
+  // thread may still read or write the caller's memory. Issue 36: this wait used to throw
+  // Interrupted when its grace ran out while the collective was still in MPI; the caller
+  // unwound and freed the gradient arena (and agree_stop's vote on the stack) under it, and a
+  // peer that was only slow then delivered its data there (a segfault in
+  // opal_convertor_unpack, and the checkpoint lost). A wait that gives up now ends the job
+  // from here (give_up), with nothing unwound.
   void wait(uint64_t ticket, bool learn) {
     std::unique_lock lock(mutex_);
     STOKER_CHECK(ticket >= 1 && ticket < next_ticket_);
-    // Polled, not a plain wait: a rank whose peer died is stopped by mpirun's SIGTERM while
-    // it waits here, and must be able to say so and leave (common/interrupt.h). The same
-    // signal sent to every rank (Ctrl-C, a scheduler's SIGTERM) finds the peers alive: the
-    // collective still finishes, so it gets kInterruptGrace first (mpirun's SIGKILL follows
-    // its SIGTERM after odls_base_sigkill_timeout, 1 s by default: scripts/mpirun_local.sh
-    // raises it, docs/CLI.md says why).
-    std::chrono::steady_clock::time_point give_up{};
+    // Polled, not a plain wait: a rank whose peer died is stopped by mpirun's SIGTERM while it
+    // waits here, and must say so and leave (common/interrupt.h). The same signal sent to every
+    // rank (Ctrl-C, a scheduler's SIGTERM) finds the peers alive: the collective still
+    // finishes, and a live peer is waited for however slow it is (peer_liveness.h).
     const auto began = std::chrono::steady_clock::now();
-    bool was_interrupted = false;
+    std::chrono::steady_clock::time_point since{};  // the first poll after the interrupt
     while (finished_ < ticket && !error_) {
       done_.wait_for(lock, std::chrono::milliseconds(20));
       if (!interrupted() || finished_ >= ticket || error_) continue;
-      was_interrupted = true;
       const auto now = std::chrono::steady_clock::now();
-      if (give_up == std::chrono::steady_clock::time_point{})
-        give_up = now + std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       kGraceFactor * slowest_wait_),
-                                   kInterruptGrace, kMaxGrace);
-      if (now >= give_up)
-        throw Interrupted(fmt::format(
-            "signal {} while waiting for the other {} (collective #{}); did one end?",
-            interrupt_signal(),
-            world_ == 2 ? std::string("rank") : fmt::format("{} ranks", world_ - 1), ticket));
+      if (since == std::chrono::steady_clock::time_point{}) since = now;
+      check_peers(ticket, now - since);
     }
     if (error_) std::rethrow_exception(error_);
-    if (learn && !was_interrupted)
+    if (learn && since == std::chrono::steady_clock::time_point{})
       slowest_wait_ = std::max(slowest_wait_, std::chrono::steady_clock::now() - began);
   }
 
@@ -155,6 +165,11 @@ class MpiCollective final : public Collective {
     wait(enqueue([] { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }), false);
   }
 
+  std::string ended_peer() const override {
+    bool unknown = false;
+    return look_at_peers(unknown);
+  }
+
   [[noreturn]] void abort(int code) override {
     std::fflush(stdout);
     std::fflush(stderr);
@@ -170,6 +185,54 @@ class MpiCollective final : public Collective {
   void host_only(CollectiveMemory where, const char* what) const {
     if (where.device)
       fail("the MPI collective's {} takes host memory, not device memory (use NCCL on GPUs)", what);
+  }
+
+  // After an interrupt, while `ticket` is unfinished and has been waited for `waited` since:
+  // ends the job (give_up) when a peer has ended, or when the wait has gone on longer than a
+  // peer that is alive (or cannot be looked at) could need; else returns.
+  void check_peers(uint64_t ticket, std::chrono::steady_clock::duration waited) {
+    bool unknown = false;
+    const std::string ended = look_at_peers(unknown);
+    if (!ended.empty()) give_up(ticket, ended + ", so this step cannot finish and is not saved");
+    if (!unknown) {
+      if (waited >= kLiveWait)
+        give_up(ticket, fmt::format("{} alive but did not come in {} s; stuck?",
+                                    world_ == 2 ? "it is" : "they are", kLiveWait.count()));
+      return;
+    }
+    const auto grace = std::clamp(
+        std::chrono::duration_cast<std::chrono::milliseconds>(kGraceFactor * slowest_wait_),
+        kInterruptGrace, kMaxGrace);
+    if (waited >= grace)
+      give_up(ticket, fmt::format("none came in {} ms; did one end? (a rank on another machine "
+                                  "cannot be looked at)",
+                                  grace.count()));
+  }
+
+  // The first peer that has ended, as a phrase, or empty; `unknown`: some peer cannot be
+  // looked at (peer_liveness.h).
+  std::string look_at_peers(bool& unknown) const {
+    const ProcessId& self = peers_[size_t(rank_)];
+    for (int r = 0; r < world_; ++r) {
+      if (r == rank_) continue;
+      const Liveness l = liveness(peers_[size_t(r)], self);
+      if (l == Liveness::ended)
+        return fmt::format("rank {} (pid {}) has ended", r, peers_[size_t(r)].pid);
+      unknown = unknown || l == Liveness::unknown;
+    }
+    return {};
+  }
+
+  // A wait that cannot finish ends the job here, without unwinding: the collective still holds
+  // the caller's memory (see wait()).
+  [[noreturn]] void give_up(uint64_t ticket, const std::string& why) {
+    const std::string line = fmt::format(
+        "{}: rank {} of {}: stopped: signal {} while waiting for the other {} (collective #{}): "
+        "{}\n",
+        label_, rank_, world_, interrupt_signal(),
+        world_ == 2 ? std::string("rank") : fmt::format("{} ranks", world_ - 1), ticket, why);
+    std::fputs(line.c_str(), stderr);
+    abort(interrupt_exit_code());
   }
 
   uint64_t enqueue(std::function<void()> work) {
@@ -234,8 +297,10 @@ class MpiCollective final : public Collective {
     }
   }
 
+  const std::string label_;  // what a line this collective prints starts with ("stoker train")
   int rank_ = 0, world_ = 1;
   std::string library_;
+  std::vector<ProcessId> peers_;  // every rank's process, by rank
 
   std::mutex mutex_;
   std::condition_variable queued_, done_;
@@ -258,8 +323,8 @@ bool mpi_built() {
   return true;
 }
 
-std::unique_ptr<Collective> make_mpi_collective() {
-  return std::make_unique<MpiCollective>();
+std::unique_ptr<Collective> make_mpi_collective(const std::string& label) {
+  return std::make_unique<MpiCollective>(label);
 }
 
 }  // namespace stoker

@@ -9,7 +9,7 @@ bool mpi_built() {
   return false;
 }
 
-std::unique_ptr<Collective> make_mpi_collective() {
+std::unique_ptr<Collective> make_mpi_collective(const std::string&) {
   fail(
       "this stoker was built without MPI (Open MPI not found at configure time; Debian: "
       "libopenmpi-dev)");

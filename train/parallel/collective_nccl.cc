@@ -3,8 +3,10 @@
 // ncclAllReduce(float, sum) on the given stream and returns; start_allreduce_sum does the same
 // and records an event, which wait() synchronises the host with. check_async() polls NCCL's
 // asynchronous error (the GPU backend calls it while it waits on its streams) and aborts the
-// communicator on one, so that no destructor then blocks on kernels waiting for a dead peer.
-// Every rank gets
+// communicator on one, so that no destructor then blocks on kernels waiting for a dead peer;
+// after a signal it also asks the host collective whether a peer has ended (ended_peer), and
+// stops the same way, since NCCL may never report a peer gone over shared memory. Every rank
+// gets
 // bit-identical sums: NCCL reduces each element along one ring or tree order shared by all
 // ranks and sends the result back out. Host memory is refused (the host collective takes it).
 #include "train/parallel/collective_nccl.h"
@@ -14,11 +16,13 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <utility>
 
 #include "common/error.h"
+#include "common/interrupt.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/device.h"
 
@@ -89,11 +93,13 @@ class NcclCollective final : public Collective {
 
   void check_async() override {
     const ncclResult_t st = async_error();
-    if (st == ncclSuccess || st == ncclInProgress) return;
-    const std::string why = error_text(st);
-    abort_communicator();
-    fail("NCCL: an operation failed asynchronously on rank {} of {} (device {}): {}", rank(),
-         world(), device_, why);
+    if (st != ncclSuccess && st != ncclInProgress) {
+      const std::string why = error_text(st);
+      abort_communicator();
+      fail("NCCL: an operation failed asynchronously on rank {} of {} (device {}): {}", rank(),
+           world(), device_, why);
+    }
+    stop_if_peer_ended();
   }
 
   void abort_communicator() override {
@@ -116,6 +122,27 @@ class NcclCollective final : public Collective {
   }
 
  private:
+  // After a signal, a device wait must not outlast a peer that has ended (mpirun's SIGTERM
+  // while this rank waits on kernels that wait for it): NCCL's kernels would spin until
+  // STOKER_NCCL_TIMEOUT_S, long after mpirun's SIGKILL. A live peer is waited for: with every
+  // rank signalled (a preemption) the all-reduce finishes and the ranks agree to stop on the
+  // host collective after the step. The communicator is aborted first, so that its kernels
+  // end and the streams that hold them can be synchronised (as for an asynchronous error).
+  // check_async is polled every 200 us: the host collective is asked every 20 ms at most.
+  void stop_if_peer_ended() {
+    if (!interrupted()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_look_) return;
+    next_look_ = now + std::chrono::milliseconds(20);
+    const std::string ended = host_.ended_peer();
+    if (ended.empty()) return;
+    abort_communicator();
+    throw Interrupted(fmt::format(
+        "signal {} while device {} waited for the other ranks' NCCL work: {}, so this step "
+        "cannot finish and is not saved",
+        interrupt_signal(), device_, ended));
+  }
+
   cudaStream_t stream_of(CollectiveMemory where, const char* what) const {
     if (!where.device)
       fail(
@@ -149,6 +176,7 @@ class NcclCollective final : public Collective {
   std::string version_;
   uint64_t next_ticket_ = 1;
   std::deque<std::pair<uint64_t, cudaEvent_t>> pending_;  // started, not yet waited for
+  std::chrono::steady_clock::time_point next_look_{};     // stop_if_peer_ended's next look
 };
 
 }  // namespace

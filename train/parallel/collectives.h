@@ -16,8 +16,9 @@ namespace stoker {
 std::unique_ptr<Collective> make_single_collective();
 
 // MPI_COMM_WORLD (initialises MPI on first use, finalises when destroyed). stoker::Error in
-// a build without MPI (STOKER_HAVE_MPI), or when MPI cannot start.
-std::unique_ptr<Collective> make_mpi_collective();
+// a build without MPI (STOKER_HAVE_MPI), or when MPI cannot start. `label` starts the line it
+// prints when it ends the job from a wait (train/collective.h).
+std::unique_ptr<Collective> make_mpi_collective(const std::string& label = "stoker");
 bool mpi_built();
 
 // What the launcher told this process before MPI started: Open MPI's mpirun sets

@@ -32,7 +32,7 @@ int mpirun_local_rank() {
   return env_int("OMPI_COMM_WORLD_LOCAL_RANK").value_or(0);
 }
 
-std::unique_ptr<Collective> make_host_collective() {
+std::unique_ptr<Collective> make_host_collective(const std::string& label) {
   std::optional<LaunchWorld> launched = mpirun_world();
   if (!launched) return make_single_collective();
   if (!mpi_built())
@@ -41,7 +41,7 @@ std::unique_ptr<Collective> make_host_collective() {
         "each rank would train alone; rebuild with Open MPI (Debian: libopenmpi-dev) or run "
         "without mpirun",
         launched->world);
-  return make_mpi_collective();
+  return make_mpi_collective(label);
 }
 
 }  // namespace stoker
