@@ -62,6 +62,7 @@ nlohmann::json per_step_json(const TrainRun& run, const std::vector<StepRecord>&
                      {"forward_s", r.forward},
                      {"backward_s", r.backward},
                      {"update_s", r.update},
+                     {"host_enqueue_s", r.host_enqueue},
                      {"allreduce_wait_s", r.allreduce_wait},
                      {"total_s", r.total}});
     if (run.loop.activity)

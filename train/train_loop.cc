@@ -275,6 +275,7 @@ class StepCollector {
     r.allreduce_wait = res.times.allreduce_wait;
     r.stage_compute = res.times.stage_compute;
     r.engine_wall = res.times.wall;
+    r.host_enqueue = res.host_enqueue;
   }
 
   Backend& backend_;

@@ -89,6 +89,7 @@ struct StepRecord {
   double allreduce_wait = 0;  // data parallelism: the exposed gradient all-reduce (StepTimes)
   double stage_compute = 0;   // StepTimes::stage_compute: the engine's part of the stage
   double engine_wall = 0;     // StepTimes::wall: an asynchronous engine's own step time (0: none)
+  double host_enqueue = 0;    // StepResult::host_enqueue: the host's time in the backend's calls
   float loss = 0;
   double lr = 0;
   bool skipped = false;

@@ -46,12 +46,13 @@ STOKER_HD float relu_gradient(float y, float dy) {
 
 // The outputs of a pooling window (kernel k, stride s, padding p, `out` outputs along this
 // axis) that contain input position i: [*lo, *hi], empty when *lo > *hi. Output o covers
-// inputs [o * s - p, o * s - p + k).
-STOKER_HD void pool_outputs_containing(int64_t i, int64_t k, int64_t s, int64_t p, int64_t out,
-                                       int64_t* lo, int64_t* hi) {
-  const int64_t a = i + p - k + 1;  // o * s >= a
-  int64_t first = a <= 0 ? 0 : (a + s - 1) / s;
-  int64_t last = (i + p) / s;  // o * s <= i + p
+// inputs [o * s - p, o * s - p + k). I: int64_t, or int32_t in a kernel (64-bit division is
+// many times slower on a GPU).
+template <class I>
+STOKER_HD void pool_outputs_containing(I i, I k, I s, I p, I out, I* lo, I* hi) {
+  const I a = i + p - k + 1;  // o * s >= a
+  I first = a <= 0 ? 0 : (a + s - 1) / s;
+  I last = (i + p) / s;  // o * s <= i + p
   if (last > out - 1) last = out - 1;
   if (first < 0) first = 0;
   *lo = first;
@@ -104,29 +105,36 @@ STOKER_HD float pool_input_gradient(const Read& x, const ReadGrad& dy, int64_t h
 // output (orow, ocol)'s maximum inside its window, (r - r0) * k + (c - c0) for the window's
 // first row r0 and column c0 (pool_window_offset), so the gather compares small integers
 // instead of rescanning every window it belongs to. Same windows, same order, same sum.
-template <class ReadOffset, class ReadGrad>
-STOKER_HD float pool_input_gradient_stored(const ReadOffset& offset, const ReadGrad& dy, int64_t oh,
-                                           int64_t ow, int64_t k, int64_t s, int64_t p, int64_t row,
-                                           int64_t col) {
-  int64_t r_lo, r_hi, c_lo, c_hi;
+template <class I, class ReadOffset, class ReadGrad>
+STOKER_HD float pool_input_gradient_stored(const ReadOffset& offset, const ReadGrad& dy, I oh, I ow,
+                                           I k, I s, I p, I row, I col) {
+  I r_lo, r_hi, c_lo, c_hi;
   pool_outputs_containing(row, k, s, p, oh, &r_lo, &r_hi);
   pool_outputs_containing(col, k, s, p, ow, &c_lo, &c_hi);
   float g = 0;
-  for (int64_t orow = r_lo; orow <= r_hi; ++orow)
-    for (int64_t ocol = c_lo; ocol <= c_hi; ++ocol)
+  for (I orow = r_lo; orow <= r_hi; ++orow)
+    for (I ocol = c_lo; ocol <= c_hi; ++ocol)
       if (offset(orow, ocol) == (row - (orow * s - p)) * k + (col - (ocol * s - p)))
         g += dy(orow, ocol);
   return g;
 }
 
 // What pool_input_gradient_stored reads: output (orow, ocol)'s maximum as its offset in the
-// window (pool_window_argmax's rule), -1 for a window wholly in the padding.
-template <class Read>
-STOKER_HD int64_t pool_window_offset(const Read& x, int64_t h, int64_t w, int64_t k, int64_t s,
-                                     int64_t p, int64_t orow, int64_t ocol) {
-  const int64_t arg = pool_window_argmax(x, h, w, k, s, p, orow, ocol);
-  if (arg < 0) return -1;
-  return (arg / w - (orow * s - p)) * k + (arg % w - (ocol * s - p));
+// window, by pool_window_argmax's scan and rule, -1 for a window wholly in the padding.
+template <class I, class Read>
+STOKER_HD I pool_window_offset(const Read& x, I h, I w, I k, I s, I p, I orow, I ocol) {
+  const I r0 = orow * s - p, c0 = ocol * s - p;
+  float best = 0;
+  I arg = -1;
+  for (I r = r0 < 0 ? 0 : r0; r < r0 + k && r < h; ++r)
+    for (I c = c0 < 0 ? 0 : c0; c < c0 + k && c < w; ++c) {
+      const float v = x(r, c);
+      if (arg < 0 || pool_takes(v, best)) {
+        best = v;
+        arg = (r - r0) * k + (c - c0);
+      }
+    }
+  return arg;
 }
 
 // Index in cuDNN's NHWC filter layout (K x R x S x C) of plain index i (K x C x R x S, torch's),

@@ -145,6 +145,20 @@ TEST(MaxPoolBackward, GatherEqualsScatter) {
                     scatter[size_t(r * g.w + c)])
               << "stored offsets: " << g.h << "x" << g.w << " k" << g.k << " s" << g.s << " p"
               << g.p << " at " << r << "," << c;
+      // And in 32-bit integers, as the kernels instantiate them.
+      using I = int32_t;
+      const auto x32 = [&](I r, I c) { return x[size_t(r * g.w + c)]; };
+      const auto dy32 = [&](I r, I c) { return dy[size_t(r * ow + c)]; };
+      for (I r = 0; r < I(oh); ++r)
+        for (I c = 0; c < I(ow); ++c)
+          ASSERT_EQ(pool_window_offset(x32, I(g.h), I(g.w), I(g.k), I(g.s), I(g.p), r, c),
+                    offsets[size_t(r * ow + c)]);
+      const auto offset32 = [&](I r, I c) { return I(offsets[size_t(r * ow + c)]); };
+      for (I r = 0; r < I(g.h); ++r)
+        for (I c = 0; c < I(g.w); ++c)
+          ASSERT_EQ(pool_input_gradient_stored(offset32, dy32, I(oh), I(ow), I(g.k), I(g.s), I(g.p),
+                                               r, c),
+                    scatter[size_t(r * g.w + c)]);
     }
   }
 }
