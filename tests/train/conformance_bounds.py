@@ -26,6 +26,10 @@
 #         loss scale as torch's GradScaler (2^16, halved while a gradient is not finite).
 #
 #   conformance_bounds.py DRIVER --write FILE     compute and write the C++ table
+#   conformance_bounds.py DRIVER --write-max FILE as --write, each value the larger of FILE's
+#                                                 and this machine's: run once per oneDNN ISA
+#                                                 cap (ONEDNN_MAX_CPU_ISA=AVX2, ...), since
+#                                                 torch's CPU kernels round by the ISA
 #   conformance_bounds.py DRIVER --check FILE     recompute; FILE must agree (ctest)
 #   conformance_bounds.py DRIVER --judge LOG      set a gtest log of the suite beside the bounds
 #   conformance_bounds.py DRIVER --plant          planted bugs are caught, or not, as PLANTS says
@@ -435,10 +439,24 @@ def bound(committed, row, kind, tensor, metric):
     return (own if own and metric == 1 else committed[(row, kind, "*")])[2 + metric]
 
 
+def write_max(path, table):
+    """--write-max: each entry the larger of the committed one and this machine's (the bounds
+    must hold on every CPU the suite's oracle runs on)."""
+    committed = read(path)
+    merged = []
+    for e in table:
+        c = committed.get(e[:3])
+        merged.append(e if c is None else e[:3] + tuple(max(a, b) for a, b in zip(e[3:], c)))
+    write(path, merged)
+
+
 def check(path, table):
-    """The committed bounds are torch's: within 2x of what torch gives here. torch's fp32 kernels
-    depend on the CPU (AVX-512 or not) and its two convolution implementations already differ
-    by up to 1.7x per kind; a changed model, case, format or C moves the numbers far more."""
+    """The committed bounds are torch's: no tighter than half what torch gives here, and no
+    looser than 4x. They are the largest over the CPUs they were made on (--write-max): torch's
+    kernels round by the ISA (a tf32 row's layer4.1.bn2.weight norm bound: 9.3e-3 with AVX-512,
+    2.5e-2 under ONEDNN_MAX_CPU_ISA=AVX2), and its two convolution implementations already
+    differ by up to 1.7x per kind; a changed model, case, format or C moves the numbers far
+    more."""
     committed, bad = read(path), []
     for r, k, t, tm, tn, bm, bn in table:
         c = committed.get((r, k, t))
@@ -447,7 +465,7 @@ def check(path, table):
             continue
         for name, got, was in (("max bound", bm, c[2]), ("norm bound", bn, c[3])):
             ratio = got / was if was > 0 else float("inf")
-            if not 0.5 <= ratio <= 2.0:
+            if not 0.25 <= ratio <= 2.0:
                 bad.append(f"{r} {k} {t} {name}: {got:.3e} here, {was:.3e} committed")
     extra = set(committed) - {e[:3] for e in table}
     bad += [f"{' '.join(e)}: in {path} but no longer computed" for e in sorted(extra)]
@@ -508,15 +526,17 @@ def judge(driver, log, committed):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[2] not in ("--write", "--check", "--judge", "--plant"):
-        print("usage: conformance_bounds.py DRIVER --write|--check FILE | --judge LOG | --plant",
+    if len(sys.argv) < 3 or sys.argv[2] not in ("--write", "--write-max", "--check", "--judge",
+                                                "--plant"):
+        print("usage: conformance_bounds.py DRIVER --write|--write-max|--check FILE | --judge LOG"
+              " | --plant",
               file=sys.stderr)
         sys.exit(2)
     driver, mode = sys.argv[1], sys.argv[2]
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conformance_bounds.h")
-    if mode == "--write":
+    if mode in ("--write", "--write-max"):
         table, notes = bounds(driver)
-        write(sys.argv[3], table)
+        (write if mode == "--write" else write_max)(sys.argv[3], table)
         print("\n".join(notes))
         return
     if mode == "--judge":
