@@ -83,8 +83,10 @@ cmp -s "$tmp/whole.safetensors" "$tmp/resumed.safetensors" ||
   fail "resumed from the interrupted checkpoint differs from the uninterrupted run"
 [ -z "$(ls "$tmp" | grep '\.tmp\.')" ] || fail "a temporary checkpoint file was left"
 
-# A second SIGINT does not wait for the step: the exit is immediate, still 130.
-"$stoker" train --synthetic --arch resnet18 --size 32 --batch 4 --seed 7 --classes 4 --steps 100000 \
+# A second SIGINT does not wait for the step: the exit is immediate, still 130. The steps are
+# long (about 0.8 s here at 96 px, batch 16): with 32 px, batch 4 a run could finish its step
+# and exit within the 50 ms before the second signal (1 in 5 under load), and that kill failed.
+"$stoker" train --synthetic --arch resnet18 --size 96 --batch 16 --seed 7 --classes 4 --steps 100000 \
   > "$tmp/s.out" 2> "$tmp/s.err" &
 pid=$!
 wait_for "$tmp/s.out" "^# run:" || fail "train ended early"
