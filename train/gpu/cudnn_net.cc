@@ -191,7 +191,7 @@ void CudnnNet::set_fusion(int level) {
   relu_fused_.assign(net_.layers.size(), false);
   for (GpuLayer& g : layers_) {
     g.call = BnCall::plain;
-    g.z = g.fused_out = g.fused_at = g.fused_bn = -1;
+    g.z = g.fused_out = g.fused_bn = -1;
   }
   for (size_t i = 0; i < net_.layers.size(); ++i) {
     const Layer& l = net_.layers[i];
@@ -221,7 +221,6 @@ void CudnnNet::set_fusion(int level) {
       g.call = BnCall::add_relu;
       g.z = add.inputs[1];
       g.fused_out = relu.output;
-      g.fused_at = int(a);
       layers_[a].fused_bn = int(i);
       relu_fused_[a + 1] = true;
       break;
@@ -266,21 +265,12 @@ void CudnnNet::plan_tensors() {
     const bool logits = t + 1 == count;
     const DType type = logits ? DType::f32 : dtype_;
     if (!logits) g.desc = make_tensor_desc(dtype_, nhwc_, n, s.c, s.h, s.w);
-    // A ReLU or residual add whose (first) input only it reads runs in place: a ReLU's
-    // forward and backward (dx = y > 0 ? dy : 0 reads only its own output) need nothing else
-    // of that input, and an add's backward passes dy on unchanged. So a block's last BN, its
-    // add and the ReLU after it share one buffer (and one gradient), which is also what
-    // cuDNN's fused BN + add + ReLU writes.
-    if (t > 0) {
-      const Layer& producer = net_.layers[t - 1];
-      const bool elementwise = producer.kind == LayerKind::relu || producer.kind == LayerKind::add;
-      const int in = elementwise ? producer.inputs[0] : -1;
-      if (in > 0 && readers_[size_t(in)] == 1) {
-        g.alias_of = in;
-        g.act = tensors_[size_t(in)].act;
-        root[t] = root[size_t(in)];
-        continue;
-      }
+    // A ReLU or residual add over an input only it reads runs in place (grad_slots.h).
+    if (const int in = in_place_over(net_, readers_, t); in >= 0) {
+      g.alias_of = in;
+      g.act = tensors_[size_t(in)].act;
+      root[t] = root[size_t(in)];
+      continue;
     }
     g.act = alloc(g.storage, size_t(g.elements) * dtype_bytes(type));
     if (logits) {
@@ -296,19 +286,11 @@ void CudnnNet::plan_tensors() {
 }
 
 // The activation gradients' memory: one buffer each (keep_activation_gradients), or slots
-// shared by gradients whose lifetimes in the backward do not overlap (grad_slots.h). A block's
-// last batch norm may run its backward at the add (BN + add + ReLU fused, set_fusion, which
-// trial_step may still turn off): its input's gradient is counted as live until there.
+// shared by gradients whose lifetimes in the backward do not overlap (grad_slots.h), a fused
+// batch norm's input's until its add (fused_late_writers).
 void CudnnNet::plan_gradients(const std::vector<int>& root, const std::vector<int64_t>& bytes) {
   const size_t count = tensors_.size();
-  std::vector<int> late(count, -1);
-  for (size_t i = 0; i + 1 < net_.layers.size(); ++i) {
-    const Layer& l = net_.layers[i];
-    if (l.kind != LayerKind::batchnorm) continue;
-    for (size_t a = i + 1; a < net_.layers.size(); ++a)
-      if (net_.layers[a].kind == LayerKind::add && net_.layers[a].inputs[0] == l.output)
-        late[size_t(l.inputs[0])] = int(a);
-  }
+  const std::vector<int> late = fused_late_writers(net_);
   std::vector<int> use_of;
   const std::vector<GradUse> uses = grad_uses(net_, root, bytes, late, &use_of);
   GradSlots slots;

@@ -61,9 +61,9 @@ struct GpuLayer {
   // reserve space of the largest.
   bool offers_ex = false, offers_relu = false, offers_add_relu = false;
   DeviceBuffer reserve;
-  // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids), and the add
-  // layer where the fused call runs; add: the batch norm (layer index) that computes it.
-  int z = -1, fused_out = -1, fused_at = -1, fused_bn = -1;
+  // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids); add: the
+  // batch norm (layer index) whose fused call runs there.
+  int z = -1, fused_out = -1, fused_bn = -1;
   PoolDesc pool;              // maxpool, global_avgpool
   MaxPoolShape pool_shape;    // maxpool: for our backward
   DeviceBuffer pool_offsets;  // maxpool: its backward's scratch (kernels.h)

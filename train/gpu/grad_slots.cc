@@ -40,6 +40,26 @@ GradSlots plan_grad_slots(std::span<const GradUse> uses) {
   return out;
 }
 
+int in_place_over(const Network& net, std::span<const int> readers, size_t t) {
+  if (t == 0) return -1;
+  const Layer& producer = net.layers[t - 1];
+  if (producer.kind != LayerKind::relu && producer.kind != LayerKind::add) return -1;
+  const int in = producer.inputs[0];
+  return in > 0 && readers[size_t(in)] == 1 ? in : -1;
+}
+
+std::vector<int> fused_late_writers(const Network& net) {
+  std::vector<int> late(net.tensors.size(), -1);
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    if (l.kind != LayerKind::batchnorm) continue;
+    for (size_t a = i + 1; a < net.layers.size(); ++a)
+      if (net.layers[a].kind == LayerKind::add && net.layers[a].inputs[0] == l.output)
+        late[size_t(l.inputs[0])] = int(a);
+  }
+  return late;
+}
+
 std::vector<GradUse> grad_uses(const Network& net, std::span<const int> root,
                                std::span<const int64_t> bytes, std::span<const int> late,
                                std::vector<int>* use_of) {

@@ -15,6 +15,19 @@
 
 namespace stoker::gpu {
 
+// The tensor that tensor t is computed in place over, or -1: a ReLU or residual add whose
+// (first) input only it reads (readers[i]: how many layers read tensor i), never the images.
+// A ReLU's forward and backward (dx = y > 0 ? dy : 0 reads only its own output) need nothing
+// else of that input, and an add's backward passes dy on unchanged; so a block's last BN, its
+// add and the ReLU after it share one buffer (and one gradient), which is also what cuDNN's
+// fused BN + add + ReLU writes.
+int in_place_over(const Network& net, std::span<const int> readers, size_t t);
+
+// Per tensor, a layer after its last reader whose backward writes its gradient too, or -1: a
+// batch norm that an add reads as its branch may run its backward at the add (BN + add + ReLU
+// fused, which planning may still turn off), so its input's gradient counts as live until there.
+std::vector<int> fused_late_writers(const Network& net);
+
 // One gradient buffer to place: `bytes`, live during the backward of layers lo..hi inclusive
 // (the backward runs hi before lo). Tensors computed in place over another share its buffer:
 // they are one use, over the union of their intervals.

@@ -65,42 +65,6 @@ STOKER_HD bool pool_takes(float value, float best) {
   return value > best || value != value;
 }
 
-// The input position (row * w + col) of the maximum of output (orow, ocol)'s window, scanning
-// rows then columns with pool_takes. `x(row, col)` reads the input plane (h x w).
-template <class Read>
-STOKER_HD int64_t pool_window_argmax(const Read& x, int64_t h, int64_t w, int64_t k, int64_t s,
-                                     int64_t p, int64_t orow, int64_t ocol) {
-  const int64_t r0 = orow * s - p, c0 = ocol * s - p;
-  float best = 0;
-  int64_t arg = -1;
-  for (int64_t r = r0 < 0 ? 0 : r0; r < r0 + k && r < h; ++r)
-    for (int64_t c = c0 < 0 ? 0 : c0; c < c0 + k && c < w; ++c) {
-      const float v = x(r, c);
-      if (arg < 0 || pool_takes(v, best)) {
-        best = v;
-        arg = r * w + c;
-      }
-    }
-  return arg;
-}
-
-// Max pooling's input gradient at (row, col), gathered: the sum of dy(orow, ocol) over the
-// windows whose maximum is there, in a fixed order (no atomics, the same bits every run).
-// x, dy: readers of the input plane (h x w) and the output gradient plane (oh x ow).
-template <class Read, class ReadGrad>
-STOKER_HD float pool_input_gradient(const Read& x, const ReadGrad& dy, int64_t h, int64_t w,
-                                    int64_t oh, int64_t ow, int64_t k, int64_t s, int64_t p,
-                                    int64_t row, int64_t col) {
-  int64_t r_lo, r_hi, c_lo, c_hi;
-  pool_outputs_containing(row, k, s, p, oh, &r_lo, &r_hi);
-  pool_outputs_containing(col, k, s, p, ow, &c_lo, &c_hi);
-  float g = 0;
-  for (int64_t orow = r_lo; orow <= r_hi; ++orow)
-    for (int64_t ocol = c_lo; ocol <= c_hi; ++ocol)
-      if (pool_window_argmax(x, h, w, k, s, p, orow, ocol) == row * w + col) g += dy(orow, ocol);
-  return g;
-}
-
 // The same gradient from stored window maxima: `offset(orow, ocol)` reads the position of
 // output (orow, ocol)'s maximum inside its window, (r - r0) * k + (c - c0) for the window's
 // first row r0 and column c0 (pool_window_offset), so the gather compares small integers
@@ -119,8 +83,9 @@ STOKER_HD float pool_input_gradient_stored(const ReadOffset& offset, const ReadG
   return g;
 }
 
-// What pool_input_gradient_stored reads: output (orow, ocol)'s maximum as its offset in the
-// window, by pool_window_argmax's scan and rule, -1 for a window wholly in the padding.
+// The maximum of output (orow, ocol)'s window, scanning rows then columns with pool_takes, as
+// its offset in the window ((r - r0) * k + (c - c0), what pool_input_gradient_stored reads),
+// -1 for a window wholly in the padding. `x(row, col)` reads the input plane (h x w).
 template <class I, class Read>
 STOKER_HD I pool_window_offset(const Read& x, I h, I w, I k, I s, I p, I orow, I ocol) {
   const I r0 = orow * s - p, c0 = ocol * s - p;
@@ -135,6 +100,29 @@ STOKER_HD I pool_window_offset(const Read& x, I h, I w, I k, I s, I p, I orow, I
       }
     }
   return arg;
+}
+
+// The same maximum as an input position (row * w + col), -1 for none.
+template <class Read>
+STOKER_HD int64_t pool_window_argmax(const Read& x, int64_t h, int64_t w, int64_t k, int64_t s,
+                                     int64_t p, int64_t orow, int64_t ocol) {
+  const int64_t off = pool_window_offset(x, h, w, k, s, p, orow, ocol);
+  if (off < 0) return -1;
+  return (orow * s - p + off / k) * w + (ocol * s - p + off % k);
+}
+
+// Max pooling's input gradient at (row, col), gathered: the sum of dy(orow, ocol) over the
+// windows whose maximum is there, in a fixed order (no atomics, the same bits every run);
+// each window rescanned here (the kernel stores the offsets once: pool_window_offset).
+// x, dy: readers of the input plane (h x w) and the output gradient plane (oh x ow).
+template <class Read, class ReadGrad>
+STOKER_HD float pool_input_gradient(const Read& x, const ReadGrad& dy, int64_t h, int64_t w,
+                                    int64_t oh, int64_t ow, int64_t k, int64_t s, int64_t p,
+                                    int64_t row, int64_t col) {
+  const auto offset = [&](int64_t orow, int64_t ocol) {
+    return pool_window_offset(x, h, w, k, s, p, orow, ocol);
+  };
+  return pool_input_gradient_stored(offset, dy, oh, ow, k, s, p, row, col);
 }
 
 // Index in cuDNN's NHWC filter layout (K x R x S x C) of plain index i (K x C x R x S, torch's),

@@ -23,21 +23,18 @@ struct Planned {
   int64_t unshared = 0;
 };
 
-// As CudnnNet::plan_tensors: a ReLU or add runs in place over a first input only it reads;
-// the images and the logits have no slot. 2-byte elements (f16), batch 256.
+// As CudnnNet::plan_tensors: in place where in_place_over says, the images and the logits
+// without a slot. 2-byte elements (f16), batch 256.
 Planned plan(const Network& net, int64_t side) {
   const std::vector<ActShape> shapes = infer_shapes(net, side, side);
   const size_t count = net.tensors.size();
-  std::vector<int> readers(count, 0), root(count, -1), late(count, -1);
+  std::vector<int> readers(count, 0), root(count, -1);
   std::vector<int64_t> bytes(count, 0);
   for (const Layer& l : net.layers)
     for (int in : l.inputs) ++readers[size_t(in)];
   Planned p;
   for (size_t t = 1; t + 1 < count; ++t) {
-    const Layer& producer = net.layers[t - 1];
-    const bool elementwise = producer.kind == LayerKind::relu || producer.kind == LayerKind::add;
-    const int in = producer.inputs[0];
-    if (elementwise && in > 0 && readers[size_t(in)] == 1) {
+    if (const int in = in_place_over(net, readers, t); in >= 0) {
       root[t] = root[size_t(in)];
       continue;
     }
@@ -45,11 +42,7 @@ Planned plan(const Network& net, int64_t side) {
     bytes[t] = 256 * shapes[t].elements() * 2;
     p.unshared += bytes[t];
   }
-  for (size_t i = 0; i < net.layers.size(); ++i)
-    for (size_t a = i + 1; a < net.layers.size(); ++a)
-      if (net.layers[i].kind == LayerKind::batchnorm && net.layers[a].kind == LayerKind::add &&
-          net.layers[a].inputs[0] == net.layers[i].output)
-        late[size_t(net.layers[i].inputs[0])] = int(a);
+  const std::vector<int> late = fused_late_writers(net);
   p.uses = grad_uses(net, root, bytes, late, &p.use_of);
   p.slots = plan_grad_slots(p.uses);
   return p;
