@@ -77,7 +77,7 @@ JpegDecoder::~JpegDecoder() {
   delete s_;
 }
 
-bool JpegDecoder::open(std::span<const uint8_t> bytes, int& width, int& height) {
+bool JpegDecoder::open(std::span<const uint8_t> bytes, ImageInfo& info) {
   jpeg_decompress_struct* c = &s_->cinfo;
   jpeg_abort_decompress(c);
   if (setjmp(s_->err.jump)) {
@@ -87,9 +87,15 @@ bool JpegDecoder::open(std::span<const uint8_t> bytes, int& width, int& height) 
   }
   jpeg_mem_src(c, bytes.data(), bytes.size());
   jpeg_read_header(c, TRUE);
-  width = static_cast<int>(c->image_width);
-  height = static_cast<int>(c->image_height);
+  info.width = static_cast<int>(c->image_width);
+  info.height = static_cast<int>(c->image_height);
+  info.jpeg.progressive = c->progressive_mode != 0;
+  info.jpeg.arithmetic = c->arith_code != 0;
+  info.jpeg.cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
+  info.jpeg.components = c->num_components;
+  info.jpeg.precision = c->data_precision;
   s_->has_eoi = ends_with_eoi(bytes);
+  info.jpeg.has_eoi = s_->has_eoi;
   return true;
 }
 

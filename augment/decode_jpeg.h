@@ -18,8 +18,9 @@ class JpegDecoder {
   JpegDecoder();
   ~JpegDecoder();
 
-  // Reads the header; on failure returns false and sets error().
-  bool open(std::span<const uint8_t> bytes, int& width, int& height);
+  // Reads the header into info's size and JPEG traits; on failure returns false and sets
+  // error().
+  bool open(std::span<const uint8_t> bytes, ImageInfo& info);
   // Decodes `request.region` of the opened image; the result is a view into this decoder.
   bool decode(const DecodeRequest& request, const DecodeOptions& options, DecodedRegion& out);
   const std::string& error() const { return error_; }

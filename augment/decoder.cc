@@ -39,7 +39,7 @@ ImageInfo Decoder::open(std::span<const uint8_t> bytes, std::string_view name) {
     fail("{}: not a recognised image format: {}", name, describe_prefix(bytes));
   }
   if (info_.format == ImageFormat::jpeg) {
-    if (!jpeg_->open(bytes, info_.width, info_.height)) fail("{}: {}", name, jpeg_->error());
+    if (!jpeg_->open(bytes, info_)) fail("{}: {}", name, jpeg_->error());
   }
   auto check_size = [&] {
     const uint64_t px = static_cast<uint64_t>(info_.width) * static_cast<uint64_t>(info_.height);

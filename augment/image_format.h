@@ -20,6 +20,16 @@ struct ImageInfo {
   // x width, or TileWidth x TileLength); 0 when it is the image itself or unknown. A strip
   // may claim far more rows than the image has, so the image's size alone does not bound it.
   uint64_t block_pixels = 0;
+  // JPEG only, from libjpeg's header: what a GPU or hardware decoder needs to know before it
+  // accepts the file (augment/gpu/encoded_sample.h's gpu_decode_refusal).
+  struct Jpeg {
+    bool progressive = false;  // SOF2 / SOF6 / SOF10 (several scans)
+    bool arithmetic = false;   // arithmetic entropy coding instead of Huffman
+    bool cmyk = false;         // Adobe CMYK or YCCK (four components)
+    int components = 0;
+    int precision = 8;  // bits per sample (12-bit JPEGs exist)
+    bool has_eoi = true;  // ends with an end-of-image marker (else truncated, or trailing data)
+  } jpeg;
 };
 
 // Sniffs the format and, for PNG, BMP, WebP, TIFF and PNM, the dimensions (a dimension

@@ -6,25 +6,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "augment/gpu/resize_math.h"
 #include "common/error.h"
 
 namespace stoker {
 
-namespace {
-
-// Pillow's fixed point for 8-bit images: 22 fractional bits leave room for 255 * weight sums.
-constexpr int kPrecision = 32 - 8 - 2;
-
-// Per output pixel, the first source pixel and the tap count, and ksize weights.
-struct Taps {
-  int ksize = 0;
-  std::vector<int> first, count;
-  std::vector<int32_t> weight;
-};
-
-// Pillow's precompute_coeffs + normalize_coeffs_8bpc for the triangle filter (support 1),
-// over the whole input [0, in).
-void compute_taps(int in, int out, Taps& t) {
+void antialias_taps(int in, int out, AntialiasTaps& t) {
   const double scale = double(in) / out;
   const double filterscale = std::max(scale, 1.0);
   const double support = filterscale;  // the triangle's support, 1, times the scale
@@ -47,18 +34,17 @@ void compute_taps(int in, int out, Taps& t) {
     int32_t* w = &t.weight[size_t(xx) * size_t(t.ksize)];
     for (int x = 0; x < xmax; ++x) {
       const double v = ww != 0.0 ? k[size_t(x)] / ww : k[size_t(x)];
-      w[x] = int32_t(v < 0 ? -0.5 + v * (1 << kPrecision) : 0.5 + v * (1 << kPrecision));
+      w[x] = int32_t(v < 0 ? -0.5 + v * (1 << kAntialiasPrecision)
+                           : 0.5 + v * (1 << kAntialiasPrecision));
     }
     t.first[size_t(xx)] = xmin;
     t.count[size_t(xx)] = xmax;
   }
 }
 
-inline uint8_t clip8(int32_t v) {
-  if (v >= (1 << kPrecision << 8)) return 255;
-  if (v <= 0) return 0;
-  return uint8_t(v >> kPrecision);
-}
+namespace {
+
+using Taps = AntialiasTaps;
 
 // Rows [y0, y1) of src, resampled along x into dst's rows 0..y1-y0.
 void horizontal(const cv::Mat& src, int y0, int y1, const Taps& t, cv::Mat& dst) {
@@ -69,15 +55,10 @@ void horizontal(const cv::Mat& src, int y0, int y1, const Taps& t, cv::Mat& dst)
     for (int xx = 0; xx < out; ++xx) {
       const int32_t* w = &t.weight[size_t(xx) * size_t(t.ksize)];
       const uint8_t* p = in + 3 * t.first[size_t(xx)];
-      int32_t s0 = 1 << (kPrecision - 1), s1 = s0, s2 = s0;
-      for (int x = 0; x < t.count[size_t(xx)]; ++x, p += 3) {
-        s0 += p[0] * w[x];
-        s1 += p[1] * w[x];
-        s2 += p[2] * w[x];
-      }
-      o[3 * xx] = clip8(s0);
-      o[3 * xx + 1] = clip8(s1);
-      o[3 * xx + 2] = clip8(s2);
+      const int n = t.count[size_t(xx)];
+      o[3 * xx] = antialias_tap(p, 3, w, n);
+      o[3 * xx + 1] = antialias_tap(p + 1, 3, w, n);
+      o[3 * xx + 2] = antialias_tap(p + 2, 3, w, n);
     }
   }
 }
@@ -90,13 +71,13 @@ void vertical(const cv::Mat& src, const Taps& t, int offset, cv::Mat& dst) {
       static_cast<size_t>(row));  // one output row, accumulated source row by row
   for (int yy = 0; yy < out; ++yy) {
     const int32_t* w = &t.weight[size_t(yy) * size_t(t.ksize)];
-    std::fill(acc.begin(), acc.end(), 1 << (kPrecision - 1));
+    std::fill(acc.begin(), acc.end(), 1 << (kAntialiasPrecision - 1));
     for (int y = 0; y < t.count[size_t(yy)]; ++y) {
       const uint8_t* in = src.ptr<uint8_t>(t.first[size_t(yy)] - offset + y);
       for (int i = 0; i < row; ++i) acc[size_t(i)] += in[i] * w[y];
     }
     uint8_t* o = dst.ptr<uint8_t>(yy);
-    for (int i = 0; i < row; ++i) o[i] = clip8(acc[size_t(i)]);
+    for (int i = 0; i < row; ++i) o[i] = antialias_clip8(acc[size_t(i)]);
   }
 }
 
@@ -113,11 +94,11 @@ void resize_antialias(const cv::Mat& src, int out_w, int out_h, cv::Mat& dst) {
     return;
   }
   if (!need_v) {
-    compute_taps(src.cols, out_w, horiz);
+    antialias_taps(src.cols, out_w, horiz);
     horizontal(src, 0, src.rows, horiz, dst);
     return;
   }
-  compute_taps(src.rows, out_h, vert);
+  antialias_taps(src.rows, out_h, vert);
   if (!need_h) {
     vertical(src, vert, 0, dst);
     return;
@@ -126,7 +107,7 @@ void resize_antialias(const cv::Mat& src, int out_w, int out_h, cv::Mat& dst) {
   // uint8 in between.
   const int y0 = vert.first.front();
   const int y1 = vert.first.back() + vert.count.back();
-  compute_taps(src.cols, out_w, horiz);
+  antialias_taps(src.cols, out_w, horiz);
   temp.create(y1 - y0, out_w, CV_8UC3);
   horizontal(src, y0, y1, horiz, temp);
   vertical(temp, vert, y0, dst);

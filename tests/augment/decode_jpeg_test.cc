@@ -4,6 +4,7 @@
 // encoding mode, by OpenCV, by libjpeg's CMYK/YCCK writer, and on real photographs when
 // opencv-doc's sample images are installed; partial decodes must equal the same region of a
 // full decode.
+#include <algorithm>
 #include <cstdio>  // jpeglib.h needs FILE and size_t first
 
 #include <jpeglib.h>
@@ -11,6 +12,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "augment/decoder.h"
+#include "augment/gpu/encoded_sample.h"
 #include "common/rng.h"
 #include "test_util.h"
 #include "tools/synth_image.h"
@@ -153,6 +155,39 @@ std::vector<uint8_t> encode_cmyk(int w, int h, J_COLOR_SPACE stored) {
   jpeg_destroy_compress(&c);
   free(out);
   return bytes;
+}
+
+// What the header tells the GPU decoder (--decode gpu) before it takes a file: libjpeg's own
+// reading of every cjpeg mode, CMYK, a PNG and a truncated file.
+TEST_F(DjpegOracle, HeaderTraitsDecideWhatTheGpuDecodes) {
+  const std::pair<const char*, DecodedOn> expected[] = {
+      {"baseline420", DecodedOn::gpu},         {"baseline444", DecodedOn::gpu},
+      {"baseline422", DecodedOn::gpu},         {"baseline440", DecodedOn::gpu},
+      {"progressive", DecodedOn::progressive}, {"arithmetic", DecodedOn::unusual},
+      {"grayscale", DecodedOn::gpu},           {"restart", DecodedOn::gpu},
+      {"optimized", DecodedOn::gpu}};
+  Decoder d;
+  for (const Variant& v : kVariants) {
+    const auto bytes = test::read_bytes(make_jpeg(dir, v.name, 97, 61, v.flags));
+    const DecodedOn want =
+        std::find_if(std::begin(expected), std::end(expected),
+                     [&](const auto& e) { return std::string(e.first) == v.name; })
+            ->second;
+    EXPECT_EQ(decoded_on_name(gpu_decode_refusal(d.open(bytes, v.name))), decoded_on_name(want))
+        << v.name;
+    if (want != DecodedOn::gpu) continue;
+    // Cut before its end-of-image marker: the CPU decodes it (and names the damage).
+    const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + long(bytes.size() * 3 / 4));
+    EXPECT_EQ(gpu_decode_refusal(d.open(cut, v.name)), DecodedOn::no_eoi) << v.name;
+  }
+  for (J_COLOR_SPACE cs : {JCS_CMYK, JCS_YCCK})
+    EXPECT_EQ(gpu_decode_refusal(d.open(encode_cmyk(40, 30, cs), "cmyk")), DecodedOn::cmyk);
+  cv::Mat bgr(20, 30, CV_8UC3, cv::Scalar(1, 2, 3));
+  std::vector<uint8_t> png;
+  cv::imencode(".png", bgr, png);
+  ImageInfo info;
+  info.format = sniff_image(png).format;
+  EXPECT_EQ(gpu_decode_refusal(info), DecodedOn::not_jpeg);
 }
 
 TEST_F(DjpegOracle, CmykAndYcckMatchDjpegConversion) {
