@@ -27,7 +27,7 @@ struct ImageInfo {
     bool arithmetic = false;   // arithmetic entropy coding instead of Huffman
     bool cmyk = false;         // Adobe CMYK or YCCK (four components)
     int components = 0;
-    int precision = 8;  // bits per sample (12-bit JPEGs exist)
+    int precision = 8;    // bits per sample (12-bit JPEGs exist)
     bool has_eoi = true;  // ends with an end-of-image marker (else truncated, or trailing data)
   } jpeg;
 };

@@ -15,6 +15,29 @@ void Batch::finalize_checksum() {
   checksum = XXH3_64bits_withSeed(sample_hash.data(), size * sizeof(uint64_t), h);
 }
 
+EncodedArena::EncodedArena(size_t bytes, const LoaderMemory& memory)
+    : capacity((bytes + 4095) / 4096 * 4096), release(memory.release) {
+  data = static_cast<uint8_t*>(memory.allocate ? memory.allocate(capacity)
+                                               : std::aligned_alloc(4096, capacity));
+  if (!data) fail("cannot allocate a byte arena of {} bytes for GPU decode", capacity);
+}
+
+EncodedArena::~EncodedArena() {
+  if (release) {
+    release(data);
+  } else {
+    std::free(data);
+  }
+}
+
+uint8_t* EncodedArena::reserve(size_t n, uint64_t& offset) {
+  const size_t rounded = (n + 63) / 64 * 64;
+  const size_t at = used.fetch_add(rounded, std::memory_order_relaxed);
+  if (at + rounded > capacity) return nullptr;  // `used` stays past the end: nothing else fits
+  offset = at;
+  return data + at;
+}
+
 BatchPool::BatchPool(size_t count, size_t capacity, const OutputSpec& spec,
                      const LoaderMemory& memory) {
   STOKER_CHECK(count > 0 && capacity > 0);

@@ -4,13 +4,16 @@
 // pixel memory, whatever the dataset size.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "augment/collate.h"
+#include "augment/gpu/encoded_sample.h"
 #include "loader/host_memory.h"
 
 namespace stoker {
@@ -21,6 +24,23 @@ struct SampleTiming {
   int32_t worker = 0;     // OS thread id that ran it (a worker process: its pid)
   uint64_t bytes = 0;     // bytes read from storage for this sample (replacements included)
   uint32_t attempts = 1;  // 1, or more when failed samples were replaced by later ones
+};
+
+// --decode gpu: the files' bytes of one batch, for the GPU decoder, in memory from the
+// loader's allocator (pinned for a GPU run); samples reserve their place concurrently. Its
+// capacity is the configuration's (--decode-arena), never the data's: a sample that does not
+// fit is decoded by the CPU instead (DecodedOn::arena_full).
+struct EncodedArena {
+  EncodedArena(size_t bytes, const LoaderMemory& memory);
+  ~EncodedArena();
+  EncodedArena(const EncodedArena&) = delete;
+  EncodedArena& operator=(const EncodedArena&) = delete;
+  // Where `n` bytes go, or null when they do not fit.
+  uint8_t* reserve(size_t n, uint64_t& offset);
+  uint8_t* data = nullptr;
+  size_t capacity = 0;
+  std::atomic<size_t> used{0};
+  std::function<void(void*)> release;
 };
 
 struct Batch {
@@ -36,6 +56,10 @@ struct Batch {
   uint64_t epoch = 0, number = 0;     // which batch of which epoch
   uint64_t checksum = 0;              // over labels and sample hashes, in order
   int64_t ready_ns = 0;               // when the last sample was written
+  // --decode gpu (LoaderConfig::decode_device): per sample its bytes' place in `arena` and its
+  // crop, or why the CPU decoded it into `data` (spec: u8 NHWC) instead. Empty otherwise.
+  std::vector<EncodedSample> encoded;
+  std::shared_ptr<EncodedArena> arena;
 
   void* sample(size_t i) const { return static_cast<char*>(data) + i * spec.sample_bytes(); }
   size_t bytes() const { return size * spec.sample_bytes(); }

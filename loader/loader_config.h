@@ -19,6 +19,13 @@
 
 namespace stoker {
 
+// Where images are decoded (--decode): on the CPU, or by the GPU decoder (augment/gpu/): the
+// CPU then reads each file, parses its header and plans its crop exactly as CPU decode does,
+// and puts the bytes in the batch's arena; it decodes only what the GPU cannot take
+// (augment/gpu/encoded_sample.h), antialiased as the GPU resizes. "auto" is the front end's
+// choice between the two, made before a loader exists.
+enum class DecodeDevice { cpu, gpu };
+
 struct LoaderConfig {
   ReaderSpec reader;
   SamplerConfig sampler;
@@ -29,6 +36,10 @@ struct LoaderConfig {
   // instead of transform.size; the pool is sized for its largest side.
   SizeSchedule size_schedule;
   DecodeOptions decode;
+  DecodeDevice decode_device = DecodeDevice::cpu;
+  // --decode gpu: bytes of file data a batch may hold (0: 512 KiB a sample); one batch buffer
+  // of the pool holds one arena.
+  size_t decode_arena = 0;
   ErrorPolicy on_error = ErrorPolicy::skip;
   size_t max_replacements = 64;  // consecutive failures before giving up under `skip`
   bool warn = true;              // one-line warning per bad file on stderr

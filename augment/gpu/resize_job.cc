@@ -82,8 +82,7 @@ void run_resize_jobs_on_host(const ResizePlan& plan, const uint8_t* decoded, uin
         const int ox = j.flip ? j.out_w - 1 - xx : xx;
         for (int c = 0; c < 3; ++c) {
           const uint8_t v = antialias_tap(p + c, int64_t(j.out_w) * 3, w, taps[t.y_count + yy]);
-          dst[j.dst + sample_offset(out.nhwc, c, yy, ox, j.out_h, j.out_w)] =
-              out.lut[size_t(c)][v];
+          dst[j.dst + sample_offset(out.nhwc, c, yy, ox, j.out_h, j.out_w)] = out.lut[size_t(c)][v];
         }
       }
   }

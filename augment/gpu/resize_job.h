@@ -39,7 +39,7 @@ TapsLayout taps_layout(const ResizeJob& j);
 struct ResizePlan {
   std::vector<ResizeJob> jobs;
   std::vector<int32_t> taps;
-  int64_t temp_bytes = 0;  // intermediate rows of every job
+  int64_t temp_bytes = 0;                           // intermediate rows of every job
   int32_t max_temp_pixels = 0, max_out_pixels = 0;  // the largest job's, for the launch grids
 };
 

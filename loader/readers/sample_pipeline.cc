@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 #include <xxhash.h>
 #if defined(__x86_64__)
 // libxxhash's runtime dispatch: the same XXH3 values, computed with AVX-512 or AVX2 where
@@ -41,16 +43,42 @@ LoaderContext::LoaderContext(const Index& idx, const LoaderConfig& cfg, std::uni
         s.height = cfg.transform.out_height();
         // A schedule's batches are square; the pool is sized for its largest side.
         if (cfg.size_schedule.active()) s.width = s.height = cfg.size_schedule.largest();
+        // GPU decode: the CPU writes only the samples the GPU cannot take, as pixels the
+        // GPU decoder normalises with the others.
+        if (cfg.decode_device == DecodeDevice::gpu && !cfg.no_decode) {
+          s.dtype = DType::u8;
+          s.layout = Layout::nhwc;
+        }
         return s;
       }()),
-      recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode},
+      recipe{cfg.transform, cfg.sampler.seed, cfg.no_decode,
+             cfg.decode_device == DecodeDevice::gpu && !cfg.no_decode},
       bad(cfg.warn),
       source(src ? std::move(src) : make_source(idx, cfg.source, source_queue_depth(cfg.reader))),
       reader(cfg.reader) {
   config.output = normalizer.spec;
+  if (recipe.gpu_decode) {
+    check_gpu_decode(config);
+    recipe.transform = config.transform;
+  }
   // The loader parallelises across samples; OpenCV's own pool inside resize would only
   // oversubscribe the cores the reader was given.
   cv::setNumThreads(0);
+}
+
+void check_gpu_decode(LoaderConfig& config) {
+  if (config.reader.kind == ReaderSpec::Kind::processes)
+    fail(
+        "--decode gpu needs a reader in this process (serial, threads:N, uring:QD[:T]): the "
+        "workers of {} cannot hand their files' bytes to the GPU decoder",
+        config.reader.text());
+  if (config.transform.color.any())
+    fail(
+        "--decode gpu: colour jitter and random grayscale run on the CPU only; drop them or "
+        "use --decode cpu");
+  // The GPU resizes full-resolution windows with the antialiased filter: the samples the
+  // CPU decodes instead are resized with the same filter.
+  config.transform.filter = ResizeFilter::antialias;
 }
 
 int scheduled_side(const LoaderContext& ctx, size_t b) {
@@ -75,6 +103,15 @@ void begin_batch(const LoaderContext& ctx, Batch& batch, size_t b) {
   batch.size = ctx.sampler.batch_length(b);
   batch.epoch = ctx.sampler.epoch();
   batch.number = b;
+  if (ctx.recipe.gpu_decode) {
+    if (!batch.arena) {
+      const size_t bytes =
+          ctx.config.decode_arena ? ctx.config.decode_arena : batch.capacity * (size_t(512) << 10);
+      batch.arena = std::make_shared<EncodedArena>(bytes, ctx.config.memory);
+      batch.encoded.assign(batch.capacity, {});
+    }
+    batch.arena->used.store(0, std::memory_order_relaxed);
+  }
 }
 
 void finish_batch(Batch& batch) {
@@ -84,7 +121,8 @@ void finish_batch(Batch& batch) {
 
 uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, SampleScratch& w,
                         const SampleLocation& where, uint64_t epoch, uint32_t idx, uint32_t attempt,
-                        void* dst, const PreRead* pre_read, SampleTiming& t) {
+                        void* dst, const PreRead* pre_read, SampleTiming& t,
+                        const EncodedSlot& encoded) {
   const size_t dst_bytes = size_t(3) * size_t(recipe.transform.out_width()) *
                            size_t(recipe.transform.out_height()) * normalizer.spec.element_bytes();
   const int64_t t0 = now_ns();
@@ -105,6 +143,35 @@ uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer
   const ImageInfo info = w.decoder.open(bytes, w.name);
   Rng rng(recipe.seed, epoch, idx, attempt);
   const CropPlan plan = plan_crop(recipe.transform, info.width, info.height, rng);
+  if (recipe.gpu_decode) {
+    STOKER_CHECK(encoded.sample && encoded.arena);
+    EncodedSample& e = *encoded.sample;
+    e = {};
+    e.image_w = info.width;
+    e.image_h = info.height;
+    e.region = plan.region;
+    e.out_w = plan.out_w;
+    e.out_h = plan.out_h;
+    e.flip = plan.flip;
+    e.on = gpu_decode_refusal(info);
+    if (e.on == DecodedOn::gpu) {
+      uint8_t* at = encoded.arena->reserve(bytes.size(), e.offset);
+      if (at) {
+        std::memcpy(at, bytes.data(), bytes.size());
+        e.length = static_cast<uint32_t>(bytes.size());
+        t.decode_ns += now_ns() - t1;  // the header and the copy: all the CPU does
+        const uint64_t crop[] = {uint64_t(plan.region.x),
+                                 uint64_t(plan.region.y),
+                                 uint64_t(plan.region.w),
+                                 uint64_t(plan.region.h),
+                                 uint64_t(plan.out_w),
+                                 uint64_t(plan.out_h),
+                                 plan.flip};
+        return XXH3_64bits_withSeed(crop, sizeof crop, XXH3_64bits(bytes.data(), bytes.size()));
+      }
+      e.on = DecodedOn::arena_full;
+    }
+  }
   const DecodedRegion& region = w.decoder.decode({plan.region, plan.out_w, plan.out_h});
   const int64_t t2 = now_ns();
   if (recipe.transform.color.any()) {
@@ -171,7 +238,8 @@ void load_sample(LoaderContext& ctx, SampleScratch& w, Batch& batch, size_t slot
     try {
       const uint64_t hash = attempt_sample(
           recipe, ctx.normalizer, w, where, ctx.sampler.epoch(), idx, chain.attempt(),
-          batch.sample(slot), chain.attempt() == 0 ? pre_read : nullptr, chain.timing());
+          batch.sample(slot), chain.attempt() == 0 ? pre_read : nullptr, chain.timing(),
+          batch.arena ? EncodedSlot{&batch.encoded[slot], batch.arena.get()} : EncodedSlot{});
       chain.filled(ctx, batch, slot, hash);
       return;
     } catch (const SourceBroken&) {

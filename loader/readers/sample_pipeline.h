@@ -29,6 +29,7 @@ struct SampleRecipe {
   TransformConfig transform;
   uint64_t seed = 0;
   bool no_decode = false;
+  bool gpu_decode = false;  // LoaderConfig::decode_device == gpu
 };
 
 // What every worker shares, read-only during an epoch (BadSamples is thread-safe).
@@ -47,6 +48,11 @@ struct LoaderContext {
   // The policy that runs: config.reader, or what it fell back to (uring without io_uring).
   ReaderSpec reader;
 };
+
+// --decode gpu's rules on a loader configuration: a reader in this process, no colour
+// operations (CPU only), and the antialiased filter for the samples the CPU decodes (the
+// GPU's). stoker::Error naming what to change.
+void check_gpu_decode(LoaderConfig& config);
 
 // Per-thread (or per-process) state: its own source instance, and scratch sized by the largest
 // image seen.
@@ -88,9 +94,18 @@ struct PreRead {
 // size; the normaliser's dtype and layout). Returns the hash of what
 // it wrote (of the file's bytes with no_decode) and adds to `t`. Throws stoker::Error naming
 // the file. No policy here. Every reader, worker processes included, runs exactly this.
+//
+// With recipe.gpu_decode, `encoded` (the slot's) receives the crop and, where the GPU decoder
+// takes the file, its bytes' place in `arena`: nothing is decoded, and the hash is of the
+// bytes and the crop. Otherwise the CPU decodes into `dst` as above and `encoded` says why.
+struct EncodedSlot {
+  EncodedSample* sample = nullptr;
+  EncodedArena* arena = nullptr;
+};
 uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer, SampleScratch& w,
                         const SampleLocation& where, uint64_t epoch, uint32_t idx, uint32_t attempt,
-                        void* dst, const PreRead* pre_read, SampleTiming& t);
+                        void* dst, const PreRead* pre_read, SampleTiming& t,
+                        const EncodedSlot& encoded = {});
 
 // The on-error policy, the same for every reader and source. Slot `pos` of an epoch tries
 // candidates sampler.at((pos + k) % epoch_size) for k = 0, 1, ... max_replacements and

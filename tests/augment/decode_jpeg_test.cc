@@ -160,19 +160,22 @@ std::vector<uint8_t> encode_cmyk(int w, int h, J_COLOR_SPACE stored) {
 // What the header tells the GPU decoder (--decode gpu) before it takes a file: libjpeg's own
 // reading of every cjpeg mode, CMYK, a PNG and a truncated file.
 TEST_F(DjpegOracle, HeaderTraitsDecideWhatTheGpuDecodes) {
-  const std::pair<const char*, DecodedOn> expected[] = {
-      {"baseline420", DecodedOn::gpu},         {"baseline444", DecodedOn::gpu},
-      {"baseline422", DecodedOn::gpu},         {"baseline440", DecodedOn::gpu},
-      {"progressive", DecodedOn::progressive}, {"arithmetic", DecodedOn::unusual},
-      {"grayscale", DecodedOn::gpu},           {"restart", DecodedOn::gpu},
-      {"optimized", DecodedOn::gpu}};
+  const std::pair<const char*, DecodedOn> expected[] = {{"baseline420", DecodedOn::gpu},
+                                                        {"baseline444", DecodedOn::gpu},
+                                                        {"baseline422", DecodedOn::gpu},
+                                                        {"baseline440", DecodedOn::gpu},
+                                                        {"progressive", DecodedOn::progressive},
+                                                        {"arithmetic", DecodedOn::unusual},
+                                                        {"grayscale", DecodedOn::gpu},
+                                                        {"restart", DecodedOn::gpu},
+                                                        {"optimized", DecodedOn::gpu}};
   Decoder d;
   for (const Variant& v : kVariants) {
     const auto bytes = test::read_bytes(make_jpeg(dir, v.name, 97, 61, v.flags));
     const DecodedOn want =
-        std::find_if(std::begin(expected), std::end(expected),
-                     [&](const auto& e) { return std::string(e.first) == v.name; })
-            ->second;
+        std::find_if(std::begin(expected), std::end(expected), [&](const auto& e) {
+          return std::string(e.first) == v.name;
+        })->second;
     EXPECT_EQ(decoded_on_name(gpu_decode_refusal(d.open(bytes, v.name))), decoded_on_name(want))
         << v.name;
     if (want != DecodedOn::gpu) continue;

@@ -25,9 +25,9 @@ struct Case {
 TEST(GpuResizePlan, EqualsResizeAntialiasThenCollateBitForBit) {
   // Reductions (up to 9x, wide supports), enlargements, one axis unchanged, both unchanged
   // (a CPU-decoded fallback sample), odd sizes; several jobs in one plan and buffer.
-  const Case cases[] = {{640, 480, 224, 224, false, false}, {333, 517, 224, 160, true, false},
-                        {100, 90, 224, 224, true, true},    {224, 300, 224, 224, false, true},
-                        {300, 224, 224, 224, true, false},  {224, 224, 224, 224, true, true},
+  const Case cases[] = {{640, 480, 224, 224, false, false},  {333, 517, 224, 160, true, false},
+                        {100, 90, 224, 224, true, true},     {224, 300, 224, 224, false, true},
+                        {300, 224, 224, 224, true, false},   {224, 224, 224, 224, true, true},
                         {2017, 1500, 224, 224, false, true}, {31, 7, 64, 48, true, false}};
   for (bool nhwc : {false, true}) {
     OutputSpec spec;
