@@ -51,6 +51,7 @@ class Iterator {
   const Sampler& sampler() const { return ctx_->sampler; }
   const BadSamples& bad_samples() const { return ctx_->bad; }
   const LoaderConfig& config() const { return ctx_->config; }
+  const Index& index() const { return ctx_->index; }
   // The reader that runs: config().reader, or its fallback (uring:QD:T without io_uring
   // runs as threads:T; the reason went to stderr).
   const ReaderSpec& reader() const { return ctx_->reader; }

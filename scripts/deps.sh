@@ -29,14 +29,39 @@ for arg in "$@"; do
   esac
 done
 
+# Where the CUDA toolkit is, pip fetches nvJPEG (below).
+have_cuda=0
+{ [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; } && have_cuda=1
+[ "$have_cuda" = 1 ] && packages+=(python3-pip)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "deps.sh: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo=sudo
-echo "deps.sh: installing ${missing[*]}" >&2
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# nvJPEG for --decode gpu, which the CUDA toolkit here lacks: header and library from PyPI's
+# nvidia-nvjpeg wheel, pinned to a CUDA 13.0 release (the GPU machine's driver 580 runs 13.0),
+# unpacked once into ~/.cache/stoker/nvjpeg (CMake looks there; stoker loads the library at
+# run time). A failed fetch leaves GPU decode unbuilt, nothing else.
+nvjpeg_version=13.0.4.44
+nvjpeg_dir=$HOME/.cache/stoker/nvjpeg
+if [ "$have_cuda" = 1 ] && [ "$(cat "$nvjpeg_dir/VERSION" 2>/dev/null)" != "$nvjpeg_version" ]; then
+  tmp=$(mktemp -d)
+  if /usr/bin/python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$tmp" \
+      "nvidia-nvjpeg==$nvjpeg_version" >&2 &&
+    rm -rf "$nvjpeg_dir" && mkdir -p "$nvjpeg_dir" &&
+    /usr/bin/python3 -m zipfile -e "$tmp"/nvidia_nvjpeg-*.whl "$nvjpeg_dir"; then
+    echo "$nvjpeg_version" >"$nvjpeg_dir/VERSION"
+    echo "deps.sh: nvJPEG $nvjpeg_version in $nvjpeg_dir" >&2
+  else
+    echo "deps.sh: could not fetch nvidia-nvjpeg $nvjpeg_version from PyPI; --decode gpu is not built" >&2
+  fi
+  rm -rf "$tmp"
+fi

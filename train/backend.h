@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "augment/gpu/device_dtype.h"
 #include "common/error.h"
 #include "models/network.h"
 #include "train/activity.h"
@@ -162,6 +163,20 @@ struct HostBatch {
   // The images' height and width when the feed's size changes over a run (a size schedule):
   // the loop reshapes the backend to them before stage(). 0: the configured size.
   int64_t height = 0, width = 0;
+  // The images are on the device already, in the slot device_stage() handed out (GPU
+  // decode): stage() takes the labels only. `images` is then unused.
+  bool on_device = false;
+};
+
+// Where a producer on the device (GPU JPEG decode) writes the next batch itself: the slot
+// the next stage() takes, in the network's input dtype and layout (count x 3 x h x w, NCHW,
+// or NHWC), and the stream (a cudaStream_t) its work must be ordered on. Null images: the
+// backend takes host batches only.
+struct DeviceStage {
+  void* images = nullptr;
+  void* stream = nullptr;
+  DeviceDType dtype = DeviceDType::f32;
+  bool nhwc = false;
 };
 
 // Where the loop finds the compute engine's work among take_activity()'s records, and how
@@ -214,6 +229,9 @@ class Backend {
   // copies on its own stream, overlapping the step in flight). stoker::Error for a label
   // outside [0, classes) is raised here or by the next collect().
   virtual void stage(const HostBatch& batch) = 0;
+  // The slot the next stage() of a HostBatch with on_device takes (above): the producer's work
+  // on the returned stream fills it, and stage() follows. A device backend only.
+  virtual DeviceStage device_stage() { return {}; }
   // Blocks until the memory of the last staged batch may be reused by its owner. The loop
   // calls this before asking its feed for the next batch (the loader reuses the buffer).
   virtual void release_input() = 0;

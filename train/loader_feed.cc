@@ -25,6 +25,7 @@ HostBatch LoaderFeed::next() {
       continue;
     }
     position_ = it_.position();
+    last_ = b;
     timings_ = std::span<const SampleTiming>(b->timing.data(), b->size);
     return {b->data, b->labels.data(), int64_t(b->size), b->spec.height, b->spec.width};
   }

@@ -20,12 +20,16 @@ class LoaderFeed final : public BatchFeed {
   std::span<const SampleTiming> timings() const override { return timings_; }
   // Where the next batch starts: resuming from here replays exactly what follows.
   Position position() const { return position_; }
+  // The loader's batch the last next() returned (its encoded samples under --decode gpu).
+  const Batch* last_batch() const { return last_; }
+  Iterator& iterator() { return it_; }
 
  private:
   Iterator& it_;
   Position position_;
   bool started_ = false;
   std::span<const SampleTiming> timings_;
+  const Batch* last_ = nullptr;
 };
 
 }  // namespace stoker

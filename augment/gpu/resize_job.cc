@@ -9,18 +9,6 @@
 
 namespace stoker {
 
-TapsLayout taps_layout(const ResizeJob& j) {
-  TapsLayout t{};
-  t.x_first = j.taps;
-  t.x_count = t.x_first + j.out_w;
-  t.x_weight = t.x_count + j.out_w;
-  t.y_first = t.x_weight + int64_t(j.out_w) * j.kx;
-  t.y_count = t.y_first + j.out_h;
-  t.y_weight = t.y_count + j.out_h;
-  t.end = t.y_weight + int64_t(j.out_h) * j.ky;
-  return t;
-}
-
 void add_resize_job(ResizePlan& plan, int64_t src, int64_t src_pitch, int src_w, int src_h,
                     int out_w, int out_h, bool flip, int64_t dst) {
   STOKER_CHECK(src_w > 0 && src_h > 0 && out_w > 0 && out_h > 0);
@@ -61,7 +49,7 @@ void add_resize_job(ResizePlan& plan, int64_t src, int64_t src_pitch, int src_w,
 
 void run_resize_jobs_on_host(const ResizePlan& plan, const uint8_t* decoded, uint8_t* temp,
                              const ResizeOutput& out, float* dst) {
-  STOKER_CHECK(out.dtype == OutputDType::f32);
+  STOKER_CHECK(out.dtype == DeviceDType::f32);
   const int32_t* taps = plan.taps.data();
   for (const ResizeJob& j : plan.jobs) {
     const TapsLayout t = taps_layout(j);

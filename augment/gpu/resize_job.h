@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "augment/gpu/device_dtype.h"
+#include "augment/gpu/resize_math.h"
+
 namespace stoker {
 
 struct ResizeJob {
@@ -33,7 +36,17 @@ struct ResizeJob {
 struct TapsLayout {
   int64_t x_first, x_count, x_weight, y_first, y_count, y_weight, end;
 };
-TapsLayout taps_layout(const ResizeJob& j);
+STOKER_HD TapsLayout taps_layout(const ResizeJob& j) {
+  TapsLayout t{};
+  t.x_first = j.taps;
+  t.x_count = t.x_first + j.out_w;
+  t.x_weight = t.x_count + j.out_w;
+  t.y_first = t.x_weight + int64_t(j.out_w) * j.kx;
+  t.y_count = t.y_first + j.out_h;
+  t.y_weight = t.y_count + j.out_h;
+  t.end = t.y_weight + int64_t(j.out_h) * j.ky;
+  return t;
+}
 
 // Jobs and the int32 tables they index, for one sub-batch of samples.
 struct ResizePlan {
@@ -50,9 +63,8 @@ void add_resize_job(ResizePlan& plan, int64_t src, int64_t src_pitch, int src_w,
 
 // What the output tensor is: its dtype, layout, each sample's size, and the per-channel
 // uint8 -> float tables (Normalizer::lut: ToTensor + Normalize's float32 values).
-enum class OutputDType : uint8_t { f32, f16, bf16 };
 struct ResizeOutput {
-  OutputDType dtype = OutputDType::f32;
+  DeviceDType dtype = DeviceDType::f32;
   bool nhwc = false;
   std::array<std::array<float, 256>, 3> lut{};
 };

@@ -79,6 +79,7 @@ void check_gpu_decode(LoaderConfig& config) {
   // The GPU resizes full-resolution windows with the antialiased filter: the samples the
   // CPU decodes instead are resized with the same filter.
   config.transform.filter = ResizeFilter::antialias;
+  config.decode.allow_dct_scaling = false;  // as CPU decode runs the antialiased filter
 }
 
 int scheduled_side(const LoaderContext& ctx, size_t b) {

@@ -71,10 +71,8 @@ class CudaBackend final : public Backend {
     STOKER_GPU(cudaEventCreateWithFlags(&drain_, kSyncOnly));
     libraries_ = std::make_unique<GpuLibraries>(compute_);
     net_ = std::make_unique<CudnnNet>(net, config, compute_, *libraries_);
-    const size_t image_bytes =
-        size_t(config.batch * 3 * config.height * config.width) * config.input.element_bytes();
     for (int s = 0; s < 2; ++s) {
-      stage_images_[size_t(s)] = DeviceBuffer(image_bytes);
+      stage_images_[size_t(s)] = DeviceBuffer(stage_bytes(config));
       stage_labels_[size_t(s)] = DeviceBuffer(size_t(config.batch) * sizeof(int32_t));
       // Labels go through pinned memory: a pageable copy would be staged synchronously.
       pinned_labels_[size_t(s)] = PinnedBuffer(size_t(config.batch) * sizeof(int32_t));
@@ -219,6 +217,30 @@ class CudaBackend final : public Backend {
     return out;
   }
 
+  // A staging buffer holds a host batch in the input format, or one a device producer wrote
+  // in the network's own dtype (device_stage), whichever is larger.
+  size_t stage_bytes(const BackendConfig& c) const {
+    return size_t(c.batch * 3 * c.height * c.width) *
+           std::max(c.input.element_bytes(), dtype_bytes(net_->dtype()));
+  }
+
+  DeviceStage device_stage() override {
+    if (!device_slot_) {
+      const size_t slot = size_t(next_stage_);
+      // The buffer's previous batch must have been converted before it is overwritten; the
+      // copy's timing starts here and so covers the producer's work (the decode).
+      STOKER_GPU(cudaStreamWaitEvent(copy_, consumed_[slot], 0));
+      STOKER_GPU(cudaEventRecord(copy_events_[size_t(stages_ % kStageRing)][0], copy_));
+      device_slot_ = true;
+    }
+    const DType t = net_->dtype();
+    return {stage_images_[size_t(next_stage_)].get(), copy_,
+            t == DType::f32   ? DeviceDType::f32
+            : t == DType::f16 ? DeviceDType::f16
+                              : DeviceDType::bf16,
+            net_->nhwc()};
+  }
+
   void stage(const HostBatch& batch) override {
     if (batch.count != config_.batch)
       fail("cuda backend: staged batch of {} images, planned for {}", batch.count, config_.batch);
@@ -233,12 +255,21 @@ class CudaBackend final : public Backend {
     // copy before they are overwritten.
     STOKER_GPU(cudaEventSynchronize(copied_[slot]));
     std::memcpy(pinned_labels_[slot].get(), batch.labels, size_t(batch.count) * sizeof(int32_t));
-    // The buffer's previous batch must have been converted before it is overwritten.
-    STOKER_GPU(cudaStreamWaitEvent(copy_, consumed_[slot], 0));
     auto& times = copy_events_[size_t(stages_ % kStageRing)];
-    STOKER_GPU(cudaEventRecord(times[0], copy_));
-    STOKER_GPU(cudaMemcpyAsync(stage_images_[slot].get(), batch.images, stage_images_[slot].bytes(),
-                               cudaMemcpyHostToDevice, copy_));
+    if (batch.on_device) {
+      if (!device_slot_) fail("cuda backend: a batch on the device without device_stage() first");
+      device_slot_ = false;
+    } else {
+      if (device_slot_) fail("cuda backend: device_stage() was followed by a host batch");
+      // The buffer's previous batch must have been converted before it is overwritten.
+      STOKER_GPU(cudaStreamWaitEvent(copy_, consumed_[slot], 0));
+      STOKER_GPU(cudaEventRecord(times[0], copy_));
+      STOKER_GPU(cudaMemcpyAsync(
+          stage_images_[slot].get(), batch.images,
+          size_t(batch.count * 3 * config_.height * config_.width) * config_.input.element_bytes(),
+          cudaMemcpyHostToDevice, copy_));
+    }
+    on_device_[slot] = batch.on_device;
     STOKER_GPU(cudaMemcpyAsync(stage_labels_[slot].get(), pinned_labels_[slot].get(),
                                size_t(batch.count) * sizeof(int32_t), cudaMemcpyHostToDevice,
                                copy_));
@@ -414,9 +445,9 @@ class CudaBackend final : public Backend {
     eager_graph_steps_ = 0;
     net_.reset();  // the old shape's device memory first: both may not fit
     net_ = std::make_unique<CudnnNet>(net, c, compute_, *libraries_);
-    const size_t image_bytes = size_t(c.batch * 3 * height * width) * c.input.element_bytes();
-    for (DeviceBuffer& b : stage_images_) b = DeviceBuffer(image_bytes);
+    for (DeviceBuffer& b : stage_images_) b = DeviceBuffer(stage_bytes(c));
     staged_ = -1;
+    device_slot_ = false;
     conversion_.dst_nhwc = net_->nhwc();
     conversion_.h = height;
     conversion_.w = width;
@@ -483,7 +514,14 @@ class CudaBackend final : public Backend {
     if (staged_ < 0) fail("cuda backend: no batch staged (call stage() first)");
     const size_t s = size_t(staged_);
     STOKER_GPU(cudaStreamWaitEvent(compute_, copied_[s], 0));
-    convert_input(conversion_, stage_images_[s].get(), net_->input(), compute_);
+    if (on_device_[s]) {  // written by a device producer in the network's format already
+      STOKER_GPU(cudaMemcpyAsync(
+          net_->input(), stage_images_[s].get(),
+          size_t(config_.batch * 3 * config_.height * config_.width) * dtype_bytes(net_->dtype()),
+          cudaMemcpyDeviceToDevice, compute_));
+    } else {
+      convert_input(conversion_, stage_images_[s].get(), net_->input(), compute_);
+    }
     STOKER_GPU(cudaMemcpyAsync(net_->labels(), stage_labels_[s].get(), stage_labels_[s].bytes(),
                                cudaMemcpyDeviceToDevice, compute_));
     STOKER_GPU(cudaEventRecord(consumed_[s], compute_));
@@ -587,6 +625,8 @@ class CudaBackend final : public Backend {
   std::array<int64_t, kRing> step_stage_{};  // the stage count of each step's batch
   std::array<cudaEvent_t, 2> copied_{}, consumed_{};
   int next_stage_ = 0, staged_ = -1;
+  bool device_slot_ = false;         // device_stage() handed out next_stage_'s buffer
+  std::array<bool, 2> on_device_{};  // each staging buffer's batch came from the device
   std::array<std::array<cudaEvent_t, kEvents>, kRing> events_{};
   std::array<bool, kRing> updated_{}, graphed_{};
   PinnedBuffer ring_, hyper_ring_, logits_;

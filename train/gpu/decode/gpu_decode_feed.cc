@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// train/gpu_decode.h's feed: the loader's batch in, nvJPEG and the resize kernels on the
+// backend's copy stream, the batch out as on_device.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "common/error.h"
+#include "loader/iterator.h"
+#include "train/gpu/decode/gpu_decoder.h"
+#include "train/gpu_decode.h"
+
+namespace stoker {
+namespace {
+
+class DecodeFeed final : public GpuDecodeFeed {
+ public:
+  DecodeFeed(LoaderFeed& inner, Backend& backend, const GpuDecodeOptions& o)
+      : inner_(inner), backend_(backend), decoder_({0, o.decode_memory, o.hardware}) {
+    const LoaderConfig& c = inner.iterator().config();
+    if (c.decode_device != DecodeDevice::gpu)
+      fail("GPU decode feed: the loader was not configured with --decode gpu");
+    OutputSpec f32 = c.output;
+    f32.dtype = DType::f32;
+    out_.lut = Normalizer(f32).lut;  // ToTensor + Normalize's float32 values, the CPU's
+  }
+
+  HostBatch next() override {
+    HostBatch hb = inner_.next();
+    const Batch& b = *inner_.last_batch();
+    const DeviceStage stage = backend_.device_stage();
+    if (!stage.images)
+      fail("--decode gpu: the {} backend has no device input", backend_.describe());
+    out_.dtype = stage.dtype;
+    out_.nhwc = stage.nhwc;
+    const std::vector<size_t> failed =
+        decoder_.decode({b.encoded.data(), b.size}, b.arena->data,
+                        static_cast<const uint8_t*>(b.data), out_, stage.images, stage.stream);
+    for (size_t i : failed) {
+      const std::string name = inner_.iterator().index().path(b.indices[i]);
+      if (inner_.iterator().config().on_error == ErrorPolicy::fail)
+        fail("{}: no decoder could decode it (nvJPEG and libjpeg-turbo refused its data)", name);
+      std::fprintf(stderr, "warning: %s: undecodable on the GPU and the CPU; zeros in its place\n",
+                   name.c_str());
+    }
+    hb.on_device = true;
+    hb.images = nullptr;
+    return hb;
+  }
+
+  std::span<const SampleTiming> timings() const override { return inner_.timings(); }
+
+  GpuDecodeReport report() const override {
+    const gpu::GpuDecodeCounts& c = decoder_.counts();
+    GpuDecodeReport r{decoder_.describe(),
+                      c.batches,
+                      c.hardware,
+                      c.hybrid,
+                      c.whole_image,
+                      c.engine_cpu,
+                      c.failed,
+                      0,
+                      {},
+                      c.parts,
+                      c.host_s};
+    for (size_t k = 0; k < c.loader_cpu.size(); ++k) {
+      if (c.loader_cpu[k] == 0) continue;
+      r.loader_cpu += c.loader_cpu[k];
+      r.loader_cpu_reasons += fmt::format("{}{}={}", r.loader_cpu_reasons.empty() ? "" : " ",
+                                          decoded_on_name(DecodedOn(k)), c.loader_cpu[k]);
+    }
+    return r;
+  }
+
+ private:
+  LoaderFeed& inner_;
+  Backend& backend_;
+  gpu::GpuDecoder decoder_;
+  ResizeOutput out_;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuDecodeFeed> make_gpu_decode_feed(LoaderFeed& inner, Backend& backend,
+                                                    const GpuDecodeOptions& options) {
+  return std::make_unique<DecodeFeed>(inner, backend, options);
+}
+
+bool gpu_decode_built() {
+  return true;
+}
+
+}  // namespace stoker
