@@ -65,8 +65,4 @@ void adopt_interrupt(int signal) {
   g_signal.compare_exchange_strong(expected, signal);
 }
 
-void reset_interrupt_for_testing() {
-  g_signal.store(0);
-}
-
 }  // namespace stoker

@@ -29,7 +29,4 @@ struct Interrupted : Error {
 // exit code, as if the signal had come here. Prints nothing; an earlier signal stays.
 void adopt_interrupt(int signal);
 
-// For tests: forget an earlier signal.
-void reset_interrupt_for_testing();
-
 }  // namespace stoker

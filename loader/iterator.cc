@@ -3,9 +3,22 @@
 
 #include <xxhash.h>
 
+#include <mutex>
+
 #include "common/error.h"
+#include "common/log.h"
+#include "loader/sources/nfs_url.h"
 
 namespace stoker {
+
+namespace {
+
+void say_once(const std::string& text) {
+  static std::once_flag once;
+  std::call_once(once, [&] { log_note(text); });
+}
+
+}  // namespace
 
 Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_ptr<Source> source) {
   if (source && config.reader.kind == ReaderSpec::Kind::processes) {
@@ -14,20 +27,44 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_p
         "source object cannot be handed to them",
         config.reader.text(), source->name());
   }
+  // `--source auto` for a reader that needs an asynchronous source is io_uring over local files
+  // and shards (make_source). Where io_uring is missing (old kernel, seccomp, a build without
+  // liburing) the reader runs as threads:T over the synchronous automatic source instead, and
+  // says so once: the one fallback, and only for a source the user did not name.
+  ReaderSpec runs = config.reader;
+  if (!source && needs_async_source(runs) && config.source.kind == SourceOptions::Kind::automatic &&
+      !is_nfs_url(index.root)) {
+    try {
+      source = make_source(index, config.source, source_queue_depth(runs));
+    } catch (const Error& e) {
+      say_once(fmt::format("{}: uring readers fall back to pread in {} decode threads", e.what(),
+                           runs.workers));
+      runs = {ReaderSpec::Kind::threads, runs.workers, 0};
+      source = make_source(index, config.source);
+    }
+  }
   ctx_ = std::make_unique<LoaderContext>(index, config, std::move(source));
+  ctx_->reader = runs;
+  if (needs_async_source(runs) && !ctx_->source->asynchronous()) {
+    usage_fail(
+        "reader {} keeps reads in flight and needs an asynchronous source (auto, uring, null, "
+        "nfs); the {} source reads one sample at a time: use --source auto or uring with it, or "
+        "a reader that reads one sample at a time (serial, threads:N, processes:N)",
+        runs.text(), ctx_->source->name());
+  }
   if (config.prefetch == 0) fail("prefetch depth must be at least 1");
-  switch (config.reader.kind) {
+  switch (runs.kind) {
     case ReaderSpec::Kind::serial:
       reader_ = make_serial_reader(*ctx_);
       break;
     case ReaderSpec::Kind::threads:
-      reader_ = make_threads_reader(*ctx_, config.reader.workers);
+      reader_ = make_threads_reader(*ctx_, runs.workers);
       break;
     case ReaderSpec::Kind::processes:
-      reader_ = make_processes_reader(*ctx_, config.reader.workers);
+      reader_ = make_processes_reader(*ctx_, runs.workers);
       break;
     case ReaderSpec::Kind::uring:
-      reader_ = make_uring_reader(*ctx_, config.reader.queue_depth, config.reader.workers);
+      reader_ = make_uring_reader(*ctx_, runs.workers);
       break;
   }
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one way a `stoker` option's value is checked: a CLI11 validator, so that a bad value is
 // a usage error (exit 2) whose message names the option and what it accepts. Words go
-// through the parser the run itself uses (parsed_by), numbers through a range (at_least,
-// in_range). Checks across several options throw stoker::UsageError instead (common/error.h).
+// through the parser the run itself uses (parsed_by, each_parsed_by), numbers through a range
+// (integer_in, number_in). Checks across several options throw stoker::UsageError instead
+// (common/error.h).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -9,7 +9,6 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/system_info.h"
-#include "loader/sources/nfs_url.h"
 
 namespace stoker {
 
@@ -40,12 +39,11 @@ SourceProbe probe_source(const Index& index, SourceOptions options, uint32_t dep
   if (shuffled) std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
   if (max_files && max_files < order.size()) order.resize(max_files);
 
-  // Local files in flight are io_uring's job (the automatic local source is pread).
-  if (depth > 1 && options.kind == SourceOptions::Kind::automatic && !is_nfs_url(index.root)) {
-    options.kind = SourceOptions::Kind::uring;  // whole files and shard byte ranges alike
-  }
-  const std::unique_ptr<Source> src = make_source(index, options, depth);
-  if (depth > 1 && src->queue_depth() == 0) {
+  // Reads in flight ask for an asynchronous source, as a uring reader does: `auto` is then
+  // io_uring for local files and shard byte ranges alike (make_source). Depth 1 reads as a
+  // reader that calls read() would.
+  const std::unique_ptr<Source> src = make_source(index, options, depth > 1 ? depth : 0);
+  if (depth > 1 && !src->asynchronous()) {
     fail("the {} source reads one file at a time (no submit/reap): probe it with --depth 1",
          src->name());
   }

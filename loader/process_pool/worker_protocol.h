@@ -40,7 +40,7 @@ struct WireSourceOptions {
 WireSourceOptions to_wire(const SourceOptions& options);
 SourceOptions from_wire(const WireSourceOptions& wire);
 
-// Parent -> worker, the first message: what try_sample reads from the LoaderConfig.
+// Parent -> worker, the first message: what attempt_sample reads from the LoaderConfig.
 struct WorkerSetup {
   uint32_t protocol = kWorkerProtocol;
   uint32_t size = sizeof(WorkerSetup);

@@ -36,6 +36,7 @@ class Reader {
 std::unique_ptr<Reader> make_serial_reader(LoaderContext& ctx);
 std::unique_ptr<Reader> make_threads_reader(LoaderContext& ctx, int threads);
 std::unique_ptr<Reader> make_processes_reader(LoaderContext& ctx, int processes);
-std::unique_ptr<Reader> make_uring_reader(LoaderContext& ctx, int queue_depth, int threads);
+// ctx.source must be asynchronous (needs_async_source; the Iterator refuses the others).
+std::unique_ptr<Reader> make_uring_reader(LoaderContext& ctx, int threads);
 
 }  // namespace stoker

@@ -20,10 +20,18 @@ struct ReaderSpec {
   std::string text() const;
 };
 
-// Reads in flight this reader asks of an asynchronous source (SourceSpec::queue_depth): QD for
-// uring:QD, 0 (the source's default) for the others, which read one sample at a time.
+// What a reader needs of its source, declared per kind as a source declares its capabilities
+// (Source::kAsync): uring:QD submits reads and needs an asynchronous source; the Iterator
+// refuses it any other (a stoker::UsageError naming both), and `--source auto` resolves to an
+// asynchronous one for it. The other kinds call read() only and take any source.
+inline bool needs_async_source(const ReaderSpec& r) {
+  return r.kind == ReaderSpec::Kind::uring;
+}
+
+// Reads in flight this reader asks of its source (SourceSpec::queue_depth): QD for a reader
+// that needs an asynchronous source, 0 (the source's default) for the others.
 inline uint32_t source_queue_depth(const ReaderSpec& r) {
-  return r.kind == ReaderSpec::Kind::uring ? static_cast<uint32_t>(r.queue_depth) : 0;
+  return needs_async_source(r) ? static_cast<uint32_t>(r.queue_depth) : 0;
 }
 
 // Parses the forms above; anything else is a stoker::Error listing them.

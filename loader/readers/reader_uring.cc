@@ -5,8 +5,9 @@
 // thus decoupled from CPU parallelism, which is what high-latency storage needs. A slot's
 // first candidate comes from here; replacements of a bad one are read by the decode
 // thread's own source instance (SlotChain). A failed submit or wait is the reader's failure,
-// rethrown by the consumer's next(). Without io_uring (old kernel, seccomp, a build without
-// liburing) it says so once and runs as threads:T.
+// rethrown by the consumer's next(). It reads through the source it is given and never
+// another: one without kAsync is refused before it is made (iterator.cc), and the fallback
+// to threads:T where io_uring is missing is the Iterator's too.
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
@@ -19,7 +20,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "common/log.h"
 #include "loader/readers/prefetcher.h"
 #include "loader/readers/reader.h"
 #include "loader/readers/sample_pipeline.h"
@@ -41,7 +41,10 @@ class UringReader final : public Reader {
         arena_(threads, 0),
         ctx_(ctx),
         source_(std::move(source)),
-        qd_(source_->queue_depth()),
+        qd_([this] {
+          STOKER_CHECK(source_->asynchronous());
+          return source_->queue_depth();
+        }()),
         pool_(pool_batches(ctx.config), ctx.config.sampler.batch_size, ctx.config.output,
               ctx.config.memory),
         scratch_([&ctx] { return SampleScratch(ctx.config.decode, ctx.source->clone()); }),
@@ -198,38 +201,10 @@ class UringReader final : public Reader {
   std::thread submitter_;
 };
 
-void say_once(const std::string& text) {
-  static std::once_flag once;
-  std::call_once(once, [&] { log_note(text); });
-}
-
 }  // namespace
 
-std::unique_ptr<Reader> make_uring_reader(LoaderContext& ctx, int queue_depth, int threads) {
-  const std::string reader = fmt::format("uring:{}:{}", queue_depth, threads);
-  const uint32_t caps = ctx.source->capabilities();
-  if (caps & Source::kAsync) {
-    return std::make_unique<UringReader>(ctx, ctx.source->clone(), threads);
-  }
-  // A synchronous source of local byte ranges (the automatic choice, pread, or shard):
-  // io_uring takes its place for the first read of each slot.
-  if (!(caps & Source::kLocalRanges)) {
-    fail(
-        "reader {} keeps reads in flight and needs an asynchronous source (uring, null); the {} "
-        "source of '{}' reads one sample at a time: use threads:N or processes:N",
-        reader, ctx.source->name(), ctx.index.root);
-  }
-  SourceOptions o = ctx.config.source;
-  o.kind = SourceOptions::Kind::uring;
-  try {
-    return std::make_unique<UringReader>(
-        ctx, make_uring_source(o, static_cast<uint32_t>(queue_depth)), threads);
-  } catch (const Error& e) {
-    say_once(fmt::format("{}: uring readers fall back to pread in {} decode threads", e.what(),
-                         threads));
-    ctx.reader = {ReaderSpec::Kind::threads, threads, 0};
-    return make_threads_reader(ctx, threads);
-  }
+std::unique_ptr<Reader> make_uring_reader(LoaderContext& ctx, int threads) {
+  return std::make_unique<UringReader>(ctx, ctx.source->clone(), threads);
 }
 
 }  // namespace stoker

@@ -64,6 +64,10 @@ SourceOptions::Kind parse_source_kind(const std::string& text) {
   fail("unknown source '{}': expected auto, pread, uring, null, nfs or shard", text);
 }
 
+size_t Source::queue_depth() const {
+  fail("the {} source reads synchronously only (no reads in flight)", name());
+}
+
 void Source::submit(const ReadRequest&) {
   fail("the {} source reads synchronously only (no submit/reap); use a reader that calls read()",
        name());
@@ -79,12 +83,15 @@ std::unique_ptr<Source> make_source(const SourceSpec& spec) {
   const bool url = is_url(spec.root);
   if (kind == K::null) return make_null_source(spec.options, spec.queue_depth);
   if (kind == K::nfs || (kind == K::automatic && url)) return make_nfs_source(spec);
-  if (kind == K::shard || (kind == K::automatic && spec.sharded)) return make_shard_source(spec);
+  // A reader that submits reads gets io_uring for local files and shard byte ranges alike.
+  const bool async = kind == K::uring || (kind == K::automatic && spec.queue_depth > 0);
+  if (kind == K::shard || (kind == K::automatic && spec.sharded && !async))
+    return make_shard_source(spec);
   if (url) {
     fail("dataset '{}' is on NFS: the {} source reads local files only (use --source nfs or auto)",
          spec.root, source_kind_name(kind));
   }
-  if (kind == K::uring) return make_uring_source(spec.options, spec.queue_depth);
+  if (async) return make_uring_source(spec.options, spec.queue_depth);
   return make_pread_source(spec.options);
 }
 

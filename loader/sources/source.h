@@ -5,9 +5,9 @@
 //
 // How a new source plugs in (a shard or NFS source, say):
 //   1. one file loader/sources/source_<name>.cc with a class deriving from Source: read()
-//      always; capabilities() saying what else it can do; submit()/reap() and
-//      queue_depth() > 0 if it can keep several reads in flight (kAsync); clone() giving an
-//      instance with its own descriptors or connection;
+//      always; capabilities() saying what else it can do (kAsync: it keeps several reads in
+//      flight, with submit()/reap() and queue_depth()); clone() giving an instance with its
+//      own descriptors or connection;
 //   2. its factory: fill in make_nfs_source / make_shard_source (replace the stub file
 //      sources/source_<name>_stub.cc in loader/CMakeLists.txt) or add a kind to make_source();
 //   3. one line in the reader suite's table (tests/loader/reader_suite_test.cc): it is then
@@ -87,10 +87,12 @@ inline size_t take_completions(std::deque<ReadCompletion>& done, std::vector<Rea
 // What a loader asks of the source layer: which source, and what the user chose of how it
 // reads. The reads an asynchronous source keeps in flight are its reader's business, given to
 // make_source in SourceSpec::queue_depth. Worker processes get these through their own wire
-// form (process_pool/worker_protocol.h).
+// form (process_pool/worker_protocol.h). A source the user named is the one that reads: no
+// reader swaps it for another (a reader that needs an asynchronous one refuses the others).
 struct SourceOptions {
   enum class Kind : uint32_t {
-    automatic,  // from the dataset: nfs:// -> nfs, packed shards -> shard, else pread
+    automatic,  // from the dataset and the reader: nfs:// -> nfs; local files and packed
+                // shards -> uring for a reader that submits reads, else shard or pread
     pread,      // local files, one buffered pread at a time
     uring,      // local files, io_uring, many reads in flight (submit/reap)
     null,       // no I/O at all: every sample is the same bytes (framework overhead)
@@ -113,8 +115,10 @@ struct SourceSpec {
   std::string root;  // a directory or an nfs:// URL
   bool sharded = false;
   SourceOptions options;
-  // Reads an asynchronous source (uring, null, nfs) keeps in flight, as the reader that
-  // submits them asks (uring:QD); 0: the source's own default.
+  // Reads the reader keeps in flight through submit/reap (uring:QD; readers/reader_spec.h
+  // source_queue_depth); 0: a reader that calls read() only (an asynchronous source then
+  // keeps its own default). Non-zero makes `automatic` asynchronous for local files and
+  // packed shards alike: the uring source.
   uint32_t queue_depth = 0;
 };
 
@@ -132,24 +136,25 @@ class Source {
  public:
   virtual ~Source() = default;
   // What an instance can do besides read(), declared by each source (as fio's engine flags),
-  // so that no reader decides by a source's name.
+  // so that no reader decides by a source's name. The one declaration of each: a reader
+  // that needs one asks for it here (readers/reader_spec.h needs_async_source).
   enum Capability : uint32_t {
-    kAsync = 1u << 0,        // submit/reap with queue_depth() > 0 reads in flight
-    kLocalRanges = 1u << 1,  // reads byte ranges of local files: io_uring can read for it
+    kAsync = 1u << 0,  // asynchronous: submit/reap, up to queue_depth() reads in flight
   };
   // Short name for reports and messages: "pread", "uring", "null", "nfs", "shard".
   virtual const char* name() const = 0;
   // The Capability flags of this instance, or-ed.
   virtual uint32_t capabilities() const = 0;
+  bool asynchronous() const { return (capabilities() & kAsync) != 0; }
   // A new instance for another thread, with its own descriptors/connection/ring.
   virtual std::unique_ptr<Source> clone() const = 0;
   // Synchronous: all bytes of the sample, read into buf (grown as needed); returns them. (The
   // null source returns its own constant bytes, valid as long as the source.)
   virtual std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) = 0;
 
-  // Asynchronous sources only (kAsync, queue_depth() > 0); the defaults refuse.
-  // Reads this instance can have in flight; 0: synchronous only, submit/reap unsupported.
-  virtual size_t queue_depth() const { return 0; }
+  // Asynchronous sources only (kAsync); the defaults refuse.
+  // Reads this instance can have in flight: at least 1.
+  virtual size_t queue_depth() const;
   // Queues one read (at most queue_depth() unreaped). A per-file failure (missing file)
   // comes back from reap() as an error; a throw here means the source itself is broken.
   virtual void submit(const ReadRequest& request);
@@ -158,8 +163,9 @@ class Source {
   virtual size_t reap(std::vector<ReadCompletion>& out, size_t max, int timeout_ms);
 };
 
-// The source for a dataset: spec.options.kind, or from the dataset when automatic. Throws
-// naming the dataset when the kind cannot serve it (io_uring over nfs://, say).
+// The source for a dataset: spec.options.kind, or, when automatic, from the dataset and
+// whether the reader submits reads (SourceSpec::queue_depth). Throws naming the dataset when
+// the kind cannot serve it (io_uring over nfs://, say), or when io_uring is missing.
 std::unique_ptr<Source> make_source(const SourceSpec& spec);
 
 // Hooks filled by their own files; until then the stubs fail with the reason.

@@ -47,7 +47,7 @@ class PreadSource final : public Source {
  public:
   explicit PreadSource(const SourceOptions& o) : options_(o) {}
   const char* name() const override { return "pread"; }
-  uint32_t capabilities() const override { return kLocalRanges; }
+  uint32_t capabilities() const override { return 0; }
   std::unique_ptr<Source> clone() const override { return std::make_unique<PreadSource>(options_); }
 
   std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) override {

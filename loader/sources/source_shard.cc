@@ -22,7 +22,7 @@ class ShardSource final : public Source {
   explicit ShardSource(const SourceOptions& o) : options_(o) {}
   ~ShardSource() override { close_all(); }
   const char* name() const override { return "shard"; }
-  uint32_t capabilities() const override { return kLocalRanges; }
+  uint32_t capabilities() const override { return 0; }
   std::unique_ptr<Source> clone() const override { return std::make_unique<ShardSource>(options_); }
 
   std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) override {

@@ -5,6 +5,9 @@
 // shrank since fstat) buffered, through the ring as well. A failed submit or wait is the
 // ring's failure, thrown as stoker::Error; a file that cannot be opened or read is that
 // request's error. Synchronous read() is the pread path (used for a slot's replacement samples).
+// The source a loader makes opens its ring at once (so that a kernel without io_uring is
+// known before any read); its clones open theirs at their first submit, so that the decode
+// threads' instances, which only read(), hold no ring.
 #include "loader/sources/source.h"
 #include "loader/sources/source_uring_testing.h"
 
@@ -47,14 +50,14 @@ struct Flight {
 
 class UringSource final : public Source {
  public:
-  UringSource(const SourceOptions& o, uint32_t depth)
+  UringSource(const SourceOptions& o, uint32_t depth, bool open_ring_now)
       : options_(o), depth_(depth ? depth : 32), pread_(make_pread_source(o)) {
-    const int rc = io_uring_queue_init(static_cast<unsigned>(depth_), &ring_, 0);
-    if (rc < 0) fail("io_uring is unavailable here: io_uring_queue_init: {}", errno_text(-rc));
+    if (open_ring_now) open_ring();
     flights_.resize(depth_);
     for (size_t i = 0; i < depth_; ++i) free_.push_back(i);
   }
   ~UringSource() override {
+    if (!ring_open_) return;  // nothing was ever submitted
     // Reads still in flight write into their buffers: wait for them before the ring goes.
     while (in_ring_ > 0) {
       io_uring_cqe* cqe = nullptr;
@@ -72,9 +75,9 @@ class UringSource final : public Source {
   }
 
   const char* name() const override { return "uring"; }
-  uint32_t capabilities() const override { return kAsync | kLocalRanges; }
+  uint32_t capabilities() const override { return kAsync; }
   std::unique_ptr<Source> clone() const override {
-    return std::make_unique<UringSource>(options_, static_cast<uint32_t>(depth_));
+    return std::make_unique<UringSource>(options_, static_cast<uint32_t>(depth_), false);
   }
   std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) override {
     return pread_->read(where, buf);
@@ -83,6 +86,7 @@ class UringSource final : public Source {
 
   void submit(const ReadRequest& r) override {
     STOKER_CHECK_MSG(!free_.empty(), "uring source: more than {} reads submitted", depth_);
+    if (!ring_open_) open_ring();
     const size_t i = free_.front();
     free_.pop_front();
     Flight& f = flights_[i];
@@ -138,6 +142,12 @@ class UringSource final : public Source {
   }
 
  private:
+  void open_ring() {
+    const int rc = io_uring_queue_init(static_cast<unsigned>(depth_), &ring_, 0);
+    if (rc < 0) fail("io_uring is unavailable here: io_uring_queue_init: {}", errno_text(-rc));
+    ring_open_ = true;
+  }
+
   void queue(size_t i) {
     Flight& f = flights_[i];
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
@@ -224,6 +234,7 @@ class UringSource final : public Source {
   size_t depth_;
   std::unique_ptr<Source> pread_;
   io_uring ring_{};
+  bool ring_open_ = false;
   std::vector<Flight> flights_;
   std::deque<size_t> free_;
   std::deque<ReadCompletion> done_;
@@ -234,7 +245,7 @@ class UringSource final : public Source {
 }  // namespace
 
 std::unique_ptr<Source> make_uring_source(const SourceOptions& options, uint32_t queue_depth) {
-  return std::make_unique<UringSource>(options, queue_depth);
+  return std::make_unique<UringSource>(options, queue_depth, true);
 }
 
 void set_uring_completion_hook(UringCompletionHook hook) {

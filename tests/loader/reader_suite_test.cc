@@ -2,7 +2,9 @@
 // One conformance suite for every (reader, source) pair this build has: the same epoch
 // checksum as `serial` on clean data and on a heavily corrupted set (and the same bad-file
 // list and replacement count, run after run), the bad-file policy, exact resume mid-epoch,
-// and reader failures reaching next(). A new reader or source is one line in a table below.
+// and reader failures reaching next(). A pair the reader cannot use (a reader that needs an
+// asynchronous source, over a synchronous one) is refused naming both instead. A new reader
+// or source is one line in a table below.
 // NFS rows read through a real NFS-Ganesha on 127.0.0.1 (started once per test process;
 // skipped with the reason only where it cannot run, see nfs_server.h).
 // Reader-specific behaviour (worker crashes, O_DIRECT, memory) stays in its own test file.
@@ -46,10 +48,33 @@ struct SourceCase {
   // Reads the real files (compared with serial over pread on Prepared::local), or serves its
   // own bytes (null: compared with serial over the same source).
   bool reads_files;
+  // What a reader that needs an asynchronous source (uring:QD) gets from this row: an
+  // asynchronous source (auto resolves to one), or a synchronous one it must refuse.
+  bool serves_submitters;
 };
+
+// Whether io_uring works here (the build has liburing and the kernel accepts a ring).
+bool uring_works() {
+  static const bool works = [] {
+    try {
+      make_uring_source({});
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }();
+  return works;
+}
 
 Prepared same_tree(const std::string& tree, const TempDir&, std::string*) {
   return {tree, tree};
+}
+
+// The tree through io_uring, named: where the kernel or the build has none, nothing to run.
+Prepared uring_tree(const std::string& tree, const TempDir&, std::string* skip) {
+  if (uring_works()) return {tree, tree};
+  *skip = "no io_uring here (old kernel, seccomp, or a build without liburing-dev)";
+  return {};
 }
 
 // The tree packed into several small tar shards (stoker pack), read by offset.
@@ -117,12 +142,13 @@ Prepared nfs_shards(const std::string& tree, const TempDir&, std::string* skip) 
 }
 
 const SourceCase kSources[] = {
-    {"auto", SourceOptions::Kind::automatic, same_tree, true},
-    {"pread", SourceOptions::Kind::pread, same_tree, true},
-    {"null", SourceOptions::Kind::null, same_tree, false},
-    {"shards", SourceOptions::Kind::automatic, packed, true},
-    {"nfs", SourceOptions::Kind::automatic, nfs_files, true},
-    {"nfs_shards", SourceOptions::Kind::automatic, nfs_shards, true},
+    {"auto", SourceOptions::Kind::automatic, same_tree, true, true},
+    {"pread", SourceOptions::Kind::pread, same_tree, true, false},
+    {"uring", SourceOptions::Kind::uring, uring_tree, true, true},
+    {"null", SourceOptions::Kind::null, same_tree, false, true},
+    {"shards", SourceOptions::Kind::automatic, packed, true, true},
+    {"nfs", SourceOptions::Kind::automatic, nfs_files, true, true},
+    {"nfs_shards", SourceOptions::Kind::automatic, nfs_shards, true, true},
 };
 
 // ---- datasets ---------------------------------------------------------------------------
@@ -298,19 +324,6 @@ class ReaderSuite : public ::testing::TestWithParam<Param> {
   std::string skip_;
 };
 
-// Whether io_uring works here (the build has liburing and the kernel accepts a ring).
-bool uring_works() {
-  static const bool works = [] {
-    try {
-      make_uring_source({});
-      return true;
-    } catch (const Error&) {
-      return false;
-    }
-  }();
-  return works;
-}
-
 TEST_P(ReaderSuite, CleanDataGivesSerialsChecksums) {
   std::string root;
   if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
@@ -429,9 +442,16 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return name;
 }
 
-std::vector<std::string> source_names() {
-  std::vector<std::string> out;
-  for (const SourceCase& s : kSources) out.push_back(s.name);
+// Every (reader, source) pair of the tables: those the reader can use (refused = false), or
+// those it must refuse (true).
+std::vector<Param> pairs(bool refused) {
+  std::vector<Param> out;
+  for (const char* reader : kReaders) {
+    for (const SourceCase& s : kSources) {
+      if ((needs_async_source(parse_reader(reader)) && !s.serves_submitters) == refused)
+        out.emplace_back(reader, s.name);
+    }
+  }
   return out;
 }
 
@@ -499,11 +519,29 @@ TEST_P(ReaderSuite, StepSizeScheduleResumesMidRampExactly) {
   expect_resume_after_two_batches(index, c, all);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ReaderSuite,
-                         ::testing::Combine(::testing::ValuesIn(std::vector<std::string>(
-                                                std::begin(kReaders), std::end(kReaders))),
-                                            ::testing::ValuesIn(source_names())),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(All, ReaderSuite, ::testing::ValuesIn(pairs(false)), param_name);
+
+// A reader that needs an asynchronous source, over a source the user named that has none: a
+// usage error naming the reader and the source, before anything is read; never another
+// source in its place.
+using RefusedPair = ReaderSuite;
+TEST_P(RefusedPair, IsAUsageErrorNamingReaderAndSource) {
+  std::string root;
+  if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
+  const Index index = open_index(root);
+  try {
+    Iterator it(index, config(reader(), source().kind));
+    FAIL() << "accepted";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(reader()), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::string("the ") + source_kind_name(source().kind) + " source"),
+              std::string::npos)
+        << msg;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, RefusedPair, ::testing::ValuesIn(pairs(true)), param_name);
 
 // ---- the source layer itself ------------------------------------------------------------
 
@@ -570,7 +608,7 @@ TEST(SourceLayer, SynchronousSourceUnderUringReaderIsRefusedNamingBoth) {
     Iterator it(index, config("uring:8:2", SourceOptions::Kind::automatic),
                 std::make_unique<SyncOnlySource>());
     FAIL() << "accepted";
-  } catch (const Error& e) {
+  } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("uring:8:2"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("sync-only"), std::string::npos) << e.what();
   }
@@ -623,7 +661,7 @@ TEST(SourceLayer, PreadReadsWholeFilesAndRanges) {
     EXPECT_TRUE(std::equal(range.begin(), range.end(), bytes.begin() + 1000, bytes.begin() + 1500));
     EXPECT_THROW(s->read({path, 9900, 500}, buf), Error);  // past the end: truncated
     EXPECT_ERROR("missing", s->read({d / "missing", 0, SampleLocation::kWholeFile}, buf));
-    if (s->queue_depth() == 0) continue;
+    if (!s->asynchronous()) continue;
     s->submit({1, {path, 2000, 100}, &buf});
     ReadBuffer other;
     s->submit({2, {d / "missing", 0, SampleLocation::kWholeFile}, &other});

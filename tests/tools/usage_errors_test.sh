@@ -62,6 +62,11 @@ expect 2 "--dtype: unknown output type 'f16': expected f32 .* or u8" bench "$tmp
 expect 2 "--transform: unknown transform 'x': expected" train "$tmp/d" --transform x
 expect 2 "--on-error: .*expected skip or fail" bench "$tmp/d" --on-error maybe
 expect 2 "--source: unknown source 'tape'" bench "$tmp/d" --source tape
+# A reader that keeps reads in flight refuses a named synchronous source (never swaps it).
+expect 2 "reader uring:8:2 keeps reads in flight and needs an asynchronous source.*the pread source" \
+  bench "$tmp/d" --reader uring:8:2 --source pread
+expect 2 "reader uring:4:1 .*the pread source" train "$tmp/d" --reader uring:4:1 --source pread \
+  --steps 1
 expect 2 "--arch: model 'resnet19': expected resnet18" train "$tmp/d" --arch resnet19
 expect 2 "--backend: unknown backend 'tpu': expected cpu or cuda" train "$tmp/d" --backend tpu
 expect 2 "--precision: unknown precision 'f8'" train "$tmp/d" --precision f8

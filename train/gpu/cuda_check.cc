@@ -38,10 +38,6 @@ void check(cudnnStatus_t status, const char* call, const char* file, int line) {
       status);
 }
 
-const char* cublas_status_name(cublasStatus_t status) {
-  return cublasGetStatusName(status);
-}
-
 void check(cublasStatus_t status, const char* call, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) [[likely]]
     return;

@@ -19,9 +19,6 @@ void check(cudnnStatus_t status, const char* call, const char* file, int line);
 void check(cublasStatus_t status, const char* call, const char* file, int line);
 void check(CUptiResult status, const char* call, const char* file, int line);
 
-// cuBLAS's status name (cublasGetStatusString exists, but keep one place for all names).
-const char* cublas_status_name(cublasStatus_t status);
-
 }  // namespace stoker::gpu
 
 #define STOKER_GPU(call) ::stoker::gpu::check((call), #call, __FILE__, __LINE__)
