@@ -461,7 +461,6 @@ class CudaBackend final : public Backend {
     return net_->debug_tensor(id, gradient);
   }
 
-  CudnnNet& net() { return *net_; }
 
  private:
   void record(StepEvent e) { STOKER_GPU(cudaEventRecord(events_[slot_][e], compute_)); }
@@ -684,12 +683,6 @@ std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConf
            precision_name(config.precision), config.device, major);
   }
   return std::make_unique<CudaBackend>(net, config);
-}
-
-CudnnNet& cudnn_net_of(Backend& backend) {
-  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
-  STOKER_CHECK_MSG(cuda != nullptr, "not a CUDA backend");
-  return cuda->net();
 }
 
 }  // namespace stoker::gpu

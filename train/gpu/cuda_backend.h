@@ -12,14 +12,10 @@
 
 namespace stoker::gpu {
 
-class CudnnNet;
 
 // stoker::Error with a one-line reason when no device can run it ("no CUDA device: ...",
 // naming the runtime's error, e.g. insufficient driver), or when the config is not one the
 // GPU backend plans (names what and why).
 std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConfig& config);
-
-// The planned net behind a backend made by make_cuda_backend, for tests.
-CudnnNet& cudnn_net_of(Backend& backend);
 
 }  // namespace stoker::gpu
