@@ -12,7 +12,6 @@
 
 namespace stoker::gpu {
 
-
 // stoker::Error with a one-line reason when no device can run it ("no CUDA device: ...",
 // naming the runtime's error, e.g. insufficient driver), or when the config is not one the
 // GPU backend plans (names what and why).
