@@ -27,6 +27,7 @@
 #include "common/interrupt.h"
 #include "tools/class_names.h"
 #include "tools/commands.h"
+#include "tools/decode_choice.h"
 #include "tools/evaluate.h"
 #include "tools/loader_options.h"
 #include "tools/option_checks.h"
@@ -297,6 +298,22 @@ void add_train_command(CLI::App& app) {
                   "A:B, the global steps [A, B) to trace (default: the first 20 of this run)")
       ->check(parsed_by([](const std::string& s) { parse_trace_window(s, "", "global steps"); },
                         "A:B"));
+  cmd->add_option("--decode", o->decode,
+                  "Where images are decoded: cpu; gpu (nvJPEG's hardware engine or hybrid "
+                  "backend, the crop window alone; resize and normalise on the GPU; the CPU "
+                  "reads, parses and plans crops); auto (gpu above 512 px with the cuda backend, "
+                  "where the CPU falls short)")
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { check_decode_mode(s); }, "WHERE"));
+  cmd->add_option("--decode-arena", o->decode_arena_mib,
+                  "--decode gpu: MiB of file data a batch may hold (default: half a MiB per "
+                  "image); a file that does not fit is decoded by the CPU, counted")
+      ->check(integer_in(1, 1 << 16));
+  cmd->add_option("--decode-memory", o->decode_memory_mib,
+                  "--decode gpu: MiB of GPU memory for decoded crop windows; a batch needing "
+                  "more is decoded in parts")
+      ->capture_default_str()
+      ->check(integer_in(16, 1 << 20));
   o->train.add_to(*cmd);
   // A step needs decoded images, and the backend is planned for whole batches.
   o->loader.add_to(*cmd, kAllLoaderOptions & ~(kNoDecode | kDropLast));

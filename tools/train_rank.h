@@ -18,11 +18,13 @@
 #include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "models/network.h"
+#include "tools/decode_choice.h"
 #include "tools/loader_options.h"
 #include "tools/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/collective.h"
+#include "train/gpu_decode.h"
 #include "train/loader_feed.h"
 #include "train/train_loop.h"
 
@@ -45,6 +47,9 @@ struct TrainCommand {
   int64_t val_every = 0;
   int val_size = 0;  // --val-size: evaluation's side (0: the training size, or the schedule's max)
   int val_resize = 0;  // --val-resize: the short side before the centre crop (0: 256/224 of it)
+  std::string decode = "cpu";        // --decode cpu|gpu|auto (tools/decode_choice.h)
+  int64_t decode_arena_mib = 0;      // --decode-arena (0: half a MiB per image)
+  int64_t decode_memory_mib = 1024;  // --decode-memory
   TrainOptions train;  // what the run computes: restored from a checkpoint on --resume
   LoaderOptions loader;
 };
@@ -79,6 +84,11 @@ struct TrainRun {
   std::unique_ptr<Iterator> iterator;
   std::unique_ptr<BatchFeed> feed;
   LoaderFeed* loader_feed = nullptr;
+  // --decode gpu: `feed` decodes on the GPU the batches of `cpu_feed` (the loader's); the
+  // choice and its reason (tools/decode_choice.h).
+  std::unique_ptr<LoaderFeed> cpu_feed;
+  GpuDecodeFeed* gpu_decode = nullptr;
+  DecodeChoice decode;
   int64_t per_epoch = 0;  // synthetic data has no epochs
   // plan_schedule: this run's steps and the learning-rate schedule's length.
   int64_t steps = 0, schedule_steps = 0;

@@ -285,6 +285,29 @@ void print_summary(const TrainRun& run, const LoopResult& result) {
         t.gaps, t.wall, t.timed_compute, t.residual());
   const std::vector<SizeCost> per_size = sizes_of(run, result, s.skipped);
   if (per_size.size() > 1) print_per_size(per_size);
+  if (run.gpu_decode) {
+    const GpuDecodeReport d = run.gpu_decode->report();
+    fmt::print(
+        "# gpu decode: {} batches; hardware {}, hybrid {} (whole image {}), nvJPEG refused {}, "
+        "undecodable {}; the loader's CPU decoded {}{}{}{}; {:.1f} ms host time a batch\n",
+        d.batches, d.hardware, d.hybrid, d.whole_image, d.engine_cpu, d.failed, d.loader_cpu,
+        d.loader_cpu ? " (" : "", d.loader_cpu_reasons, d.loader_cpu ? ")" : "",
+        d.batches ? 1e3 * d.host_s / double(d.batches) : 0.0);
+  }
+}
+
+nlohmann::json decode_json(const TrainRun& run) {
+  nlohmann::json j = {{"device", run.lc.decode_device == DecodeDevice::gpu ? "gpu" : "cpu"},
+                      {"reason", run.decode.reason}};
+  if (!run.gpu_decode) return j;
+  const GpuDecodeReport d = run.gpu_decode->report();
+  j["gpu"] = {{"decoder", d.decoder},       {"batches", d.batches},
+              {"parts", d.parts},           {"hardware", d.hardware},
+              {"hybrid", d.hybrid},         {"whole_image", d.whole_image},
+              {"engine_cpu", d.engine_cpu}, {"failed", d.failed},
+              {"loader_cpu", d.loader_cpu}, {"loader_cpu_reasons", d.loader_cpu_reasons},
+              {"host_s", d.host_s}};
+  return j;
 }
 
 void write_trace(const TrainRun& run, const TrainCommand& o, const LoopResult& result) {
@@ -341,6 +364,7 @@ void write_train_json(const TrainRun& run, const TrainCommand& o, const LoopResu
       {"synthetic", o.synthetic},
       {"data", o.data},
       {"reader", o.synthetic ? "" : run.lc.reader.text()},
+      {"decode", o.synthetic ? nlohmann::json(nullptr) : decode_json(run)},
       {"first_step", run.state.step},
       {"steps", int64_t(records.size())},
       {"planned_steps", run.steps},

@@ -74,6 +74,17 @@ void make_loader_feed(TrainRun& run, const TrainCommand& o) {
   auto f = std::make_unique<LoaderFeed>(
       *run.iterator, Position{uint64_t(run.state.epoch), uint64_t(run.state.sampler_position)});
   run.loader_feed = f.get();
+  if (run.lc.decode_device == DecodeDevice::gpu) {
+    GpuDecodeOptions g;
+    g.decode_memory = size_t(o.decode_memory_mib) << 20;
+    auto d = make_gpu_decode_feed(*f, *run.backend, g);
+    run.gpu_decode = d.get();
+    if (run.rank0) fmt::print("# decode: gpu ({}): {}\n", run.decode.reason, d->report().decoder);
+    run.cpu_feed = std::move(f);
+    run.feed = std::move(d);
+    return;
+  }
+  if (run.rank0 && o.decode == "auto") fmt::print("# decode: cpu ({})\n", run.decode.reason);
   run.feed = std::move(f);
 }
 
@@ -99,12 +110,18 @@ void check_train_usage(const TrainCommand& o, const CLI::App& app) {
                o.synthetic ? "both" : "neither");
   if (!o.init.empty() && !o.resume.empty())
     usage_fail("train: --init and --resume exclude each other");
+  // The GPU decoder's memory options size what --decode cpu never makes.
+  if (o.decode == "cpu")
+    for (const char* opt : {"--decode-arena", "--decode-memory"})
+      if (app.count(opt) > 0)
+        usage_fail("train: {} means nothing with --decode cpu (it sizes GPU decode)", opt);
   // Random tensors have no loader: its options would be silently ignored.
   if (o.synthetic)
     for (const char* opt :
          {"--reader", "--epochs", "--prefetch", "--transform", "--flip", "--no-shuffle",
           "--on-error", "--max-pixels", "--no-dct-scaling", "--no-partial-decode", "--direct",
-          "--shard-order", "--shuffle-buffer", "--source", "--null-file", "--size-schedule"})
+          "--shard-order", "--shuffle-buffer", "--source", "--null-file", "--size-schedule",
+          "--decode", "--decode-arena", "--decode-memory"})
       if (app.count(opt) > 0)
         usage_fail("train: {} means nothing with --synthetic (random tensors, no loader)", opt);
 }
@@ -174,6 +191,9 @@ void plan_model(TrainRun& run, TrainCommand& o) {
         parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
     run.lc.sampler.rank = uint32_t(run.world.rank());
     run.lc.sampler.world = uint32_t(run.world.world());
+    run.decode = choose_decode(o.decode, run.lc, o.train.backend);
+    run.lc.decode_device = run.decode.device;
+    run.lc.decode_arena = size_t(o.decode_arena_mib) << 20;
   }
   run.batch = int64_t(o.loader.batch);
   run.global_batch = run.batch * run.world.world();

@@ -40,5 +40,8 @@ std::unique_ptr<GpuDecodeFeed> make_gpu_decode_feed(LoaderFeed& inner, Backend& 
                                                     const GpuDecodeOptions& options);
 // Whether this build has GPU decode at all (CUDA and nvJPEG's header found).
 bool gpu_decode_built();
+// Why GPU decode cannot run here (no build support, no nvJPEG library, no CUDA device), or
+// empty when it can.
+std::string gpu_decode_unavailable();
 
 }  // namespace stoker

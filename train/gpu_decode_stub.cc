@@ -16,4 +16,8 @@ bool gpu_decode_built() {
   return false;
 }
 
+std::string gpu_decode_unavailable() {
+  return "this build has no GPU decode (no CUDA toolkit or no nvjpeg.h)";
+}
+
 }  // namespace stoker

@@ -76,6 +76,12 @@ expect 2 "--lr: '-0.1' is not a number >= 0" train "$tmp/d" --lr -0.1
 expect 2 "--milestones: '-3' is not an integer" train "$tmp/d" --milestones 10 -3
 expect 2 "--threads: '0' is not an integer from 1" train "$tmp/d" --threads 0
 expect 2 "--trace-steps: .*expected A:B" train "$tmp/d" --trace-steps 5
+expect 2 "--decode: unknown decode 'tpu': expected cpu, gpu or auto" train "$tmp/d" --decode tpu
+expect 2 "--decode gpu: the cpu backend trains on the CPU" train "$tmp/d" --decode gpu
+expect 2 "--decode gpu: reader processes:2 decodes in other processes" train "$tmp/d" \
+  --decode gpu --backend cuda --reader processes:2
+expect 2 "train: --decode-memory means nothing with --decode cpu" train "$tmp/d" --decode-memory 64
+expect 2 "train: --decode-arena means nothing with --decode cpu" train "$tmp/d" --decode-arena 64
 expect 2 "--quality: '101' is not an integer from 1 to 100" gen "$tmp/x" --quality 101
 expect 2 "--pattern: unknown pattern 'noise': expected photo or index" gen "$tmp/x" --pattern noise
 expect 2 "--classes: '0' is not an integer from 1" model resnet18 --classes 0

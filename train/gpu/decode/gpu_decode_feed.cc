@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // train/gpu_decode.h's feed: the loader's batch in, nvJPEG and the resize kernels on the
 // backend's copy stream, the batch out as on_device.
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "common/error.h"
 #include "loader/iterator.h"
 #include "train/gpu/decode/gpu_decoder.h"
+#include "train/gpu/decode/nvjpeg_api.h"
 #include "train/gpu_decode.h"
 
 namespace stoker {
@@ -88,6 +90,17 @@ std::unique_ptr<GpuDecodeFeed> make_gpu_decode_feed(LoaderFeed& inner, Backend& 
 
 bool gpu_decode_built() {
   return true;
+}
+
+std::string gpu_decode_unavailable() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return "no CUDA device";
+  try {
+    gpu::nvjpeg();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace stoker
