@@ -461,7 +461,6 @@ class CudaBackend final : public Backend {
     return net_->debug_tensor(id, gradient);
   }
 
-
  private:
   void record(StepEvent e) { STOKER_GPU(cudaEventRecord(events_[slot_][e], compute_)); }
 
