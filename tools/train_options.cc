@@ -16,11 +16,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 }
 
 void TrainOptions::add_to(CLI::App& app) {
-  add_rows(train_option_table(), app, *this, 0);
+  add_rows<TrainOptions>(train_option_table(), app, *this, [](const auto&) { return true; });
 }
 
 void TrainOptions::add_backend_options(CLI::App& app) {
-  add_rows(train_option_table(), app, *this, kBackendOption);
+  add_rows<TrainOptions>(train_option_table(), app, *this,
+                         [](const auto& r) { return (r.group & kBackendOption) != 0; });
 }
 
 const std::vector<OptionRow<TrainOptions>>& train_option_table() {

@@ -99,14 +99,6 @@ void check_train_usage(const TrainCommand& o, const CLI::App& app) {
                o.synthetic ? "both" : "neither");
   if (!o.init.empty() && !o.resume.empty())
     usage_fail("train: --init and --resume exclude each other");
-  // Random tensors have no loader: its options would be silently ignored.
-  if (o.synthetic)
-    for (const char* opt :
-         {"--reader", "--epochs", "--prefetch", "--transform", "--flip", "--no-shuffle",
-          "--on-error", "--max-pixels", "--no-dct-scaling", "--no-partial-decode", "--direct",
-          "--shard-order", "--shuffle-buffer", "--source", "--null-file", "--size-schedule"})
-      if (app.count(opt) > 0)
-        usage_fail("train: {} means nothing with --synthetic (random tensors, no loader)", opt);
 }
 
 void start_run(TrainRun& run, TrainCommand& o, const CLI::App& app) {
@@ -170,8 +162,7 @@ void plan_model(TrainRun& run, TrainCommand& o) {
 
   run.lc = o.loader.to_config();
   if (!o.synthetic) {
-    run.lc.reader =
-        parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
+    run.lc.reader = o.loader.one_reader("train");
     run.lc.sampler.rank = uint32_t(run.world.rank());
     run.lc.sampler.world = uint32_t(run.world.world());
   }

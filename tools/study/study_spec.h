@@ -27,11 +27,6 @@ struct StudyConsumer {
   const char* kind_name() const;
 };
 
-// "serial,processes:1,2,4,threads:2,uring:32": a bare count (or range) after a kind repeats
-// that kind ("processes:1,2,4" is processes:1, processes:2, processes:4); "A..B" is every
-// count from A to B ("processes:1..4"). uring takes QD or QD:T; its counts are QDs.
-// stoker::Error naming the option and the bad part.
-std::vector<ReaderSpec> parse_study_readers(const std::string& text);
 // "local,local-cold,shards,nfs,nfs-shards" (any subset, in the order given).
 std::vector<StudyStorage> parse_study_storages(const std::string& text);
 // "emulated:SPEC" (train/emulated_accelerator.h: resnet50-h100, a rate, T/N), "cpu:ARCH",
