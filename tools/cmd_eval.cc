@@ -148,9 +148,9 @@ void add_eval_command(CLI::App& app) {
   // Evaluation is the centre crop in index order, every image once: no augmentation,
   // shuffling, dropped batch or read-only mode to choose.
   o->loader.reader = default_reader();
-  o->loader.add_to(*cmd, {"--transform", "--flip", "--jitter", "--grayscale", "--seed",
-                          "--no-shuffle", "--drop-last", "--no-decode", "--shard-order",
-                          "--shuffle-buffer", "--size-schedule", "--resize-filter"});
+  o->loader.add_to(
+      *cmd, {"--transform", "--flip", "--jitter", "--grayscale", "--seed", "--no-shuffle",
+             "--drop-last", "--no-decode", "--shard-order", "--shuffle-buffer", "--size-schedule"});
   cmd->callback([o, cmd] { run_eval(*o, *cmd); });
 }
 
