@@ -22,30 +22,30 @@ namespace stoker {
 struct LoaderOptions {
   size_t batch = SamplerConfig{}.batch_size;
   size_t prefetch = LoaderConfig{}.prefetch;
-  std::string transform = "rrc";
-  int size = 224;  // output width; height too unless --size HxW set `height`
-  int height = 0;  // --size HxW: output height (0: square)
+  std::string transform = "rrc";      // TransformConfig{}.kind by its short name
+  int size = TransformConfig{}.size;  // output width; height too unless --size HxW set `height`
+  int height = 0;                     // --size HxW: output height (0: square)
   std::array<float, 3> mean = OutputSpec{}.mean, std = OutputSpec{}.std;  // f32 normalisation
-  double flip = 0.5;
-  std::string dtype = "f32";
-  std::string layout = "nchw";
+  double flip = TransformConfig{}.flip;
+  std::string dtype = dtype_name(OutputSpec{}.dtype);
+  std::string layout = layout_name(OutputSpec{}.layout);
   uint64_t seed = SamplerConfig{}.seed;
   bool no_shuffle = false;
   bool drop_last = false;
-  std::string on_error = "skip";
+  std::string on_error = error_policy_name(LoaderConfig{}.on_error);
   uint64_t max_pixels = DecodeOptions{}.max_pixels;
   bool no_dct_scaling = false;
   bool no_partial_decode = false;
   bool no_decode = false;
   bool direct = false;
-  std::string shard_order = "global";
+  std::string shard_order = "global";  // SamplerConfig{}.shard_order
   size_t shuffle_buffer = SamplerConfig{}.shuffle_buffer;
-  std::string source = "auto";
+  std::string source = source_kind_name(SourceOptions{}.kind);
   std::string null_file;
   std::string jitter;  // "B,C,S,H" (empty: none)
-  double grayscale = 0;
-  std::string resize_filter = "fast";
-  std::string size_schedule;  // loader/sampler/size_schedule.h; empty: the fixed --size
+  double grayscale = ColorConfig{}.grayscale;
+  std::string resize_filter = "fast";  // TransformConfig{}.filter
+  std::string size_schedule;           // loader/sampler/size_schedule.h; empty: the fixed --size
   // --reader: one reader, or a list where a command compares several (parse_reader_list).
   // Each command sets its default before registering (train: threads:<cpus>); empty: the
   // command decides when it runs (probe, study: from the dataset, --quick).

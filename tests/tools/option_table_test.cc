@@ -86,6 +86,29 @@ TEST(OptionTable, EveryRowParsesItsDefault) {
   }
 }
 
+// The options' defaults are the library's (its structs hold them; the rows read them).
+TEST(OptionTable, DefaultsAreTheLibrarysOwn) {
+  const LoaderConfig c = LoaderOptions{}.to_config(), d;
+  EXPECT_EQ(c.sampler.batch_size, d.sampler.batch_size);
+  EXPECT_EQ(c.sampler.seed, d.sampler.seed);
+  EXPECT_EQ(c.sampler.shuffle, d.sampler.shuffle);
+  EXPECT_EQ(c.sampler.shard_order, d.sampler.shard_order);
+  EXPECT_EQ(c.sampler.shuffle_buffer, d.sampler.shuffle_buffer);
+  EXPECT_EQ(c.prefetch, d.prefetch);
+  EXPECT_EQ(c.transform.kind, d.transform.kind);
+  EXPECT_EQ(c.transform.size, d.transform.size);
+  EXPECT_EQ(c.transform.flip, d.transform.flip);
+  EXPECT_EQ(c.transform.filter, d.transform.filter);
+  EXPECT_EQ(c.transform.color.grayscale, d.transform.color.grayscale);
+  EXPECT_EQ(c.output.dtype, d.output.dtype);
+  EXPECT_EQ(c.output.layout, d.output.layout);
+  EXPECT_EQ(c.output.mean, d.output.mean);
+  EXPECT_EQ(c.output.std, d.output.std);
+  EXPECT_EQ(c.decode.max_pixels, d.decode.max_pixels);
+  EXPECT_EQ(c.on_error, d.on_error);
+  EXPECT_EQ(c.source.kind, d.source.kind);
+}
+
 TEST(OptionTable, BoundsAreTheCommandLinesChecks) {
   for (const Row* r : rows()) {
     SCOPED_TRACE(r->flag);
