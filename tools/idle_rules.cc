@@ -61,7 +61,7 @@ const std::vector<IdleRule>& idle_rules() {
     // Each row's own "means nothing unless X" (--direct: a uring reader).
     for (const auto& r : loader_option_table())
       for (const IdleWith& w : r.idle)
-        rules.push_back({w.trigger, w.flag, {r.flag}, w.why, w.example, false, w.when});
+        rules.push_back({w.trigger, false, {r.flag}, w.why, w.example, false, w.when});
     return rules;
   }();
   return rules;

@@ -58,15 +58,14 @@ struct Word {
   const char* help;
 };
 
-// The row means nothing while `trigger`'s value in effect makes `when` true (a flag trigger:
-// while it is given): one rule of tools/idle_rules.h. "--direct means nothing unless the
-// reader is uring" is {--reader, when: a reader is not uring}.
+// The row means nothing while `trigger`'s value in effect (given, else its default) makes
+// `when` true: one rule of tools/idle_rules.h. "--direct means nothing unless the reader is
+// uring" is {--reader, when: a reader is not uring}.
 struct IdleWith {
-  const char* trigger;  // a CLI option, another row's or a command's own (--synthetic)
+  const char* trigger;  // another row's CLI option
   const char* example;  // a trigger value under which the row means nothing (tests use it)
   const char* why;      // what the trigger means, for the message
-  bool flag = false;    // the trigger takes no value
-  std::function<bool(const std::string&)> when;  // unused where `flag`
+  std::function<bool(const std::string&)> when;
 };
 
 template <class S>
@@ -87,8 +86,8 @@ struct OptionRow {
   std::vector<IdleWith> idle;        // what it means nothing with
   bool synthetic_too = false;        // means something to `train --synthetic`'s tensors
   std::string example;               // a valid value other than the default ("": derived)
-  // Sets the value from its command-line text (rows registered by a parser of text: --size,
-  // --mean); empty: `set` from the text as JSON.
+  // Sets the value from its command-line text: the size and triple shapes (--size, --mean),
+  // whose text Python writes from its int, pair or sequence.
   std::function<void(S&, const std::string&)> from_text;
   std::function<nlohmann::json(const S&)> get;    // as stored (stored_as) and compared
   std::function<nlohmann::json(const S&)> value;  // as the field holds it (Python's defaults)
@@ -153,7 +152,7 @@ struct OptionRow {
   // Means nothing while `trigger`'s value makes `when` true (see IdleWith).
   OptionRow idle_with(const char* trigger, const char* example_value, const char* why,
                       std::function<bool(const std::string&)> when) && {
-    idle.push_back({trigger, example_value, why, false, std::move(when)});
+    idle.push_back({trigger, example_value, why, std::move(when)});
     return std::move(*this);
   }
   OptionRow feeds_synthetic() && {
