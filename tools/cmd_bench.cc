@@ -41,7 +41,6 @@ namespace {
 
 struct BenchOptions {
   std::vector<std::string> data;
-  std::string readers;
   int epochs = 1;
   size_t max_batches = 0;
   double seconds = 0;  // 0: no time bound
@@ -273,18 +272,8 @@ std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
   o.trace_window = {0, 20};
   if (!o.trace_batches.empty())
     o.trace_window = parse_trace_window(o.trace_batches, "--trace-batches", "batches of a run");
-  if (o.readers.empty()) o.readers = fmt::format("serial,threads:{}", online_cpus());
-  std::vector<ReaderSpec> readers;
-  for (const auto& r : split(o.readers, ',')) readers.push_back(parse_reader(r));
-  if (readers.empty()) fail("--reader: no reader given");
-  for (const ReaderSpec& r : readers) {
-    if (base.source.direct && r.kind != ReaderSpec::Kind::uring) {
-      usage_fail(
-          "--direct needs uring readers (O_DIRECT wants aligned buffers); {} reads through the "
-          "page cache",
-          r.text());
-    }
-  }
+  // --direct with a reader other than uring is an idle option (tools/idle_rules.h).
+  const std::vector<ReaderSpec> readers = parse_reader_list(o.loader.reader);
   // Cold: every file is evicted before each run and again right after it is read, so
   // later epochs read storage too.
   base.source.evict_after_read = o.cold;
@@ -515,10 +504,6 @@ void add_bench_command(CLI::App& app) {
                   "Dataset roots (ImageFolder roots, list files, packed shards, nfs:// URLs); "
                   "none: the built-in "
                   "default at three resolutions");
-  cmd->add_option("--reader", o->readers,
-                  "Comma-separated readers: serial, threads:N, processes:N, uring:QD[:T] "
-                  "(default: serial,threads:<cpus>)")
-      ->check(each_parsed_by([](const std::string& s) { parse_reader(s); }, "READERS"));
   cmd->add_option("--epochs", o->epochs, "Epochs per run")
       ->capture_default_str()
       ->check(integer_in(1, 1u << 20));
@@ -550,7 +535,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--trace-batches", o->trace_batches,
                   "Batches [A, B) of each run kept for --trace, counted from 0 (default: 0:20)")
       ->check(parsed_by([](const std::string& s) { parse_trace_window(s, "", "batches"); }, "A:B"));
-  o->loader.add_to(*cmd, kAllLoaderOptions);
+  o->loader.reader = fmt::format("serial,threads:{}", online_cpus());
+  o->loader.add_to(*cmd);
   cmd->callback([o] { run_bench(*o); });
 }
 

@@ -32,7 +32,7 @@ namespace stoker {
 namespace {
 
 struct EvalCommand {
-  std::string data, checkpoint, arch, reader, json;
+  std::string data, checkpoint, arch, json;
   int classes = 0;
   TrainOptions compute;  // only its backend options (add_backend_options)
   LoaderOptions loader;
@@ -82,7 +82,7 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
   o.loader.transform = "center";
   o.loader.no_shuffle = true;
   LoaderConfig lc = o.loader.to_config();
-  lc.reader = parse_reader(o.reader.empty() ? fmt::format("threads:{}", online_cpus()) : o.reader);
+  lc.reader = o.loader.one_reader("eval");
   lc.sampler.drop_last = false;
 
   BackendConfig bc = backend_config(lc, int64_t(o.loader.batch), o.compute.threads);
@@ -143,15 +143,14 @@ void add_eval_command(CLI::App& app) {
       ->check(parsed_by([](const std::string& s) { parse_resnet_arch(s); }, "ARCH"));
   cmd->add_option("--classes", o->classes, "Output classes (default: from fc.bias)")
       ->check(integer_in(1, 1 << 20));
-  cmd->add_option("--reader", o->reader, "Reader policy (default threads:<cores>)")
-      ->check(parsed_by([](const std::string& s) { parse_reader(s); }, "READER"));
   o->compute.add_backend_options(*cmd);
   cmd->add_option("--json", o->json, "Write the result here");
   // Evaluation is the centre crop in index order, every image once: no augmentation,
   // shuffling, dropped batch or read-only mode to choose.
-  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kTransform | kFlip | kJitter | kGrayscale | kSeed |
-                                               kNoShuffle | kDropLast | kNoDecode | kShardOrder |
-                                               kShuffleBuffer | kSizeSchedule));
+  o->loader.reader = default_reader();
+  o->loader.add_to(
+      *cmd, {"--transform", "--flip", "--jitter", "--grayscale", "--seed", "--no-shuffle",
+             "--drop-last", "--no-decode", "--shard-order", "--shuffle-buffer", "--size-schedule"});
   cmd->callback([o, cmd] { run_eval(*o, *cmd); });
 }
 

@@ -114,8 +114,8 @@ void add_peek_command(CLI::App& app) {
   o->loader.batch = 16;
   // peek uses the serial reader and draws u8 pixels: no prefetch, output format or
   // read-only mode (which would draw black tiles).
-  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kPrefetch | kDtype | kLayout | kNoDecode | kDirect |
-                                               kNormalize | kSizeSchedule));
+  o->loader.add_to(*cmd, {"--prefetch", "--dtype", "--layout", "--no-decode", "--direct", "--mean",
+                          "--std", "--size-schedule", "--reader"});
   cmd->callback([o] { run_peek(*o); });
 }
 

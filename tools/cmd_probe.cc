@@ -22,6 +22,7 @@
 #include "loader/sources/nfs_url.h"
 #include "loader/sources/source.h"
 #include "tools/commands.h"
+#include "tools/loader_options.h"
 #include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "tools/source_probe.h"
@@ -32,11 +33,10 @@ namespace {
 
 struct ProbeOptions {
   std::string data;
-  std::string readers;
+  LoaderOptions loader;  // --reader and --direct, the loader's own rows
   std::string depths;
   size_t max_files = 0;
   bool warm = false;
-  bool direct = false;
   std::string json;
 };
 
@@ -63,12 +63,18 @@ void run_probe(ProbeOptions& o) {
   const bool nfs = is_nfs_url(index.root);
   // NFS: the client has no page cache to empty, and the server's is not ours to evict.
   if (nfs) o.warm = true;
-  if (nfs && o.readers.empty() && o.depths.empty()) o.depths = "1,32";
-  if (o.readers.empty() && !nfs) {
-    o.readers = fmt::format("serial,threads:{},threads:{},uring:32:{}", cpus, 4 * cpus, cpus);
+  const bool direct = o.loader.direct;
+  std::string& reader_text = o.loader.reader;
+  if (nfs && reader_text.empty() && o.depths.empty()) o.depths = "1,32";
+  // With --direct the default is the readers O_DIRECT means something to (a reader given
+  // that is not uring is refused: tools/idle_rules.h).
+  if (reader_text.empty() && !nfs) {
+    reader_text =
+        direct ? fmt::format("uring:32:{}", cpus)
+               : fmt::format("serial,threads:{},threads:{},uring:32:{}", cpus, 4 * cpus, cpus);
   }
-  std::vector<ReaderSpec> readers;
-  for (const std::string& r : split_list(o.readers)) readers.push_back(parse_reader(r));
+  const std::vector<ReaderSpec> readers =
+      reader_text.empty() ? std::vector<ReaderSpec>{} : parse_reader_list(reader_text);
   std::vector<uint32_t> depths;
   for (const std::string& d : split_list(o.depths)) {
     depths.push_back(static_cast<uint32_t>(std::stoul(d)));  // checked by the option
@@ -80,7 +86,7 @@ void run_probe(ProbeOptions& o) {
              nfs      ? "on the NFS server (not evicted)"
              : o.warm ? "warm (not evicted)"
                       : "evicted before each run",
-             o.direct ? "on" : "off");
+             direct ? "on" : "off");
   fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "order", "reader", "files/s", "MB/s",
              "read50", "read99", "cores");
   fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "", "ms", "ms", "");
@@ -92,7 +98,7 @@ void run_probe(ProbeOptions& o) {
       if (interrupted()) break;
       if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
       SourceOptions so;
-      so.direct = o.direct;
+      so.direct = direct;
       const SourceProbe p = probe_source(index, so, depth, shuffled, 0, o.max_files);
       const char* order = shuffled ? "shuffled" : "sequential";
       fmt::print("{:<11} {:<14} {:>10.0f} {:>9.1f} {:>9.2f} {:>9.2f} {:>9.2f}\n", order,
@@ -107,12 +113,11 @@ void run_probe(ProbeOptions& o) {
     }
     for (const ReaderSpec& reader : readers) {
       if (interrupted()) break;
-      if (o.direct && reader.kind != ReaderSpec::Kind::uring) continue;
       if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
       LoaderConfig c;
       c.reader = reader;
       c.no_decode = true;
-      c.source.direct = o.direct;
+      c.source.direct = direct;
       c.sampler.shuffle = shuffled;
       c.sampler.batch_size = 64;
       c.prefetch = 4;
@@ -151,7 +156,7 @@ void run_probe(ProbeOptions& o) {
                     {"bytes", total},
                     {"warm", o.warm},
                     {"depths", o.depths},
-                    {"direct", o.direct},
+                    {"direct", direct},
                     {"interrupted", interrupted()}});
     out << nlohmann::json{{"context", context}, {"results", results}}.dump(2) << "\n";
     if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
@@ -169,10 +174,7 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("data", o->data,
                   "Dataset: ImageFolder root, list file, packed shards or nfs:// URL")
       ->required();
-  cmd->add_option("--reader", o->readers,
-                  "Comma-separated readers (default: serial,threads:<cpus>,threads:<4 x cpus>,"
-                  "uring:32:<cpus>)")
-      ->check(each_parsed_by([](const std::string& s) { parse_reader(s); }, "READERS"));
+  o->loader.add_only(*cmd, {"--reader", "--direct"});
   cmd->add_option("--depth", o->depths,
                   "Comma-separated requests in flight for the source alone, no reader (e.g. "
                   "1,32; default for nfs:// datasets, which then run no reader unless --reader)")
@@ -187,7 +189,6 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--max-files", o->max_files, "Stop each run after about this many files")
       ->check(integer_in(1));
   cmd->add_flag("--warm", o->warm, "Do not evict the files from the page cache first");
-  cmd->add_flag("--direct", o->direct, "O_DIRECT reads (uring readers only; others are skipped)");
   cmd->add_option("--json", o->json, "Write results as one JSON document");
   cmd->callback([o] { run_probe(*o); });
 }

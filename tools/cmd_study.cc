@@ -40,7 +40,7 @@ namespace fs = std::filesystem;
 struct StudyOptions {
   std::vector<std::string> data;
   bool quick = false;
-  std::string readers, storages, consumers;
+  std::string storages, consumers;
   int iterations = 100, warmup = 5;
   int repeats = 3;  // runs of every cell, interleaved
   std::string out;
@@ -248,16 +248,16 @@ class StudyRun {
       if (!given("--size")) o_.loader.size = 112;
     }
     const int n = online_cpus();
-    if (o_.readers.empty())
-      o_.readers = q ? fmt::format("serial,processes:1..{},threads:{},uring:16", n, n)
-                     : fmt::format("serial,processes:1..{},threads:{},uring:32", n, n);
+    if (o_.loader.reader.empty())
+      o_.loader.reader = q ? fmt::format("serial,processes:1..{},threads:{},uring:16", n, n)
+                           : fmt::format("serial,processes:1..{},threads:{},uring:32", n, n);
     if (o_.storages.empty()) o_.storages = "local,local-cold,shards,nfs,nfs-shards";
     if (o_.consumers.empty()) o_.consumers = "emulated:resnet50-h100";
   }
 
   void plan() {
     Sweep main{parse_study_storages(o_.storages),
-               parse_study_readers(o_.readers),
+               parse_reader_list(o_.loader.reader),
                parse_study_consumers(o_.consumers),
                {o_.iterations, o_.warmup}};
     sweeps_.push_back(std::move(main));
@@ -631,10 +631,6 @@ void add_study_command(CLI::App& app) {
   cmd->add_flag("--quick", o->quick,
                 "Generate small datasets at 256, 512 and 1024 px and run a short sweep "
                 "(emulated accelerator everywhere, the CPU trainer on local storage)");
-  cmd->add_option("--readers", o->readers,
-                  "Readers: serial, threads:N, processes:N, uring:QD[:T]; a bare count repeats "
-                  "the kind before it, A..B is every count between (default "
-                  "serial,processes:1..<cpus>,threads:<cpus>,uring:32)");
   cmd->add_option("--storage", o->storages,
                   "Storages: local, local-cold, shards, nfs, nfs-shards (default: all)");
   cmd->add_option("--consumer", o->consumers,
@@ -658,8 +654,7 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--data-root", o->data_root, "Where --quick makes its datasets")
       ->capture_default_str();
   // The storage axis chooses the source; every cell drops the short last batch and decodes.
-  o->loader.add_to(*cmd,
-                   kAllLoaderOptions & ~(kDropLast | kSource | kNullFile | kDirect | kNoDecode));
+  o->loader.add_to(*cmd, {"--drop-last", "--source", "--null-file", "--direct", "--no-decode"});
   cmd->callback([o, cmd] { StudyRun(*o).run(*cmd); });
 }
 

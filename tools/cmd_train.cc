@@ -256,9 +256,6 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("data", o->data,
                   "Dataset: ImageFolder root, list file, packed shards or nfs:// URL");
   cmd->add_flag("--synthetic", o->synthetic, "Random tensors instead of a dataset: compute alone");
-  cmd->add_option("--reader", o->reader,
-                  "serial, threads:N, processes:N, uring:QD[:T] (default threads:<cores>)")
-      ->check(parsed_by([](const std::string& s) { parse_reader(s); }, "READER"));
   cmd->add_option("--steps", o->steps,
                   "Optimiser steps to run (default: --epochs of the data; synthetic: 20; "
                   "--resume: to the end of the schedule)")
@@ -316,7 +313,8 @@ void add_train_command(CLI::App& app) {
       ->check(integer_in(16, 1 << 20));
   o->train.add_to(*cmd);
   // A step needs decoded images, and the backend is planned for whole batches.
-  o->loader.add_to(*cmd, kAllLoaderOptions & ~(kNoDecode | kDropLast));
+  o->loader.reader = default_reader();
+  o->loader.add_to(*cmd, {"--no-decode", "--drop-last"});
   // Under mpirun --batch is each rank's, as in PyTorch DDP; the global batch is ranks x it.
   if (CLI::Option* b = cmd->get_option_no_throw("--batch"))
     b->description(b->get_description() + " (per rank under mpirun: global batch = ranks x it)");

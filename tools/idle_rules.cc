@@ -2,53 +2,68 @@
 #include "tools/idle_rules.h"
 
 #include "augment/crop.h"
+#include "tools/loader_options.h"
 
 namespace stoker {
 
 const std::vector<IdleRule>& idle_rules() {
   // Schedule and optimizer names are compared as text (train/lr_schedule.h, train/sgd.h hold
   // their parsers, which this table may not link); a name neither knows applies no rule and
-  // is refused by the parser itself.
-  static const std::vector<IdleRule> rules = {
-      {"--transform",
-       false,
-       {"--flip", "--jitter", "--grayscale"},
-       "evaluation's centre crop: no flip, no colour augmentation",
-       "center",
-       false,
-       [](const std::string& v) {
-         return !v.empty() && parse_transform(v) == TransformKind::center_crop;
-       }},
-      {"--no-decode",
-       true,
-       {"--transform", "--size", "--flip", "--jitter", "--grayscale", "--mean", "--std", "--dtype",
-        "--layout", "--resize-filter", "--no-dct-scaling", "--no-partial-decode"},
-       "files are read, not decoded",
-       "",
-       false,
-       nullptr},
-      {"--schedule",
-       false,
-       {"--milestones", "--gamma"},
-       "they shape a step schedule",
-       "cosine",
-       true,
-       [](const std::string& v) { return v.empty() || v == "cosine" || v == "constant"; }},
-      {"--schedule",
-       false,
-       {"--min-lr"},
-       "it ends a cosine schedule",
-       "step",
-       true,
-       [](const std::string& v) { return v == "step" || v == "constant"; }},
-      {"--optimizer",
-       false,
-       {"--lars-eta"},
-       "it is LARS's",
-       "sgd",
-       true,
-       [](const std::string& v) { return v == "sgd"; }},
-  };
+  // is refused by the parser itself. The loader's rules come from its rows.
+  static const std::vector<IdleRule> rules = [] {
+    std::vector<IdleRule> rules = {
+        {"--transform",
+         false,
+         {"--flip", "--jitter", "--grayscale"},
+         "evaluation's centre crop: no flip, no colour augmentation",
+         "center",
+         false,
+         [](const std::string& v) {
+           return !v.empty() && parse_transform(v) == TransformKind::center_crop;
+         }},
+        {"--no-decode",
+         true,
+         {"--transform", "--size", "--flip", "--jitter", "--grayscale", "--mean", "--std",
+          "--dtype", "--layout", "--resize-filter", "--no-dct-scaling", "--no-partial-decode"},
+         "files are read, not decoded",
+         "",
+         false,
+         nullptr},
+        {"--schedule",
+         false,
+         {"--milestones", "--gamma"},
+         "they shape a step schedule",
+         "cosine",
+         true,
+         [](const std::string& v) { return v.empty() || v == "cosine" || v == "constant"; }},
+        {"--schedule",
+         false,
+         {"--min-lr"},
+         "it ends a cosine schedule",
+         "step",
+         true,
+         [](const std::string& v) { return v == "step" || v == "constant"; }},
+        {"--optimizer",
+         false,
+         {"--lars-eta"},
+         "it is LARS's",
+         "sgd",
+         true,
+         [](const std::string& v) { return v == "sgd"; }},
+    };
+    // `train --synthetic` has no loader: every loader row but those its random tensors have
+    // (batch, size, normalisation, dtype, layout, seed) means nothing, and so does --epochs.
+    IdleRule synthetic{"--synthetic", true, {}, "random tensors, no loader", "", false, nullptr};
+    for (const auto& r : loader_option_table())
+      if (r.add && !r.synthetic_too) synthetic.idle.push_back(r.flag);
+    synthetic.idle.push_back("--epochs");
+    rules.push_back(std::move(synthetic));
+    // Each row's own "means nothing unless X" (--direct: a uring reader).
+    for (const auto& r : loader_option_table())
+      for (const IdleWith& w : r.idle)
+        rules.push_back({w.trigger, false, {r.flag}, w.why, w.example, false, w.when});
+    return rules;
+  }();
   return rules;
 }
 

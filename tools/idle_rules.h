@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one table of options that do nothing in a combination (a flip under evaluation's
-// centre crop, transforms with --no-decode, milestones under a cosine schedule), by CLI
-// option name. The CLI (tools/idle_options.h) and stoker.Loader (python/src/loader_kwargs.cc)
-// each read their own arguments through an OptionLookup and refuse what this finds. Free of
-// CLI11 and of the trainer, so the Python module links it.
+// centre crop, transforms with --no-decode, milestones under a cosine schedule, a loader
+// option under `train --synthetic`, --direct without a uring reader), by CLI option name.
+// The loader's rules are made from its option rows (IdleWith, tools/option_table.h). The CLI
+// (tools/idle_options.h) and stoker.Loader (python/src/loader_kwargs.cc) each read their own
+// arguments through an OptionLookup and refuse what this finds. Free of the trainer, so the
+// Python module links it.
 #pragma once
 
 #include <functional>

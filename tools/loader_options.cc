@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/loader_options.h"
 
-#include "tools/option_checks.h"
-
 #include <fmt/format.h>
+
+#include "common/system_info.h"
+#include "tools/option_checks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -71,8 +72,116 @@ std::string LoaderOptions::size_text() const {
   return height > 0 ? fmt::format("{}x{}", height, size) : std::to_string(size);
 }
 
-void LoaderOptions::add_to(CLI::App& app, uint32_t which) {
-  add_rows(loader_option_table(), app, *this, which);
+namespace {
+
+bool parse_int(const std::string& s, int& v) {
+  size_t used = 0;
+  try {
+    v = std::stoi(s, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return !s.empty() && used == s.size() && v > 0;
+}
+
+// "N" or "A..B" (B - A at most 1024).
+bool parse_counts(const std::string& s, std::vector<int>& out) {
+  const size_t dots = s.find("..");
+  int a = 0, b = 0;
+  if (dots == std::string::npos) {
+    if (!parse_int(s, a)) return false;
+    out = {a};
+    return true;
+  }
+  if (!parse_int(s.substr(0, dots), a) || !parse_int(s.substr(dots + 2), b) || b < a ||
+      b - a > 1024)
+    return false;
+  out.clear();
+  for (int n = a; n <= b; ++n) out.push_back(n);
+  return true;
+}
+
+bool all_uring(const std::string& readers) {
+  for (const ReaderSpec& r : parse_reader_list(readers))
+    if (r.kind != ReaderSpec::Kind::uring) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<ReaderSpec> parse_reader_list(const std::string& text) {
+  std::vector<ReaderSpec> out;
+  std::string kind;  // of the last token, for bare counts after it
+  std::string uring_threads;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string token = text.substr(begin, comma - begin);
+    begin = comma + 1;
+    const size_t colon = token.find(':');
+    std::string k = kind, arg = token;
+    if (colon != std::string::npos) {
+      k = token.substr(0, colon);
+      arg = token.substr(colon + 1);
+      uring_threads.clear();
+      if (k == "uring") {
+        const size_t c2 = arg.find(':');
+        if (c2 != std::string::npos) {
+          uring_threads = arg.substr(c2);
+          arg = arg.substr(0, c2);
+        }
+      }
+    }
+    std::vector<int> counts;
+    if (token == "serial" || k.empty() || (k != "threads" && k != "processes" && k != "uring") ||
+        !parse_counts(arg, counts)) {
+      if (token.empty() || (colon == std::string::npos && token != "serial" && !kind.empty()))
+        fail(
+            "'{}' is not a reader: expected serial, threads:N, processes:N, uring:QD[:T], a "
+            "count after one of them, or A..B",
+            token);
+      out.push_back(parse_reader(token));  // serial, or its message for what is not a reader
+      kind = token == "serial" ? "" : k;
+      continue;
+    }
+    for (int n : counts) out.push_back(parse_reader(fmt::format("{}:{}{}", k, n, uring_threads)));
+    kind = k;
+  }
+  return out;
+}
+
+std::string default_reader() {
+  return fmt::format("threads:{}", online_cpus());
+}
+
+ReaderSpec LoaderOptions::one_reader(const char* who) const {
+  const std::vector<ReaderSpec> r = parse_reader_list(reader.empty() ? default_reader() : reader);
+  if (r.size() != 1)
+    usage_fail("{}: --reader {} names {} readers; {} runs one", who, reader, r.size(), who);
+  return r[0];
+}
+
+void LoaderOptions::add_to(CLI::App& app, const std::vector<std::string>& except) {
+  for (const std::string& f : except) STOKER_CHECK_MSG(loader_option(f) != nullptr, "{}", f);
+  add_rows<LoaderOptions>(loader_option_table(), app, *this, [&](const auto& r) {
+    return std::find(except.begin(), except.end(), r.flag) == except.end();
+  });
+}
+
+void LoaderOptions::add_only(CLI::App& app, const std::vector<std::string>& only) {
+  for (const std::string& f : only) STOKER_CHECK_MSG(loader_option(f) != nullptr, "{}", f);
+  add_rows<LoaderOptions>(loader_option_table(), app, *this, [&](const auto& r) {
+    return std::find(only.begin(), only.end(), r.flag) != only.end();
+  });
+}
+
+const OptionRow<LoaderOptions>* loader_option(const std::string& flag) {
+  for (const auto& r : loader_option_table()) {
+    if (r.flag != nullptr && flag == r.flag) return &r;
+    for (const char* a : r.aliases)
+      if (flag == a) return &r;
+  }
+  return nullptr;
 }
 
 const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
@@ -82,30 +191,48 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
   static const std::vector<Row> table = [] {
     std::vector<Row> t;
     t.push_back(option_row("batch", "--batch", &O::batch, "Samples per batch")
-                    .checked(integer_in(1, 1u << 20))
-                    .on_resume(OnResume::global)
-                    .in(kBatch));
+                    .integer_range(1, 1u << 20)
+                    .python("batch_size")
+                    .feeds_synthetic()
+                    .on_resume(OnResume::global));
     t.push_back(option_row("prefetch", "--prefetch", &O::prefetch,
                            "Batches prepared ahead of the consumer (all readers but serial)")
-                    .checked(integer_in(1, 1024))
-                    .in(kPrefetch));
+                    .integer_range(1, 1024)
+                    .python("prefetch"));
+    // One row for every command; bench, probe and study compare the readers of a list, the
+    // others run one (LoaderOptions::one_reader). `study --readers` is the older name.
+    t.push_back(
+        option_row("reader", "--reader", &O::reader,
+                   "Reader policy: serial, threads:N, processes:N, uring:QD[:T] (docs/CLI.md, "
+                   "Readers); bench, probe and study take a comma-separated list, where a bare "
+                   "count repeats the kind before it and A..B is every count between")
+            .checked(parsed_by([](const std::string& s) { parse_reader_list(s); }, "READER"))
+            .also("--readers")
+            .python("reader")
+            .sample("serial"));
     // Stored and compared by its full name: a run started with `rrc` resumes with
     // `random-resized-crop` (the same transform), and contexts name it one way.
-    t.push_back(
-        option_row("transform", "--transform", &O::transform,
-                   "random-resized-crop (rrc), random-crop (crop: the study's fixed "
-                   "window), center-crop (center: evaluation)")
-            .checked(parsed_by([](const std::string& s) { parse_transform(s); }, "TRANSFORM"))
-            .stored_as([](const O& o) -> nlohmann::json {
-              return transform_name(parse_transform(o.transform));
-            })
-            .on_resume(kept)
-            .in(kTransform));
+    t.push_back(option_row("transform", "--transform", &O::transform, "Crop and resize")
+                    .accepts(
+                        {{"random-resized-crop", "rrc: torchvision's RandomResizedCrop"},
+                         {"random-crop", "crop: the study's fixed window"},
+                         {"center-crop", "center: evaluation's resize and centre crop"}},
+                        [](const std::string& s) { parse_transform(s); }, "TRANSFORM")
+                    .stored_as([](const O& o) -> nlohmann::json {
+                      return transform_name(parse_transform(o.transform));
+                    })
+                    .python("transform")
+                    .on_resume(kept));
     t.push_back(
         field_row("size", "--size", &O::size,
                   "Output size: N (N x N pixels) or HxW (height x width, as torchvision's (h, w))")
             .on_resume(kept)
-            .in(kSize)
+            .shaped(ValueShape::size)
+            .python("size")
+            .feeds_synthetic()
+            .sample("48x64")
+            .idle_with("--size-schedule", "32:64@0-2", "a schedule sets every size",
+                       [](const std::string& v) { return !v.empty(); })
             .added_by([](CLI::App& app, O& o, const Row& r) {
               return app
                   .add_option_function<std::string>(
@@ -113,40 +240,43 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                       r.help)
                   ->default_str(o.size_text());
             }));
+    t.back().from_text = [](O& o, const std::string& s) { parse_size(s, o.size, o.height); };
     // Set by --size HxW (0: square); registered with "size".
-    t.push_back(field_row("height", "--size", &O::height, "").on_resume(kept).in(kSize));
+    t.push_back(field_row("height", "--size", &O::height, "").on_resume(kept));
     t.push_back(
-        field_row("size_schedule", "--size-schedule", &O::size_schedule,
-                  "Progressive resizing (square): MIN:MAX@A-B is MIN px until epoch A, a linear "
-                  "ramp to MAX px by epoch B (rounded to a multiple of 32, as FFCV), MAX px "
-                  "after; MIN:MAX@steps:A-B counts optimiser steps (batches) instead")
-            .on_resume(kept)
-            .in(kSizeSchedule)
-            .added_by([](CLI::App& app, O& o, const Row& r) {
-              CLI::Option* opt =
-                  app.add_option(r.flag, o.size_schedule, r.help)
-                      ->check(parsed_by([](const std::string& s) { parse_size_schedule(s); },
-                                        "SCHEDULE"));
-              if (CLI::Option* size = app.get_option_no_throw("--size")) opt->excludes(size);
-              return opt;
-            }));
+        option_row("size_schedule", "--size-schedule", &O::size_schedule,
+                   "Progressive resizing (square): MIN:MAX@A-B is MIN px until epoch A, a linear "
+                   "ramp to MAX px by epoch B (rounded to a multiple of 32, as FFCV), MAX px "
+                   "after; MIN:MAX@steps:A-B counts optimiser steps (batches) instead")
+            .checked(parsed_by([](const std::string& s) { parse_size_schedule(s); }, "SCHEDULE"))
+            .no_default()
+            .python("size_schedule")
+            .sample("32:64@0-2")
+            .on_resume(kept));
     // Normalisation: three numbers each, given as "R,G,B".
     const auto triple = [](const char* key, const char* flag, std::array<float, 3> O::*m,
                            const char* help, const char* default_text, bool positive) {
-      return field_row(key, flag, m, help)
-          .on_resume(kept)
-          .in(kNormalize)
-          .added_by([m, default_text, positive](CLI::App& app, O& o, const Row& r) {
-            const char* flag = r.flag;
-            return app
-                .add_option_function<std::string>(
-                    flag,
-                    [&o, m, flag, positive](const std::string& s) {
-                      o.*m = parse_triple(flag, s, positive);
-                    },
-                    r.help)
-                ->default_str(default_text);
-          });
+      Row r = field_row(key, flag, m, help)
+                  .on_resume(kept)
+                  .shaped(ValueShape::triple)
+                  .python(key)
+                  .feeds_synthetic()
+                  .sample("0.5,0.5,0.5")
+                  .added_by([m, default_text, positive](CLI::App& app, O& o, const Row& row) {
+                    const char* f = row.flag;
+                    return app
+                        .add_option_function<std::string>(
+                            f,
+                            [&o, m, f, positive](const std::string& s) {
+                              o.*m = parse_triple(f, s, positive);
+                            },
+                            row.help)
+                        ->default_str(default_text);
+                  });
+      r.from_text = [m, flag, positive](O& o, const std::string& s) {
+        o.*m = parse_triple(flag, s, positive);
+      };
+      return r;
     };
     t.push_back(triple("mean", "--mean", &O::mean,
                        "Per-channel mean R,G,B on the 0..1 scale, for f32 output ((x/255 - "
@@ -156,74 +286,97 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                        "Per-channel standard deviation R,G,B on the 0..1 scale (positive)",
                        "0.229,0.224,0.225", true));
     t.push_back(option_row("flip", "--flip", &O::flip, "Probability of a horizontal flip")
-                    .checked(number_in(0.0, 1.0))
-                    .on_resume(kept)
-                    .in(kFlip));
-    t.push_back(
-        option_row("dtype", "--dtype", &O::dtype, "f32 (normalised with ImageNet mean/std) or u8")
-            .checked(parsed_by([](const std::string& s) { parse_dtype(s); }, "DTYPE"))
-            .in(kDtype));
-    t.push_back(option_row("layout", "--layout", &O::layout, "nchw or nhwc")
-                    .checked(parsed_by([](const std::string& s) { parse_layout(s); }, "LAYOUT"))
-                    .on_resume(kept)
-                    .in(kLayout));
+                    .number_range(0.0, 1.0)
+                    .python("flip")
+                    .on_resume(kept));
+    t.push_back(option_row("dtype", "--dtype", &O::dtype, "Output type")
+                    .accepts(
+                        {{"f32", "normalised with --mean and --std"}, {"u8", "raw pixels"}},
+                        [](const std::string& s) { parse_dtype(s); }, "DTYPE")
+                    .python("dtype")
+                    .feeds_synthetic());
+    t.push_back(option_row("layout", "--layout", &O::layout, "Output layout")
+                    .accepts(
+                        {{"nchw", "channels first"}, {"nhwc", "channels last"}},
+                        [](const std::string& s) { parse_layout(s); }, "LAYOUT")
+                    .python("layout")
+                    .feeds_synthetic()
+                    .on_resume(kept));
     t.push_back(option_row("seed", "--seed", &O::seed, "Seed for shuffling and augmentation")
-                    .checked(integer_in(0))
-                    .on_resume(kept)
-                    .in(kSeed));
+                    .integer_range(0)
+                    .python("seed")
+                    .feeds_synthetic()
+                    .on_resume(kept));
     t.push_back(
         option_row("no_shuffle", "--no-shuffle", &O::no_shuffle, "Visit samples in index order")
-            .on_resume(kept)
-            .in(kNoShuffle));
+            .python("shuffle", true)
+            .on_resume(kept));
     t.push_back(option_row("drop_last", "--drop-last", &O::drop_last,
                            "Drop the short last batch of an epoch")
-                    .in(kDropLast));
-    t.push_back(
-        option_row("on_error", "--on-error", &O::on_error,
-                   "Bad sample policy: skip (replace by the next sample, count and list) "
-                   "or fail")
-            .checked(parsed_by([](const std::string& s) { parse_error_policy(s); }, "POLICY"))
-            .in(kOnError));
+                    .python("drop_last"));
+    t.push_back(option_row("on_error", "--on-error", &O::on_error, "Bad sample policy")
+                    .accepts(
+                        {{"skip", "replace by the next sample, count and list"},
+                         {"fail", "stop with an error naming the file"}},
+                        [](const std::string& s) { parse_error_policy(s); }, "POLICY")
+                    .python("on_error"));
     t.push_back(option_row("max_pixels", "--max-pixels", &O::max_pixels,
                            "Refuse images whose header claims more pixels")
-                    .checked(integer_in(1))
-                    .in(kMaxPixels));
+                    .integer_range(1)
+                    .python("max_pixels"));
     t.push_back(option_row("no_dct_scaling", "--no-dct-scaling", &O::no_dct_scaling,
                            "Always decode JPEGs at full resolution")
-                    .in(kNoDctScaling));
+                    .python("dct_scaling", true));
     t.push_back(option_row("no_partial_decode", "--no-partial-decode", &O::no_partial_decode,
                            "Decode whole JPEGs even where the crop needs only some rows and "
                            "columns")
-                    .in(kNoPartialDecode));
+                    .python("partial_decode", true));
     t.push_back(option_row("no_decode", "--no-decode", &O::no_decode,
                            "Read only (no decode or augment): the raw storage path through the "
                            "reader")
-                    .in(kNoDecode));
+                    .python("decode", true));
     t.push_back(option_row("direct", "--direct", &O::direct,
                            "O_DIRECT reads, bypassing the page cache (uring readers)")
-                    .in(kDirect));
-    t.push_back(option_row("shard_order", "--shard-order", &O::shard_order,
-                           "Packed shards: global (exact shuffle, each sample read by offset: "
-                           "the file tree's order) or sequential (shards shuffled, streamed "
-                           "through a shuffle buffer)")
-                    .checked(parsed_by([](const std::string& s) { parse_shard_order(s); }, "ORDER"))
-                    .in(kShardOrder));
+                    .python("direct")
+                    .idle_with("--reader", "threads:2",
+                               "O_DIRECT wants aligned buffers: uring readers only",
+                               [](const std::string& v) { return !v.empty() && !all_uring(v); }));
+    t.push_back(
+        option_row("shard_order", "--shard-order", &O::shard_order, "Packed shards' order")
+            .accepts(
+                {{"global", "exact shuffle, each sample read by offset: the file tree's order"},
+                 {"sequential", "shards shuffled, streamed through a shuffle buffer"}},
+                [](const std::string& s) { parse_shard_order(s); }, "ORDER")
+            .python("shard_order"));
     t.push_back(option_row("shuffle_buffer", "--shuffle-buffer", &O::shuffle_buffer,
                            "Samples in the shuffle buffer of --shard-order sequential")
-                    .checked(integer_in(0))
-                    .in(kShuffleBuffer));
-    t.push_back(
-        option_row("source", "--source", &O::source,
-                   "Where bytes come from: auto (from the dataset and reader), pread, "
-                   "uring, null (no I/O, one fixed JPEG: the loader's own overhead), "
-                   "nfs, shard")
-            .checked(parsed_by([](const std::string& s) { parse_source_kind(s); }, "SOURCE"))
-            .in(kSource));
+                    .integer_range(0)
+                    .python("shuffle_buffer")
+                    .idle_with("--shard-order", "global", "only a sequential order has one",
+                               [](const std::string& v) {
+                                 return parse_shard_order(v) !=
+                                        SamplerConfig::ShardOrder::sequential;
+                               }));
+    t.push_back(option_row("source", "--source", &O::source, "Where bytes come from")
+                    .accepts(
+                        {{"auto", "from the dataset and reader"},
+                         {"pread", "local files, one read each"},
+                         {"uring", "local files through io_uring"},
+                         {"null", "no I/O, one fixed JPEG: the loader's own overhead"},
+                         {"nfs", "libnfs"},
+                         {"shard", "a sample's byte range in a packed shard"}},
+                        [](const std::string& s) { parse_source_kind(s); }, "SOURCE")
+                    .python("source_kind"));
     t.push_back(option_row("null_file", "--null-file", &O::null_file,
                            "With --source null: serve this file's bytes instead of the built-in "
                            "JPEG")
                     .no_default()
-                    .in(kNullFile));
+                    .python("null_file")
+                    .sample("photo.jpg")
+                    .idle_with("--source", "pread", "only the null source serves one file",
+                               [](const std::string& v) {
+                                 return parse_source_kind(v) != SourceOptions::Kind::null;
+                               }));
     t.push_back(option_row("jitter", "--jitter", &O::jitter,
                            "Colour jitter B,C,S,H as torchvision's ColorJitter(brightness, "
                            "contrast, saturation, hue): factors drawn per sample from "
@@ -236,22 +389,25 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                         },
                         "B,C,S,H"))
                     .no_default()
-                    .on_resume(kept)
-                    .in(kJitter));
+                    .python("jitter")
+                    .sample("0.4,0.4,0.4,0.1")
+                    .on_resume(kept));
     t.push_back(option_row("grayscale", "--grayscale", &O::grayscale,
                            "Probability of turning a sample grey (RandomGrayscale: 3 equal "
                            "channels of its luma), after any jitter")
-                    .checked(number_in(0.0, 1.0))
-                    .on_resume(kept)
-                    .in(kGrayscale));
+                    .number_range(0.0, 1.0)
+                    .python("grayscale")
+                    .on_resume(kept));
     t.push_back(
-        option_row("resize_filter", "--resize-filter", &O::resize_filter,
-                   "fast (OpenCV bilinear, area averaging from 3x down, after DCT "
-                   "scaling) or antialias (Pillow's bilinear on a full-resolution "
-                   "decode: torchvision's default PIL path, pixel for pixel; slower)")
-            .checked(parsed_by([](const std::string& s) { parse_resize_filter(s); }, "FILTER"))
-            .on_resume(kept)
-            .in(kResizeFilter));
+        option_row("resize_filter", "--resize-filter", &O::resize_filter, "Resize filter")
+            .accepts(
+                {{"fast", "OpenCV bilinear, area averaging from 3x down, after DCT scaling"},
+                 {"antialias",
+                  "Pillow's bilinear on a full-resolution decode: torchvision's default "
+                  "PIL path, pixel for pixel; slower"}},
+                [](const std::string& s) { parse_resize_filter(s); }, "FILTER")
+            .python("resize_filter")
+            .on_resume(kept));
     return t;
   }();
   return table;

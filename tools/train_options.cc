@@ -16,11 +16,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 }
 
 void TrainOptions::add_to(CLI::App& app) {
-  add_rows(train_option_table(), app, *this, 0);
+  add_rows<TrainOptions>(train_option_table(), app, *this, [](const auto&) { return true; });
 }
 
 void TrainOptions::add_backend_options(CLI::App& app) {
-  add_rows(train_option_table(), app, *this, kBackendOption);
+  add_rows<TrainOptions>(train_option_table(), app, *this,
+                         [](const auto& r) { return (r.group & kBackendOption) != 0; });
 }
 
 const std::vector<OptionRow<TrainOptions>>& train_option_table() {
@@ -35,7 +36,7 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
                     .on_resume(kept));
     t.push_back(option_row("classes", "--classes", &T::classes,
                            "Output classes (default: the dataset's; synthetic 1000)")
-                    .checked(integer_in(1, 1 << 20))
+                    .integer_range(1, 1 << 20)
                     .no_default()
                     .on_resume(kept));
     t.push_back(option_row("zero_init_residual", "--zero-init-residual", &T::zero_init_residual,
@@ -53,7 +54,7 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
                         "BACKEND"))
                     .in(kBackendOption));
     t.push_back(option_row("device", "--device", &T::device, "cuda: the CUDA device index")
-                    .checked(integer_in(0, 1023))
+                    .integer_range(0, 1023)
                     .in(kBackendOption));
     t.push_back(
         option_row("precision", "--precision", &T::precision,
@@ -80,30 +81,30 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
     t.push_back(std::move(conv).on_resume(kept).in(kBackendOption));
     t.push_back(option_row("workspace_limit_mib", "--workspace-limit", &T::workspace_limit_mib,
                            "cuda: MiB a convolution may borrow as workspace")
-                    .checked(integer_in(0, 1u << 30))
+                    .integer_range(0, 1u << 30)
                     .in(kBackendOption));
     t.push_back(
         option_row("graph", "--graph", &T::graph, "cuda: capture the step into a CUDA Graph")
             .in(kBackendOption));
     t.push_back(
         option_row("threads", "--threads", &T::threads, "Compute threads (default: every core)")
-            .checked(integer_in(1, 4096))
+            .integer_range(1, 4096)
             .no_default()
             .in(kBackendOption));
     t.push_back(option_row("lr", "--lr", &T::lr, "Base learning rate (default: 0.1 x batch / 256)")
-                    .checked(number_in(0, kInf))
+                    .number_range(0, kInf)
                     .no_default()
                     .on_resume(kept));
     t.push_back(option_row("scale_lr", "--scale-lr", &T::scale_lr,
                            "Linear scaling rule: --lr x batch / 256")
                     .on_resume(kept));
     t.push_back(option_row("momentum", "--momentum", &T::momentum, "SGD momentum")
-                    .checked(number_in(0, 1))
+                    .number_range(0, 1)
                     .on_resume(kept));
     t.push_back(
         option_row("nesterov", "--nesterov", &T::nesterov, "Nesterov momentum").on_resume(kept));
     t.push_back(option_row("weight_decay", "--weight-decay", &T::weight_decay, "L2 weight decay")
-                    .checked(number_in(0, kInf))
+                    .number_range(0, kInf)
                     .on_resume(kept));
     t.push_back(field_row("bn_decay", "--no-bn-decay", &T::bn_decay,
                           "No weight decay on BN parameters and biases")
@@ -119,7 +120,7 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
             .checked(parsed_by([](const std::string& s) { parse_optimizer(s); }, "OPTIMIZER"))
             .on_resume(kept));
     t.push_back(option_row("lars_eta", "--lars-eta", &T::lars_eta, "lars: the trust coefficient")
-                    .checked(number_in(0, kInf, true))
+                    .number_range(0, kInf, true)
                     .on_resume(kept));
     t.push_back(option_row("sync_bn", "--sync-bn", &T::sync_bn,
                            "mpirun: batch-norm statistics over every rank's batch (default: per "
@@ -128,14 +129,14 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
     t.push_back(option_row("bucket_mb", "--bucket-mb", &T::bucket_mb,
                            "mpirun: MiB of gradients per all-reduce bucket, started during the "
                            "backward")
-                    .checked(number_in(0, 1 << 20, true)));
+                    .number_range(0, 1 << 20, true));
     t.push_back(option_row("schedule", "--schedule", &T::schedule_kind,
                            "constant, step or cosine (after the warm-up)")
                     .checked(parsed_by([](const std::string& s) { parse_lr_kind(s); }, "SCHEDULE"))
                     .on_resume(kept));
     t.push_back(option_row("lr_warmup", "--lr-warmup", &T::lr_warmup,
                            "Steps of linear warm-up (default: 5% of the schedule's steps)")
-                    .checked(integer_in(0, INT64_MAX))
+                    .integer_range(0, INT64_MAX)
                     .no_default()
                     .on_resume(kept));
     // Not an option: stored so that a later default cannot change a resumed run.
@@ -143,24 +144,24 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
         option_row("warmup_start_factor", nullptr, &T::warmup_start_factor, "").on_resume(kept));
     t.push_back(option_row("milestones", "--milestones", &T::milestones,
                            "step: steps (after warm-up) where lr x= gamma")
-                    .checked(integer_in(1, INT64_MAX))
+                    .integer_range(1, INT64_MAX)
                     .no_default()
                     .on_resume(kept));
     t.push_back(option_row("gamma", "--gamma", &T::gamma, "step: the decay factor")
-                    .checked(number_in(0, kInf, true))
+                    .number_range(0, kInf, true)
                     .on_resume(kept));
     t.push_back(option_row("min_lr", "--min-lr", &T::min_lr, "cosine: the final rate")
-                    .checked(number_in(0, kInf))
+                    .number_range(0, kInf)
                     .on_resume(kept));
     // The one option a resumed run may change: a longer (or shorter) schedule.
     t.push_back(option_row("total_steps", "--total-steps", &T::total_steps,
                            "Length of the schedule (default: the last step of this run)")
-                    .checked(integer_in(1, INT64_MAX))
+                    .integer_range(1, INT64_MAX)
                     .no_default()
                     .on_resume(OnResume::may_grow));
     t.push_back(option_row("label_smoothing", "--label-smoothing", &T::label_smoothing,
                            "Cross-entropy label smoothing")
-                    .checked(number_in(0.0, 1.0))
+                    .number_range(0.0, 1.0)
                     .on_resume(kept));
     return t;
   }();

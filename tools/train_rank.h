@@ -33,7 +33,6 @@ namespace stoker {
 struct TrainCommand {
   std::string data;
   bool synthetic = false;
-  std::string reader;
   std::string init, resume, save, json;
   int64_t steps = 0;
   int epochs = 0;

@@ -39,6 +39,7 @@ PYBIND11_MODULE(_stoker, m) {
   m.def("drain_log", &stoker::py::drain_log);
   m.def("cli_names", &stoker::py::cli_names);
   m.def("idle_rules", &stoker::py::idle_rules_table);
+  m.def("option_rows", &stoker::py::option_rows);
 
   pyb::class_<LoaderCore, std::shared_ptr<LoaderCore>>(m, "LoaderCore")
       // pin: None, or (pin(address, nbytes), unpin(address)) for the pool's buffers

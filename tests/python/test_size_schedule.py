@@ -31,7 +31,7 @@ def test_schedule_shapes_and_checksums_equal_the_cli(photos, stoker_cli, tmp_pat
 
 
 def test_schedule_and_size_exclude_each_other_and_bad_text_says_why(photos):
-    with pytest.raises(ValueError, match="size or size_schedule"):
+    with pytest.raises(ValueError, match="size means nothing with size_schedule="):
         stoker.Loader(photos, size=64, size_schedule="32:64@0-2")
     with pytest.raises(ValueError, match="MIN 96 is larger than MAX 64"):
         stoker.Loader(photos, size_schedule="96:64@0-2")

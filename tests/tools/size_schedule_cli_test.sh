@@ -23,7 +23,7 @@ expect 2 "MIN 16 is outside 32..8192" train "$d" --size-schedule 16:64@0-2
 expect 2 "needs @A-B" bench "$d" --size-schedule 32:64
 expect 2 "MAX '64x48' is HxW, but a schedule's sizes are square" train "$d" \
   --size-schedule 32:64x48@0-2
-expect 2 "--size-schedule.*excludes|excludes.*--size-schedule" bench "$d" --size 64 \
+expect 2 "bench: --size means nothing with --size-schedule 32:64@0-2" bench "$d" --size 64 \
   --size-schedule 32:64@0-2
 expect 2 "--size-schedule means nothing with --synthetic" train --synthetic \
   --size-schedule 32:64@0-2

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The study's axis parsing (readers with repeated kinds and ranges, storages, consumers)
-// and the bound rule's thresholds (tools/study/study_spec.h).
+// The study's axis parsing (readers with repeated kinds and ranges, the grammar of every
+// command's --reader: tools/loader_options.h; storages, consumers) and the bound rule's
+// thresholds (tools/study/study_spec.h).
 #include "tools/study/study_spec.h"
 
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "test_util.h"
+#include "tools/loader_options.h"
 
 namespace stoker {
 namespace {
@@ -18,13 +20,13 @@ std::vector<std::string> texts(const std::vector<ReaderSpec>& rs) {
 }
 
 TEST(StudySpec, ReadersRepeatTheKindBeforeABareCountAndExpandRanges) {
-  EXPECT_EQ(texts(parse_study_readers("serial,processes:1,2,4,threads:2")),
+  EXPECT_EQ(texts(parse_reader_list("serial,processes:1,2,4,threads:2")),
             (std::vector<std::string>{"serial", "processes:1", "processes:2", "processes:4",
                                       "threads:2"}));
-  EXPECT_EQ(texts(parse_study_readers("processes:1..3,serial")),
+  EXPECT_EQ(texts(parse_reader_list("processes:1..3,serial")),
             (std::vector<std::string>{"processes:1", "processes:2", "processes:3", "serial"}));
   // uring's counts are queue depths; its decode threads carry over to the bare counts.
-  EXPECT_EQ(texts(parse_study_readers("uring:8:2,32")),
+  EXPECT_EQ(texts(parse_reader_list("uring:8:2,32")),
             (std::vector<std::string>{"uring:8:2", "uring:32:2"}));
 }
 
@@ -32,10 +34,10 @@ TEST(StudySpec, BadReadersAreErrorsNamingThePart) {
   for (const char* bad : {"", "4", "serial,4", "bogus:3", "threads:0", "processes:3..1",
                           "threads:x", "processes:1..2000"}) {
     try {
-      parse_study_readers(bad);
+      parse_reader_list(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("--readers"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("reader"), std::string::npos) << e.what();
     }
   }
 }

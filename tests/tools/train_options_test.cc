@@ -69,7 +69,7 @@ struct Parsed {
 
   explicit Parsed(std::vector<std::string> args) {
     train.add_to(app);
-    loader.add_to(app, kAllLoaderOptions & ~(kNoDecode | kDropLast));
+    loader.add_to(app, {"--no-decode", "--drop-last"});
     std::reverse(args.begin(), args.end());  // CLI11 takes them last first
     app.parse(args);
   }

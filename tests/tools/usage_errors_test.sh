@@ -89,7 +89,7 @@ expect 2 "--depth: '0': expected requests in flight" probe "$tmp/d" --depth 1,0
 expect 2 "--emulate 'fast': expected the preset resnet50-h100" bench "$tmp/d" --emulate fast
 expect 2 "--init and --resume exclude each other" train "$tmp/d" --init "$ck" --resume "$ck"
 expect 2 "not both" train "$tmp/d" --synthetic
-expect 2 "--direct needs uring readers" bench "$tmp/d" --reader serial --direct
+expect 2 "bench: --direct means nothing with --reader serial" bench "$tmp/d" --reader serial --direct
 # Every form --emulate's help offers is accepted.
 for e in resnet50-h100 1786 1786img/s 224ms/400; do
   "$stoker" bench "$tmp/d" --reader serial --batch 2 --size 16 --max-batches 1 --emulate "$e" \

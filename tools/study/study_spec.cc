@@ -3,39 +3,11 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "common/error.h"
 #include "models/resnet.h"
 #include "tools/bench_common.h"
 
 namespace stoker {
-
-namespace {
-
-bool parse_int(const std::string& s, int& out) {
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size() && out > 0;
-}
-
-// "N" or "A..B" -> the counts; false when it is neither.
-bool parse_counts(const std::string& s, std::vector<int>& out) {
-  const size_t dots = s.find("..");
-  int a = 0, b = 0;
-  if (dots == std::string::npos) {
-    if (!parse_int(s, a)) return false;
-    out = {a};
-    return true;
-  }
-  if (!parse_int(s.substr(0, dots), a) || !parse_int(s.substr(dots + 2), b) || b < a ||
-      b - a > 1024)
-    return false;
-  out.clear();
-  for (int n = a; n <= b; ++n) out.push_back(n);
-  return true;
-}
-
-}  // namespace
 
 const char* storage_name(StudyStorage s) {
   switch (s) {
@@ -63,48 +35,6 @@ const char* StudyConsumer::kind_name() const {
       return "cuda";
   }
   return "?";
-}
-
-std::vector<ReaderSpec> parse_study_readers(const std::string& text) {
-  std::vector<ReaderSpec> out;
-  std::string kind;  // of the last token, for bare counts after it
-  std::string uring_threads;
-  for (const std::string& token : split(text, ',')) {
-    std::string k = kind, arg = token;
-    const size_t colon = token.find(':');
-    if (token == "serial") {
-      out.push_back(parse_reader("serial"));
-      kind.clear();
-      continue;
-    }
-    if (colon != std::string::npos) {
-      k = token.substr(0, colon);
-      arg = token.substr(colon + 1);
-      uring_threads.clear();
-      if (k == "uring") {
-        const size_t c2 = arg.find(':');
-        if (c2 != std::string::npos) {
-          uring_threads = arg.substr(c2);
-          arg = arg.substr(0, c2);
-        }
-      }
-    } else if (kind.empty()) {
-      fail(
-          "--readers: '{}' is not a reader: expected serial, threads:N, processes:N, "
-          "uring:QD[:T], a count after one of them, or A..B",
-          token);
-    }
-    std::vector<int> counts;
-    if ((k != "threads" && k != "processes" && k != "uring") || !parse_counts(arg, counts))
-      fail(
-          "--readers: '{}' is not a reader: expected serial, threads:N, processes:N, "
-          "uring:QD[:T], a count after one of them, or A..B",
-          token);
-    for (int n : counts) out.push_back(parse_reader(fmt::format("{}:{}{}", k, n, uring_threads)));
-    kind = k;
-  }
-  if (out.empty()) fail("--readers: no reader given");
-  return out;
 }
 
 std::vector<StudyStorage> parse_study_storages(const std::string& text) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The study's axes as the command line gives them (readers, storages, consumers), the cell
-// they combine into, and the rule that names what bounds a finished cell. Parsing and pure
-// arithmetic only: running a cell is study_cell.h, the sweep is tools/cmd_study.cc.
+// The study's axes as the command line gives them (storages, consumers; readers are every
+// command's --reader, tools/loader_options.h: parse_reader_list), the cell they combine into, and
+// the rule that names what bounds a finished cell. Parsing and pure arithmetic only: running a cell
+// is study_cell.h, the sweep is tools/cmd_study.cc.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -27,11 +28,6 @@ struct StudyConsumer {
   const char* kind_name() const;
 };
 
-// "serial,processes:1,2,4,threads:2,uring:32": a bare count (or range) after a kind repeats
-// that kind ("processes:1,2,4" is processes:1, processes:2, processes:4); "A..B" is every
-// count from A to B ("processes:1..4"). uring takes QD or QD:T; its counts are QDs.
-// stoker::Error naming the option and the bad part.
-std::vector<ReaderSpec> parse_study_readers(const std::string& text);
 // "local,local-cold,shards,nfs,nfs-shards" (any subset, in the order given).
 std::vector<StudyStorage> parse_study_storages(const std::string& text);
 // "emulated:SPEC" (train/emulated_accelerator.h: resnet50-h100, a rate, T/N), "cpu:ARCH",
