@@ -23,8 +23,10 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/interrupt.h"
+#include "common/system_info.h"
 #include "tools/class_names.h"
 #include "tools/commands.h"
 #include "tools/decode_choice.h"
@@ -181,7 +183,11 @@ void run_rank(TrainRun& run, TrainCommand& o, const CLI::App& app) {
   add_hooks(run, o);
   std::fflush(stdout);  // the context survives a redirect even if the run is cut short
 
+  const double cpu0 = process_cpu_seconds();
+  const int64_t wall0 = now_ns();
   const LoopResult result = train_loop(*run.backend, *run.feed, run.loop);
+  run.loop_cpu_s = process_cpu_seconds() - cpu0;
+  run.loop_wall_s = double(now_ns() - wall0) * 1e-9;
   const int64_t done = run.state.step + int64_t(result.records.size());
   if (run.rank0 && !o.val.empty() && run.last_val != done && !result.interrupted)
     validate(run, o, done);

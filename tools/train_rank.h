@@ -88,6 +88,8 @@ struct TrainRun {
   std::unique_ptr<LoaderFeed> cpu_feed;
   GpuDecodeFeed* gpu_decode = nullptr;
   DecodeChoice decode;
+  // The loop's process CPU time and wall time (every thread: the loader's, the host's).
+  double loop_cpu_s = 0, loop_wall_s = 0;
   int64_t per_epoch = 0;  // synthetic data has no epochs
   // plan_schedule: this run's steps and the learning-rate schedule's length.
   int64_t steps = 0, schedule_steps = 0;

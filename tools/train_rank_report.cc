@@ -285,6 +285,9 @@ void print_summary(const TrainRun& run, const LoopResult& result) {
         t.gaps, t.wall, t.timed_compute, t.residual());
   const std::vector<SizeCost> per_size = sizes_of(run, result, s.skipped);
   if (per_size.size() > 1) print_per_size(per_size);
+  if (run.loop_wall_s > 0)
+    fmt::print("# cpu: {:.1f} cores busy over the loop ({:.1f} s of CPU time in {:.1f} s)\n",
+               run.loop_cpu_s / run.loop_wall_s, run.loop_cpu_s, run.loop_wall_s);
   if (run.gpu_decode) {
     const GpuDecodeReport d = run.gpu_decode->report();
     fmt::print(
@@ -365,6 +368,8 @@ void write_train_json(const TrainRun& run, const TrainCommand& o, const LoopResu
       {"data", o.data},
       {"reader", o.synthetic ? "" : run.lc.reader.text()},
       {"decode", o.synthetic ? nlohmann::json(nullptr) : decode_json(run)},
+      {"cpu_seconds", run.loop_cpu_s},
+      {"cpu_cores_busy", run.loop_wall_s > 0 ? run.loop_cpu_s / run.loop_wall_s : 0.0},
       {"first_step", run.state.step},
       {"steps", int64_t(records.size())},
       {"planned_steps", run.steps},

@@ -6,6 +6,7 @@
 // propagation per precision (f16 skips the step), the f16 loss scale's checkpoint round trip,
 // update() before any step refused, CUDA Graph replay against eager steps, CUPTI records and
 // algorithm choices.
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -100,6 +101,37 @@ struct WellConditioned {
   std::vector<float> images = std::vector<float>(size_t(kBatch * 3 * kSide * kSide));
   std::vector<int32_t> labels = {0, 1, 2, 3};
 };
+
+// A batch a device producer writes into device_stage()'s slot (what --decode gpu does) trains
+// exactly as the same batch staged from the host: f32 NCHW, the slot in the network's format.
+TEST(CudaBackendDeviceStage, EqualsTheHostBatchBitForBit) {
+  SKIP_WITHOUT_DEVICE();
+  WellConditioned w;
+  BackendConfig c;
+  c.layout = ComputeLayout::nchw;
+  auto host = w.make(c), device = w.make(c);
+  for (int s = 0; s < 3; ++s) {
+    const float want = w.step(*host, 0.01f);
+    const DeviceStage slot = device->device_stage();
+    ASSERT_NE(slot.images, nullptr);
+    ASSERT_EQ(slot.dtype, DeviceDType::f32);
+    ASSERT_FALSE(slot.nhwc);
+    ASSERT_EQ(cudaMemcpyAsync(slot.images, w.images.data(), w.images.size() * sizeof(float),
+                              cudaMemcpyHostToDevice, static_cast<cudaStream_t>(slot.stream)),
+              cudaSuccess);
+    HostBatch b{nullptr, w.labels.data(), WellConditioned::kBatch};
+    b.on_device = true;
+    device->stage(b);
+    device->release_input();
+    device->forward_backward();
+    device->update(SgdConfig{.momentum = 0.9f, .weight_decay = 1e-4f, .decay_bn_and_bias = false},
+                   0.01f);
+    EXPECT_EQ(device->collect().back().loss, want) << "step " << s;
+  }
+  // A host batch after device_stage() without its device batch is refused by name.
+  device->device_stage();
+  EXPECT_THROW(device->stage({w.images.data(), w.labels.data(), WellConditioned::kBatch}), Error);
+}
 
 // The backend's own behaviour on a ResNet-18 at 32 px, batch 2.
 class CudaBackend : public ::testing::Test {
