@@ -126,7 +126,8 @@ def train_row(w, tag, run, idle, peak):
                device_memory_planned_mib=rnd(dm["planned_bytes"] / 2**20) if dm.get("planned_bytes") else None,
                device_memory_peak_mib=rnd(dm["peak_in_use_bytes"] / 2**20) if dm.get("peak_in_use_bytes") else None,
                nvidia_smi_peak_mib=smi_peak_mib(os.path.join(w, f"{tag}.mem"), idle),
-               backend=ctx.get("backend"), loss=(r.get("loss") or [None])[-1] if isinstance(r.get("loss"), list) else r.get("loss"))
+               backend=ctx.get("backend"), decode=r.get("decode"),
+               cpu_cores_busy=rnd(r.get("cpu_cores_busy"), 2), loss=(r.get("loss") or [None])[-1] if isinstance(r.get("loss"), list) else r.get("loss"))
     # Whatever the trainer says about host-side (enqueue) time, kept beside the GPU's figures.
     for k, v in r.items():
         if "enqueue" in k or k.startswith("host_"):
@@ -187,15 +188,18 @@ def comparison(stoker, torch_results):
     return rows
 
 
-def emulate_rows(w):
+def scaling_rows(w):
+    """The loader alone, every reader at 1..16 workers (the scaling step): steady img/s, per
+    worker, CPU use and per-stage ms per image (the profile of where a reader's time goes)."""
     rows = []
-    paths = glob.glob(os.path.join(w, "emulate_*.json"))
+    paths = glob.glob(os.path.join(w, "scaling_*.json"))
     for path in sorted(paths, key=lambda p: int(re.sub(r"\D", "", os.path.basename(p)) or 0)):
         doc = load(path) or {}
         for r in doc.get("results", []):
             reader = r.get("reader", "")
-            m = re.search(r":(\d+)", reader)
-            workers = int(m.group(1)) if m else 1
+            # threads:N, processes:N: N workers; uring:QD:T: T decode threads (QD is reads).
+            nums = re.findall(r":(\d+)", reader)
+            workers = int(nums[-1]) if nums and not (reader.startswith("uring") and len(nums) < 2) else 1
             steady = r.get("steady") or {}
             rate = steady.get("images_per_s") or r.get("images_per_s")
             e = r.get("emulation") or {}
@@ -203,6 +207,7 @@ def emulate_rows(w):
                          "workers": workers, "images_per_s": rnd(rate), "steady": bool(steady),
                          "images_per_s_per_worker": rnd(rate / workers) if rate else None,
                          "cpu_cores_used": rnd(r.get("cpu_cores_used"), 2), "batches": r.get("batches"),
+                         "stage_ms_per_image": {k: rnd(v, 3) for k, v in (r.get("stage_ms_per_image") or {}).items()},
                          "au": rnd(e.get("au"), 4), "meets_au_target": e.get("meets_target"),
                          "data_wait_share": rnd(e["data_wait_s"] / e["window_s"], 4) if e.get("window_s") else None,
                          "emulated_images_per_s": e.get("images_per_s")})
@@ -258,7 +263,7 @@ def build(a):
                       "comparison": comparison(stoker, torch_results)},
         "fastest_mode": best["run"][len("stoker_"):] if best else None,
         "rate_to_feed": rate,
-        "loader": {"train": loader, "emulate": emulate_rows(w)},
+        "loader": {"train": loader, "scaling": scaling_rows(w)},
         "runs": [{"step": r[0], "run": r[1], "exit": num(r[2]), "seconds": round(int(r[3]) / 1000, 1),
                   "command": r[4]} for r in runs.values()],
     }
@@ -289,15 +294,18 @@ def print_tables(doc):
             if "error" in r:
                 print(f"  torch {r['variant']:12} {r['error'][:100]}")
     print(f"fastest Stoker mode: {doc['fastest_mode']}; rate to feed: {fmt(doc['rate_to_feed'])} img/s")
-    print("loader-fed training (fastest mode, steady state)")
-    print(f"  {'size':>5} {'reader':13} {'img/s':>8} {'steps':>5} {'wait%':>6} {'gap%':>6}  note")
+    print("loader-fed training, CPU decode against GPU decode (fastest mode, steady state)")
+    print(f"  {'size':>5} {'decode-reader':18} {'img/s':>8} {'steps':>5} {'wait%':>6} {'gap%':>6} {'cores':>6}  note")
     for r in doc["loader"]["train"]:
-        print(f"  {r['size']:>5} {r['reader']:13} {fmt(r.get('images_per_s')):>8} {fmt(r.get('timed_steps'), '{}'):>5} "
-              f"{pct(r.get('data_wait_share')):>6} {pct(r.get('kernel_gap_share')):>6}  {r.get('error', '')[:80]}")
-    print("bench --emulate (img/s per worker count)")
-    for r in doc["loader"]["emulate"]:
-        print(f"  {r['size']:>7} {r['reader']:13} {fmt(r['images_per_s']):>8} {fmt(r['images_per_s_per_worker']):>8}/worker "
-              f"AU {pct(r['au'])}%")
+        print(f"  {r['size']:>5} {r['reader']:18} {fmt(r.get('images_per_s')):>8} {fmt(r.get('timed_steps'), '{}'):>5} "
+              f"{pct(r.get('data_wait_share')):>6} {pct(r.get('kernel_gap_share')):>6} "
+              f"{fmt(r.get('cpu_cores_busy')):>6}  {r.get('error', '')[:80]}")
+    print("the loader alone (img/s, per worker, cores used, ms per image: read decode augment collate)")
+    for r in doc["loader"]["scaling"]:
+        st = r.get("stage_ms_per_image") or {}
+        print(f"  {r['size']:>7} {r['reader']:15} {fmt(r['images_per_s']):>8} {fmt(r['images_per_s_per_worker']):>8}/worker "
+              f"{fmt(r.get('cpu_cores_used')):>5} cores  " +
+              " ".join(fmt(st.get(k), '{:.3f}') for k in ("read", "decode", "augment", "collate")))
     if doc["plan_check"]:
         p = doc["plan_check"]
         print(f"plan check: budgets {p['budget_s']}s + {p['reserve_s']}s <= {p['limit_s']}s: {p['fits']}; "

@@ -33,7 +33,8 @@ done
 # What the bundle carries, and where from in the build tree.
 programs=(tools/stoker loader/stoker-worker tools/stoker-cuda-versions)
 tests=(tests/cuda_backend_test tests/backend_conformance_test tests/gpu_host_test
-  tests/collective_test tests/data_parallel_cuda_test tests/cuda_step_driver tests/gpu_facts)
+  tests/collective_test tests/data_parallel_cuda_test tests/cuda_step_driver tests/gpu_facts
+  tests/gpu_decode_test)
 
 # The lean build, by choice (docs/GPU.md says why each): no OpenCV imgcodecs (JPEG only:
 # about 150 libraries less), no MPI (one GPU; the NCCL test runs as one rank), no Python
@@ -107,6 +108,16 @@ for soname in $(printf '%s\n' "${!bundled[@]}" | sort); do
   printf '%s\t%s\t%s\t%s\t%s\n' "lib/$soname" "$(stat -c %s "$out/lib/$soname")" "$ver" \
     "${pkg:-unknown}" "$src" >>"$manifest"
 done
+# nvJPEG (--decode gpu), which stoker loads at run time from ../lib: the PyPI wheel
+# scripts/deps.sh unpacked, carried as NVIDIA built it (no strip, no new RPATH).
+nvjpeg_dir=$HOME/.cache/stoker/nvjpeg
+if [ -f "$nvjpeg_dir/nvidia/cu13/lib/libnvjpeg.so.13" ]; then
+  install -m 644 "$nvjpeg_dir/nvidia/cu13/lib/libnvjpeg.so.13" "$out/lib/"
+  printf '%s\t%s\t%s\t%s\t%s\n' lib/libnvjpeg.so.13 "$(stat -c %s "$out/lib/libnvjpeg.so.13")" \
+    "$(cat "$nvjpeg_dir/VERSION")" "(PyPI nvidia-nvjpeg)" "$nvjpeg_dir" >>"$manifest"
+else
+  echo "gpu_bundle.sh: no nvJPEG in $nvjpeg_dir (scripts/deps.sh fetches it): --decode gpu will not run" >&2
+fi
 for f in "$out"/bin/stoker* "$out"/tests/*; do
   strip --strip-unneeded "$f"
   patchelf --set-rpath '$ORIGIN/../lib' "$f"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The whole GPU evaluation in one call of at most 8 minutes (docs/GPU.md), from the GPU bundle
-# on a lent GPU machine, most important first: the CUDA tests; Stoker's synthetic ResNet-50
-# against the machine's PyTorch (eager, then torch.compile); loader-fed training at 256/512/1024
-# px (serial, threads:16, processes:16) and `bench --emulate` for 1..16 workers; one CUPTI trace.
+# on a lent GPU machine, most important first: the CUDA tests (GPU decode's among them);
+# Stoker's synthetic ResNet-50 against the machine's PyTorch (eager); the trainer fed by CPU
+# decode and by GPU decode (nvJPEG) at 256/512/1024 px; the loader alone, every reader at 1..16
+# workers (the scaling figures); one CUPTI trace.
 # Every step and every command in it has a time budget; a failed step is reported and the rest
 # goes on. Under --out (default $OUT) at most 7 files, rewritten after every step so a kill loses
 # one step at most: gpu_check.log, gpu_check.json, tests.log, gpu_check_raw.tar.gz, 2 traces.
@@ -21,9 +22,12 @@ usage_line() { sed -n '10p' "$0" | sed 's/^# //'; }
 # The plan, most important first: step:budget in seconds. Each step must end by the sum of
 # its budget and those before it (time an early step leaves passes to the next ones); the
 # sum plus $reserve (the summary and the tarball after each step) fits $limit.
-plan=(env:15 tests:90 stoker:75 torch:90 compile:65 loader:80 emulate:30 trace:8)
+# decode: the trainer fed by CPU decode against GPU decode (issue 34); scaling: every reader
+# at 1..16 workers, the loader alone. `compile` (torch.compile, 6,668 img/s bf16 on the H200
+# of 2026-11-26) runs only when --steps names it.
+plan=(env:15 tests:90 stoker:55 torch:55 decode:100 scaling:105 trace:8)
 limit=${STOKER_CHECK_SECONDS:-480} reserve=20
-all_steps=$(printf '%s ' "${plan[@]%%:*}")
+all_steps="$(printf '%s ' "${plan[@]%%:*}")compile "
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -66,22 +70,22 @@ say() { [ "$mode" = run ] && echo "$@"; return 0; }
 # (ResNet-18, batch 2, 32 px, tiny datasets at the real sizes; the CPU backend knows f32 only).
 # shellcheck disable=SC2034  # serial_cap_PX are read through ${!cap_var}
 params() {
-  readers_emu="threads:1,threads:2,threads:4,threads:8,threads:16,processes:1,processes:2,processes:4,processes:8,processes:16"
   if [ "$1" = gpu ]; then
     backend=cuda arch=resnet50 batch=256 size=224 device=cuda
     # 5 warm-up steps (planning, graph capture, the loader's prefetch drained), 20 timed.
     steps=25 warmup=5
-    modes="f16-nhwc f16-nhwc-graph bf16-nhwc bf16-nhwc-graph f16-nchw bf16-nchw tf32-nchw tf32-nhwc"
-    run_cap=20 fallback_mode=bf16-nhwc-graph
-    torch_variants=f16-nhwc,bf16-nhwc,tf32-nchw,tf32-nhwc,f16-nchw,bf16-nchw variant_cap=25
+    modes="f16-nhwc-graph bf16-nhwc-graph f16-nhwc bf16-nhwc"
+    run_cap=20 fallback_mode=f16-nhwc-graph
+    torch_variants=f16-nhwc,bf16-nhwc variant_cap=25
     compile_variants=bf16-nhwc-compile compile_cap=65
     # One epoch of 25 batches of 256 per size: no epoch boundary inside a timed run.
     gen_sizes=256,512,1024 classes=10 per_class=640 gen_cap=45
-    # Serial fed 1,749 / 642 / 252 img/s at 256 / 512 / 1024 px on the first run: 25 batches
-    # take 4 / 10 / 25 s, plus ~4 s of start-up and page-cache warm-up.
-    train_readers="threads:16 processes:16 serial" parallel_cap=12
-    serial_cap_256=10 serial_cap_512=18 serial_cap_1024=35
-    emu_batch=32 emu_seconds=1 emu_cap=15
+    # CPU decode with threads:16 fed 6,496 / 6,510 / 3,125 img/s at 256 / 512 / 1024 px on
+    # 2026-11-26: 25 batches of 256 in 1-2 s, plus start-up.
+    decode_reader=threads:16 decode_cap=15 decode_kinds="cpu gpu"
+    # The loader alone, every reader at 1..16 workers, 1 s each past its first batches.
+    scale_readers="serial,threads:1,2,4,8,16,processes:1,2,4,8,16,uring:64:1,uring:64:2,uring:64:4,uring:64:8,uring:64:16"
+    scale_batch=64 scale_seconds=1 scale_cap=34
     trace_steps=6:8
   else
     backend=cpu arch=resnet18 batch=2 size=32 device=cpu steps=3 warmup=1
@@ -89,9 +93,8 @@ params() {
     torch_variants=tf32-nchw,bf16-nhwc variant_cap=60
     compile_variants=bf16-nhwc-compile compile_cap=60
     gen_sizes=256,512,1024 classes=2 per_class=4 gen_cap=60
-    train_readers="threads:2 processes:2 serial" parallel_cap=60
-    serial_cap_256=60 serial_cap_512=60 serial_cap_1024=60
-    readers_emu="threads:1,threads:2,processes:1,processes:2" emu_batch=2 emu_seconds=0.5 emu_cap=60
+    decode_reader=threads:2 decode_cap=60 decode_kinds=cpu  # the CPU backend has no GPU decode
+    scale_readers="serial,threads:1,2,processes:1,2,uring:8:1" scale_batch=2 scale_seconds=0.5 scale_cap=60
     trace_steps=1:3
   fi
 }
@@ -218,16 +221,17 @@ EOF
 step_tests() {
   local t cap bad=0 cmd rc
   start_gen
-  for t in cuda_backend_test:30 backend_conformance_test:75 gpu_host_test:15 collective_test:15 \
-    data_parallel_cuda_test:15 gpu_facts:15; do
+  for t in cuda_backend_test:30 gpu_decode_test:20 backend_conformance_test:75 gpu_host_test:15 \
+    collective_test:15 data_parallel_cuda_test:15 gpu_facts:15; do
     cap=${t#*:} t=${t%%:*}
     local args=()
     [ "$t" = gpu_facts ] || args+=(--gtest_output="json:$work/gtest_$t.json")
     # The cuda rows of the conformance suite (the cupti record tests are in gpu_host_test).
     [ "$t" = backend_conformance_test ] && args+=(--gtest_filter='*cuda*')
     [ "$t" = collective_test ] && args+=(--gtest_filter='*/nccl')
-    # gpu_facts (a driver: the facts the first GPU run settles) only where it was built.
-    [ "$t" = gpu_facts ] && ! have_prog gpu_facts && continue
+    # gpu_facts (a driver: the facts the first GPU run settles) and gpu_decode_test (nvJPEG's
+    # header at build time) only where they were built.
+    { [ "$t" = gpu_facts ] || [ "$t" = gpu_decode_test ]; } && ! have_prog "$t" && continue
     cmd_of "$t"
     x "test_$t" "$cap" "${cmd[@]}" "${args[@]}"
     rc=$?
@@ -249,7 +253,7 @@ step_tests() {
 # are not timed), so that the loader step spends its budget measuring. Its exit: gen.rc.
 gen_pid=""
 start_gen() {
-  [ "$mode" = run ] && { [ -z "$only" ] || [[ ",$only," == *",loader,"* ]]; } || return 0
+  [ "$mode" = run ] && { [ -z "$only" ] || { [[ ",$only," == *",decode,"* ]] || [[ ",$only," == *",scaling,"* ]]; }; } || return 0
   cmd_of stoker
   say "-- gen $gen_sizes: $classes x $per_class images each, in the background"
   (
@@ -311,11 +315,8 @@ fastest() {
   echo "${m:-$fallback_mode}"
 }
 
-# Loader-fed training in the fastest mode on datasets `stoker gen` makes here: per size
-# threads:16, processes:16 and serial, each 20 timed steps (img/s, data-wait and kernel-gap
-# shares); the serial run at the largest size leaves a trace.
-step_loader() {
-  local cmd px r tag bad=0 m cap
+# The generated datasets (made in the background while the tests ran, else now).
+need_data() {
   cmd_of stoker
   if [ ! -f "$work/gen.rc" ]; then
     say "-- gen $gen_sizes: $classes x $per_class images each"
@@ -324,41 +325,43 @@ step_loader() {
     echo $? >"$work/gen.rc"
   fi
   [ "$(cat "$work/gen.rc" 2>/dev/null || echo 0)" = 0 ] || { tail -n 5 "$work/gen.out"; return 1; }
+}
+
+# The trainer in the fastest mode fed by CPU decode, then by GPU decode (nvJPEG, --decode
+# gpu), with the same reader at each size: img/s, data-wait and kernel-gap shares, CPU cores
+# busy, and the GPU decoder's counts. The GPU run at the largest size leaves a trace.
+step_decode() {
+  local px d tag bad=0 m
+  need_data || return 1
   m=$(fastest)
   say "-- the trainer's mode: $m"
   for px in ${gen_sizes//,/ }; do
-    for r in $train_readers; do
-      tag=loader_${px}_${r/:/}
-      cap=$parallel_cap
+    for d in $decode_kinds; do
+      tag=loader_${px}_${d}-${decode_reader/:/}
       local trace=()
-      if [ "$r" = serial ]; then
-        local cap_var=serial_cap_$px
-        cap=${!cap_var:-30}
-        [ "$px" = "${gen_sizes##*,}" ] &&
-          trace=(--trace "$out/trace_loader_${px}_serial.json" --trace-steps "$trace_steps")
-      fi
-      say "-- loader $px $r"
+      [ "$d" = gpu ] && [ "$px" = "${gen_sizes##*,}" ] &&
+        trace=(--trace "$out/trace_decode_${px}_gpu.json" --trace-steps "$trace_steps")
+      say "-- decode $d, $px px, $decode_reader"
       # shellcheck disable=SC2046
-      stoker_run "$tag" "$cap" "$data_root/${px}px" --reader "$r" --no-save $(mode_args "$m") \
-        "${trace[@]}" || bad=1
+      stoker_run "$tag" "$decode_cap" "$data_root/${px}px" --reader "$decode_reader" --decode "$d" \
+        --no-save $(mode_args "$m") "${trace[@]}" || bad=1
+      [ "$mode" = run ] && grep -E '^# (gpu decode|cpu|decode):' "$work/$tag.out" | sed 's/^/  /'
     done
   done
   return $bad
 }
 
-# The other reader counts at each size: `bench --emulate` at the fastest trainer's rate
-# measured here (Stoker's or PyTorch's), 1..16 threads and processes, short runs.
-step_emulate() {
-  local cmd px rate bad=0
-  cmd_of stoker
-  rate=$("$python" "$here/bench/gpu_check_summary.py" --work "$work" --rate 2>/dev/null) || rate=""
-  [ -n "$rate" ] || rate=5782  # PyTorch eager f16 channels_last on an H200 (docs/GPU.md)
-  say "-- emulated trainer: $rate img/s"
+# The loader alone (no trainer) at each size: every reader at 1..16 workers, each measured
+# at steady state (past its first batches), with its per-stage times and CPU use: img/s per
+# worker against the scaling model (docs/PERFORMANCE.md), and why processes:N falls short.
+step_scaling() {
+  local px bad=0
+  need_data || return 1
   for px in ${gen_sizes//,/ }; do
-    x "emulate_$px" "$emu_cap" "${cmd[@]}" bench "$data_root/${px}px" --reader "$readers_emu" \
-      --batch "$emu_batch" --size "$size" --emulate "${rate}img/s" --seconds "$emu_seconds" \
-      --json "$work/emulate_$px.json" || bad=1
-    [ "$mode" = run ] && grep -E '^[0-9]+px ' "$work/emulate_$px.out" | awk '{print "  " $1, $2, $3 " img/s"}'
+    x "scaling_$px" "$scale_cap" "${cmd[@]}" bench "$data_root/${px}px" --reader "$scale_readers" \
+      --batch "$scale_batch" --size "$size" --seconds "$scale_seconds" \
+      --json "$work/scaling_$px.json" || bad=1
+    [ "$mode" = run ] && grep -E '^[0-9]+px ' "$work/scaling_$px.out" | awk '{print "  " $1, $2, $3 " img/s"}'
   done
   return $bad
 }
@@ -420,6 +423,9 @@ run_plan() {
   local s
   cum=0
   for s in "${plan[@]}"; do step "${s%%:*}" "${s##*:}"; done
+  # Steps outside the default plan, only when --steps names them.
+  [[ ",$only," == *",compile,"* ]] && step compile 65
+  return 0
 }
 
 # The plan check: the budgets fit, and every command of the GPU plan parses here (the

@@ -30,27 +30,30 @@ import json, os, sys, tarfile
 out = sys.argv[1]
 entries = os.listdir(out)
 assert all(os.path.isfile(os.path.join(out, f)) for f in entries), f"folders under $OUT: {entries}"
+# (The GPU decode run's trace, trace_decode_1024_gpu.json, comes only from a GPU.)
 assert set(entries) == {"gpu_check.log", "gpu_check.json", "tests.log", "gpu_check_raw.tar.gz",
-                        "trace_synthetic.json", "trace_loader_1024_serial.json"}, entries
+                        "trace_synthetic.json"}, entries
 doc = json.load(open(os.path.join(out, "gpu_check.json")))
-plan = ["env", "tests", "stoker", "torch", "compile", "loader", "emulate", "trace"]
+plan = ["env", "tests", "stoker", "torch", "decode", "scaling", "trace"]
 steps = {s["step"]: s["status"] for s in doc["steps"]}
 assert steps == dict.fromkeys(plan, "ok"), steps
 assert [s["step"] for s in doc["steps"]] == plan, "steps out of the plan's order"
 p = doc["plan_check"]
 assert p["fits"] and p["budget_s"] + p["reserve_s"] <= p["limit_s"] <= 480, p
 assert sum(s["budget_s"] for s in doc["steps"]) == p["budget_s"], (doc["steps"], p)
-# Every GPU command was checked: 6 tests, 8 synthetic modes, eager and compiled torch, gen,
-# 9 loader-fed runs, 3 emulate sweeps, the trace.
-assert p["commands"] == 30 and not p["not_parsing"], p
+# Every GPU command was checked: 7 tests, 4 synthetic modes, eager torch, gen, 6 decode runs
+# (CPU and GPU decode at 3 sizes), 3 scaling sweeps, the trace.
+assert p["commands"] == 23 and not p["not_parsing"], p
 checked = {c["run"] for c in p["checked"]}
-assert {"stoker_f16-nhwc-graph", "stoker_tf32-nchw", "torch", "torch_compile", "gen",
-        "loader_1024_processes16", "emulate_512", "stoker_traced"} <= checked, checked
+assert {"stoker_f16-nhwc-graph", "torch", "gen", "loader_1024_gpu-threads16",
+        "loader_256_cpu-threads16", "scaling_512", "stoker_traced",
+        "test_gpu_decode_test"} <= checked, checked
+assert "--decode gpu" in " ".join(c["command"] for c in p["checked"])
 gpu_cmds = " ".join(c["command"] for c in p["checked"])
 assert "--backend cuda" in gpu_cmds and "--arch resnet50 --batch 256 --size 224" in gpu_cmds, gpu_cmds[:300]
 assert doc["context"]["dry_run"] is True
-for t in ("gpu_host_test", "cuda_backend_test", "backend_conformance_test", "collective_test",
-          "data_parallel_cuda_test"):
+for t in ("gpu_host_test", "cuda_backend_test", "gpu_decode_test", "backend_conformance_test",
+          "collective_test", "data_parallel_cuda_test"):
     assert t in doc["tests"] and doc["tests"][t]["exit"] in (0, 77), (t, doc["tests"].get(t))
 log = open(os.path.join(out, "tests.log")).read()
 assert all(f"== {t} " in log for t in doc["tests"]), "tests.log lacks a test's whole output"
@@ -64,27 +67,28 @@ torch = doc["synthetic"]["torch"]["results"]
 assert [r["variant"] for r in torch] == ["tf32-nchw", "bf16-nhwc"], torch
 for r in torch:
     assert r["images_per_s"] > 0 and r["timed_steps"] == 2 and r["step_ms"]["median"] > 0, r
-comp = doc["synthetic"]["torch_compile"]["results"]
-assert [r["variant"] for r in comp] == ["bf16-nhwc-compile"], comp  # an error row on torch < 2
+assert doc["synthetic"]["torch_compile"] is None  # only when --steps names compile
 assert doc["rate_to_feed"] > 0
 loader = doc["loader"]["train"]
-assert [(r["size"], r["reader"]) for r in loader] == [
-    (px, r) for px in (256, 512, 1024) for r in ("threads:2", "processes:2", "serial")], loader
+assert [(r["size"], r["reader"]) for r in loader] == [(px, "cpu-threads:2") for px in (256, 512, 1024)], loader
 for r in loader:
     assert r["exit"] == 0 and r["images_per_s"] > 0 and r["timed_steps"] >= 2, r
     assert 0 <= r["data_wait_share"] <= 1 and r["kernel_gap_share"] is not None, r
-emu = doc["loader"]["emulate"]
-assert len(emu) == 12 and [r["size"] for r in emu][::4] == ["256px", "512px", "1024px"], emu
-for r in emu:
-    assert r["images_per_s"] > 0 and 0 <= r["au"] <= 1 and r["workers"] in (1, 2), r
+assert all(r["cpu_cores_busy"] > 0 and r["decode"]["device"] == "cpu" for r in loader), loader
+sc = doc["loader"]["scaling"]
+assert len(sc) == 18 and [r["size"] for r in sc][::6] == ["256px", "512px", "1024px"], sc
+assert [r["reader"] for r in sc][:6] == ["serial", "threads:1", "threads:2", "processes:1",
+                                         "processes:2", "uring:8:1"], sc
+for r in sc:
+    assert r["images_per_s"] > 0 and r["workers"] in (1, 2) and r["stage_ms_per_image"]["decode"] > 0, r
 with tarfile.open(os.path.join(out, "gpu_check_raw.tar.gz")) as t:
     names = set(os.path.basename(n) for n in t.getnames())
-for f in ("runs.tsv", "steps.tsv", "check.tsv", "stoker_f32.json", "torch.json", "loader_1024_serial.json",
-          "emulate_256.json", "gtest_cuda_backend_test.json"):
+for f in ("runs.tsv", "steps.tsv", "check.tsv", "stoker_f32.json", "torch.json",
+          "loader_1024_cpu-threads2.json", "scaling_256.json", "gtest_cuda_backend_test.json"):
     assert f in names, (f, sorted(names))
 assert not any(n.endswith(".jpg") for n in names), "the datasets went into the tarball"
 print(f"ok: plan check ({p['commands']} GPU commands, {p['budget_s']} s + {p['reserve_s']} s <= {p['limit_s']} s),",
-      "8 steps in order, tests.log, 2 stoker + 2 torch + compile rows, 9 loader-fed runs, 12 emulated,",
+      "7 steps in order, tests.log, 2 stoker + 2 torch rows, 3 loader-fed runs, 18 scaling rows,",
       len(entries), "files")
 PY
 
@@ -101,7 +105,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 assert sys.argv[2] == "1", f"exit {sys.argv[2]}, expected 1 with a command that does not parse"
 bad = doc["plan_check"]["not_parsing"]
-assert len(bad) == 8 and all(b["verdict"] == "usage error" and b["step"] == "stoker" for b in bad), bad
+assert len(bad) == 4 and all(b["verdict"] == "usage error" and b["step"] == "stoker" for b in bad), bad
 print("ok: an unknown option in the GPU plan fails the plan check:", len(bad), "runs named")
 PY
 
@@ -185,7 +189,7 @@ PY
 
 # --plan prints every step with its budget and every GPU command, and runs none.
 "$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
-grep -q '^stoker (75 s)$' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+grep -q '^stoker (55 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
   grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
   { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
 echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"
