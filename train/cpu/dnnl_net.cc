@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "train/backend_front.h"
 #include "train/cpu/dnnl_check.h"
 
 namespace stoker::cpu {
@@ -230,13 +231,7 @@ struct Planner {
   void forward_batchnorm(size_t i, const Layer& l) {
     const int in = l.inputs[0], out = l.output;
     const ActShape& s = d.shapes[size_t(in)];
-    const int64_t per_channel = n * s.h * s.w;
-    if (per_channel < 2) {
-      fail(
-          "{}: {} sees {} value per channel at batch {} and {}x{} input; training batch norm "
-          "needs more than one (use a larger batch or input)",
-          d.net.name, l.name, per_channel, n, d.config.height, d.config.width);
-    }
+    const int64_t per_channel = n * s.h * s.w;  // more than one (check_plan)
     const memory::desc c_md({s.c}, dt::f32, tag::x);
     make_trainable(l.weight, c_md, c_md);
     make_trainable(l.bias_param, c_md, c_md);
@@ -949,8 +944,7 @@ std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& 
         net.name, config.conv_algorithm,
         config.conv_algorithm == "exhaustive" ? " (exhaustive search is cuda only)" : "");
   }
-  if (config.batch < 1)
-    fail("{} (oneDNN): batch {} given, expected at least 1", net.name, config.batch);
+  check_plan(net, config, "oneDNN");
   if (config.sync_bn && config.precision != Precision::f32)
     fail("{} (oneDNN): synchronised batch norm (--sync-bn) is planned for f32 only, not {}",
          net.name, precision_name(config.precision));

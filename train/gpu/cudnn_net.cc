@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "train/backend_front.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/gpu_policy.h"
 #include "train/gpu/grad_slots.h"
@@ -111,13 +112,9 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
       stream_(compute),
       cudnn_(libraries.cudnn),
       cublas_(libraries.cublas) {
-  STOKER_CHECK(config.batch > 0);
+  check_plan(net, config, "backend 'cuda'");  // a reshape plans here without make_cuda_backend
   shapes_ = infer_shapes(net, config.height, config.width);
   for (const Layer& l : net_.layers) {
-    if (l.kind == LayerKind::batchnorm &&
-        config.batch * shapes_[size_t(l.output)].h * shapes_[size_t(l.output)].w < 2)
-      fail("{}: batch norm over one value per channel (batch {} at {}x{}): use a larger batch",
-           l.name, config.batch, config.height, config.width);
     if (l.kind == LayerKind::conv && (l.bias || l.groups != 1))
       fail("{}: the GPU backend plans convolutions without bias and with one group", l.name);
   }
