@@ -106,6 +106,8 @@ TEST_F(BadInput, SkipReplacesCountsAndListsEveryBadFile) {
   const Index index = open_index(root);
   ASSERT_EQ(index.size(), 36u + 9u);
   break_after_indexing();
+  // Not ReaderSuite rows: the fixture breaks files after indexing, with the reason each one
+  // must give; every (reader, source) pair meets corrupted files in the suite.
   for (const char* reader : {"serial", "threads:3"}) {
     Iterator it(index, config(reader, ErrorPolicy::skip));
     uint64_t extra_attempts = 0;
@@ -145,6 +147,7 @@ TEST_F(BadInput, SkipReplacesCountsAndListsEveryBadFile) {
 
 TEST_F(BadInput, FailStopsWithAnErrorNamingTheFile) {
   const Index index = open_index(root);
+  // The fixture's files and reasons (ReaderSuite.FailPolicyStopsNamingABadFile: every pair).
   for (const char* reader : {"serial", "threads:2"}) {
     Iterator it(index, config(reader, ErrorPolicy::fail));
     it.start_epoch(0);
@@ -165,6 +168,7 @@ TEST_F(BadInput, AllSamplesBadIsAnErrorNotAHang) {
   TempDir d2;
   for (int i = 0; i < 30; ++i) test::write_text(d2 / ("c/" + std::to_string(i) + ".jpg"), "junk");
   const Index index = open_index(d2.path());
+  // Not ReaderSuite rows: a set with no good sample at all, and a replacement limit.
   for (const char* reader : {"serial", "threads:2"}) {
     LoaderConfig c = config(reader, ErrorPolicy::skip);
     c.max_replacements = 8;

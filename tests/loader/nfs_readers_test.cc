@@ -21,7 +21,9 @@ namespace {
 using test::NfsServer;
 using test::TempDir;
 
-// Readers that work over NFS: all of them (uring:QD:T keeps QD NFS requests in flight).
+// Readers that work over NFS: all of them (uring:QD:T keeps QD NFS requests in flight). Not
+// ReaderSuite rows: these tests change the server under the readers (a file removed, the
+// server stopped), which the suite's shared export must not see.
 const char* const kReaders[] = {"serial", "threads:2", "processes:2", "uring:1:2", "uring:16:2"};
 
 LoaderConfig config_for(const std::string& reader) {
@@ -111,6 +113,7 @@ TEST_F(NfsReaders, VanishedFileIsSkippedAsLocally) {
 TEST(NfsReadersFaults, ServerStoppedMidEpochIsAnErrorNamingTheUrl) {
   TempDir d;
   const std::string root = test::make_dataset(d, GenPattern::photo, 64, 2, 24);
+  // A server of its own per reader: each run stops it.
   for (const char* reader : {"serial", "threads:2", "processes:2", "uring:16:2"}) {
     NfsServer server(d.path());
     STOKER_REQUIRE_NFS(server);

@@ -133,6 +133,7 @@ TEST(Processes, SameBatchesAsSerialForOneAndThreeWorkers) {
   const Index index = open_index(make_dataset(d, GenPattern::photo, 96, 3, 15));
   Iterator serial(index, config_for("serial"));
   const std::vector<EpochRecord> want = {run_epoch(serial, 0), run_epoch(serial, 1)};
+  // Worker counts the suite's processes:2 row does not reach, with the pool's exact size.
   for (const char* reader : {"processes:1", "processes:3"}) {
     Iterator it(index, config_for(reader));
     expect_same({run_epoch(it, 0), run_epoch(it, 1)}, want, reader);
@@ -180,6 +181,7 @@ TEST_F(ProcessesBad, SkipListsTheSameFilesAsSerial) {
   std::vector<std::vector<EpochRecord>> runs;
   std::vector<BadList> lists;
   std::vector<uint64_t> skipped;
+  // Serial against processes only: a file removed after indexing, on this fixture's set.
   for (const char* reader : {"serial", "processes:2"}) {
     LoaderConfig c = config_for(reader, 7);
     c.transform.size = 32;

@@ -7,8 +7,10 @@
 // or source is one line in a table below.
 // NFS rows read through a real NFS-Ganesha on 127.0.0.1 (started once per test process;
 // skipped with the reason only where it cannot run, see nfs_server.h).
-// Reader-specific behaviour (worker crashes, O_DIRECT, memory) stays in its own test file.
+// Order and labels (images that encode their index) and the memory hook are suite tests too.
+// Reader-specific behaviour (worker crashes, O_DIRECT, pinning) stays in its own test file.
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -20,6 +22,7 @@
 #include "loader_test_util.h"
 #include "nfs_server.h"
 #include "test_util.h"
+#include "tools/gen_dataset.h"
 #include "tools/pack_shards.h"
 
 namespace stoker {
@@ -213,6 +216,16 @@ const std::string& clean_set() {
   return root;
 }
 
+// Images that encode their own index in their colour (GenPattern::index): order and labels
+// are checkable, sample by sample.
+constexpr int kIndexClasses = 4, kIndexPerClass = 13;
+const std::string& index_set() {
+  static TempDir dir;
+  static const std::string root =
+      test::make_dataset(dir, GenPattern::index, 64, kIndexClasses, kIndexPerClass);
+  return root;
+}
+
 // ---- running ----------------------------------------------------------------------------
 
 LoaderConfig config(const std::string& reader, SourceOptions::Kind source) {
@@ -324,18 +337,114 @@ class ReaderSuite : public ::testing::TestWithParam<Param> {
   std::string skip_;
 };
 
+// Sources of files are held to serial over pread on the original tree, pixel for pixel: a
+// packed (shards rows, in global order) or served (nfs rows) copy must decode as the tree.
 TEST_P(ReaderSuite, CleanDataGivesSerialsChecksums) {
   std::string root;
   if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
   const Index index = open_index(root);
-  const Outcome& want = this->want();
+  const Outcome& want =
+      source().reads_files ? reference(clean_set(), SourceOptions::Kind::pread) : this->want();
   if (reader().rfind("uring", 0) == 0 && uring_works()) {  // a threads:T fallback passes too
     EXPECT_EQ(Iterator(index, config(reader(), source().kind)).reader().text(), reader());
   }
   const Outcome got = run(index, config(reader(), source().kind));
   EXPECT_EQ(got.checksums, want.checksums);
+  EXPECT_NE(got.checksums.at(0), got.checksums.at(1)) << "two epochs, two orders";
   EXPECT_TRUE(got.bad.empty());
   EXPECT_EQ(got.replacements, 0u);
+  if (!source().reads_files) return;
+  const Index tree_index = open_index(clean_set());
+  Iterator tree(tree_index, config("serial", SourceOptions::Kind::pread));
+  Iterator it(index, config(reader(), source().kind));
+  EXPECT_TRUE(test::run_epoch(it, 0).bytes == test::run_epoch(tree, 0).bytes)
+      << "pixels differ from the tree's";
+}
+
+// The sampler's order and the labels, sample by sample, from images that encode their index
+// (the local copy of every source of files keeps the tree's order), shuffled or not.
+TEST_P(ReaderSuite, OrderAndLabelsFromImagesThatEncodeTheirIndex) {
+  if (!source().reads_files)
+    STOKER_SKIP_HONEST("not-applicable", "the null source serves one fixed image");
+  std::string root;
+  if (!prepare(index_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
+  const Index index = open_index(root);
+  for (bool shuffle : {false, true}) {
+    LoaderConfig c = config(reader(), source().kind);
+    c.sampler.batch_size = 5;
+    c.sampler.seed = 17;
+    c.sampler.shuffle = shuffle;
+    c.transform.size = 48;
+    c.prefetch = 3;
+    c.output.dtype = DType::u8;
+    c.output.layout = Layout::nhwc;
+    Iterator it(index, c);
+    it.start_epoch(2);
+    size_t pos = 0;
+    while (const Batch* b = it.next()) {
+      for (size_t i = 0; i < b->size; ++i, ++pos) {
+        const uint32_t expected = it.sampler().at(pos);
+        const auto* px = static_cast<const uint8_t*>(b->sample(i)) + (24 * 48 + 24) * 3;
+        ASSERT_EQ(index_from_colour(px), expected) << "shuffle " << shuffle << " pos " << pos;
+        ASSERT_EQ(b->indices[i], expected);
+        ASSERT_EQ(b->labels[i], static_cast<int32_t>(expected / kIndexPerClass));
+      }
+    }
+    EXPECT_EQ(pos, static_cast<size_t>(kIndexClasses * kIndexPerClass));
+    EXPECT_EQ(it.position().index, pos);
+  }
+}
+
+// The loader's memory hook (loader/host_memory.h): every batch tensor comes from `allocate`
+// and goes back through `release`; processes:N pins its one shared pool instead. Counting
+// hooks over real heap memory, and the batches stay serial's.
+struct CountingMemory {
+  std::map<void*, size_t> live;
+  int allocations = 0, releases = 0, pins = 0, unpins = 0;
+  size_t pinned_bytes = 0;
+  LoaderMemory hook() {
+    LoaderMemory m;
+    m.allocate = [this](size_t bytes) {
+      void* p = std::aligned_alloc(4096, bytes);
+      live[p] = bytes;
+      ++allocations;
+      return p;
+    };
+    m.release = [this](void* p) {
+      EXPECT_EQ(live.erase(p), 1u);
+      std::free(p);
+      ++releases;
+    };
+    m.pin = [this](void*, size_t bytes) {
+      ++pins;
+      pinned_bytes = bytes;
+    };
+    m.unpin = [this](void*) { ++unpins; };
+    return m;
+  }
+};
+
+TEST_P(ReaderSuite, EveryReaderUsesTheMemoryHookAndTheBatchesStayTheSame) {
+  std::string root;
+  if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
+  const Index index = open_index(root);
+  CountingMemory count;
+  {
+    LoaderConfig c = config(reader(), source().kind);
+    c.memory = count.hook();
+    Iterator it(index, c);
+    EXPECT_EQ(test::run_epoch(it, 0).epoch_checksum, want().checksums.at(0));
+  }
+  if (reader().starts_with("processes")) {
+    EXPECT_EQ(count.allocations, 0);  // one shared pool, pinned instead
+    EXPECT_EQ(count.pins, 1);
+    EXPECT_GE(count.pinned_bytes, 8u * 3 * 32 * 32 * 4);
+    EXPECT_EQ(count.unpins, 1);
+  } else {
+    EXPECT_GT(count.allocations, 0);
+    EXPECT_EQ(count.releases, count.allocations);
+    EXPECT_TRUE(count.live.empty());
+  }
 }
 
 TEST_P(ReaderSuite, CorruptedDataIsDeterministicAndEqualsSerial) {

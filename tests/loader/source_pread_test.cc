@@ -109,7 +109,8 @@ TEST_F(PreadSource, EvictionReallyEmptiesThePageCache) {
   ASSERT_GT(resident_pages(index), index.size()) << "reading did not fill the page cache";
   EXPECT_EQ(evict_from_page_cache(index), 0u);
   EXPECT_EQ(resident_pages(index), 0u);
-  // --cold also drops each file right after it is read, whatever the reader and source.
+  // --cold also drops each file right after it is read, whatever the reader and source. Not
+  // ReaderSuite rows: it measures this fixture's page cache, which the suite does not own.
   for (const auto& [reader, source] : {std::pair{"threads:2", SourceOptions::Kind::pread},
                                        {"uring:4:2", SourceOptions::Kind::uring},
                                        {"processes:2", SourceOptions::Kind::pread}}) {

@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "train/backend_front.h"
 #include "train/cpu/dnnl_check.h"
 
 namespace stoker::cpu {
@@ -120,68 +121,20 @@ class CpuBackend final : public Backend {
   HostMemory host_memory() const override { return {}; }  // the heap: nothing to pin
 
   void load(const Checkpoint& ckpt, std::string_view source) override {
-    check_checkpoint(ckpt, d_->net, source);
-    for (size_t i = 0; i < d_->params.size(); ++i) {
-      const Param& p = d_->net.params[i];
-      ParamMemory& m = d_->params[i];
-      const Tensor* t = find_tensor(ckpt, p.name);
-      STOKER_CHECK(t != nullptr);  // check_checkpoint found every key
-      if (p.dtype == ParamType::i64) {
-        copy_values(*t, std::span<int64_t>(&m.count, 1));
-        continue;
-      }
-      from_plain(*t, m.plain, m.value);
-      if (!p.trainable) continue;
-      const Tensor* mom = find_tensor(ckpt, std::string(kMomentumPrefix) + p.name);
-      has_momentum_[i] = mom != nullptr;
-      if (mom != nullptr) from_plain(*mom, m.plain, m.momentum);
-    }
+    const std::vector<bool> momentum = load_params(ckpt, d_->net, source, access());
+    for (size_t i = 0; i < momentum.size(); ++i) has_momentum_[i] = momentum[i];
   }
 
-  Checkpoint save() const override {
-    Checkpoint out;
-    for (size_t i = 0; i < d_->params.size(); ++i) {
-      const Param& p = d_->net.params[i];
-      const ParamMemory& m = d_->params[i];
-      if (p.dtype == ParamType::i64) {
-        out.tensors.push_back(make_i64_tensor(p.name, p.shape, std::span(&m.count, 1)));
-      } else {
-        out.tensors.push_back(make_f32_tensor(p.name, p.shape, to_plain(m.value, m.plain)));
-      }
-    }
-    for (size_t i = 0; i < d_->params.size(); ++i) {
-      const Param& p = d_->net.params[i];
-      if (p.trainable && has_momentum_[i])
-        out.tensors.push_back(
-            make_f32_tensor(std::string(kMomentumPrefix) + p.name, p.shape,
-                            to_plain(d_->params[i].momentum, d_->params[i].plain)));
-    }
-    return out;
-  }
+  Checkpoint save() const override { return save_params(d_->net, access()); }
 
   Checkpoint gradients() const override {
     finish_allreduce();
-    Checkpoint out;
-    for (size_t i = 0; i < d_->params.size(); ++i) {
-      const Param& p = d_->net.params[i];
-      if (p.trainable)
-        out.tensors.push_back(
-            make_f32_tensor(p.name, p.shape, to_plain(d_->params[i].grad, d_->params[i].plain)));
-    }
-    return out;
+    return gradient_params(d_->net, access());
   }
 
   void stage(const HostBatch& batch) override {
-    const int64_t classes = d_->net.num_classes;
-    if (batch.count != d_->config.batch)
-      fail("{}: a batch of {} images staged, the backend is planned for {}", d_->net.name,
-           batch.count, d_->config.batch);
-    for (int64_t n = 0; n < d_->config.batch; ++n) {
-      if (batch.labels[n] < 0 || batch.labels[n] >= classes)
-        fail("{}: label {} of image {} in the batch is outside [0, {})", d_->net.name,
-             batch.labels[n], n, classes);
-      d_->labels[size_t(n)] = batch.labels[n];
-    }
+    check_batch(batch, d_->net, d_->config.batch);
+    for (int64_t n = 0; n < d_->config.batch; ++n) d_->labels[size_t(n)] = batch.labels[n];
     if (d_->config.input.type == InputType::f32) {  // read in place: nothing to copy
       STOKER_DNNL(d_->images_user.set_data_handle(const_cast<void*>(batch.images)));
       stage_s_ = 0;
@@ -331,12 +284,31 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void from_plain(const Tensor& t, const memory::desc& plain, memory& to) {
-    std::vector<float> values(plain.get_size() / sizeof(float));
-    copy_values(t, values);
-    memory src = STOKER_DNNL(memory(plain, d_->engine, values.data()));
-    STOKER_DNNL(dnnl::reorder(src, to).execute(d_->stream, src, to));
-    STOKER_DNNL(d_->stream.wait());
+  // The checkpoint walk's hooks (backend_front.h): torch's layout through a reorder.
+  ParamAccess access() const {
+    ParamAccess a;
+    a.count = [this](size_t i) { return &d_->params[i].count; };
+    a.write = [this](size_t i, ParamPart part, std::span<const float> values) {
+      ParamMemory& m = d_->params[i];
+      from_plain(values, m.plain, part == ParamPart::value ? m.value : m.momentum);
+    };
+    a.read = [this](size_t i, ParamPart part) {
+      const ParamMemory& m = d_->params[i];
+      return to_plain(part == ParamPart::value      ? m.value
+                      : part == ParamPart::momentum ? m.momentum
+                                                    : m.grad,
+                      m.plain);
+    };
+    a.has_momentum = [this](size_t i) { return has_momentum_[i]; };
+    return a;
+  }
+
+  void from_plain(std::span<const float> values, const memory::desc& plain, memory& to) const {
+    STOKER_CHECK(values.size() * sizeof(float) == plain.get_size());
+    memory src = STOKER_DNNL(memory(plain, d_->engine, const_cast<float*>(values.data())));
+    dnnl::stream stream = d_->stream;
+    STOKER_DNNL(dnnl::reorder(src, to).execute(stream, src, to));
+    STOKER_DNNL(stream.wait());
   }
 
   std::vector<float> to_plain(const memory& from, const memory::desc& plain) const {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "train/backend_front.h"
 #include "train/checkpoint.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/cudnn_net.h"
@@ -147,31 +148,8 @@ class CudaBackend final : public Backend {
 
   void load(const Checkpoint& ckpt, std::string_view source) override {
     flush_pending();
-    check_checkpoint(ckpt, net_->network(), source);
     wait_stream(compute_);
-    const Network& net = net_->network();
-    std::vector<bool> momentum(net.params.size(), false);
-    std::vector<float> values;
-    for (size_t i = 0; i < net.params.size(); ++i) {
-      const Param& p = net.params[i];
-      GpuParam& g = net_->param(int(i));
-      const Tensor* t = find_tensor(ckpt, p.name);
-      STOKER_CHECK(t != nullptr);  // check_checkpoint found every key
-      if (p.dtype == ParamType::i64) {
-        copy_values(*t, std::span<int64_t>(&g.count, 1));
-        continue;
-      }
-      values.resize(size_t(numel(p)));
-      copy_values(*t, values);
-      net_->upload(g.value.get(), values.data(), values.size() * sizeof(float));
-      if (!p.trainable) continue;
-      const Tensor* mom = find_tensor(ckpt, std::string(kMomentumPrefix) + p.name);
-      momentum[i] = mom != nullptr;
-      if (mom == nullptr) continue;
-      copy_values(*mom, values);
-      net_->upload(g.momentum.get(), values.data(), values.size() * sizeof(float));
-    }
-    net_->set_momentum_flags(momentum);
+    net_->set_momentum_flags(load_params(ckpt, net_->network(), source, access()));
     // f16: the loss scale where the checkpoint left it (torch restores GradScaler's state
     // with the optimiser's); a checkpoint without one starts afresh, as a new GradScaler.
     net_->set_loss_scale(read_grad_scaler(ckpt, source).value_or(LossScale{}));
@@ -182,22 +160,7 @@ class CudaBackend final : public Backend {
   Checkpoint save() const override {
     const_cast<CudaBackend*>(this)->flush_pending();
     wait_stream(compute_);
-    const Network& net = net_->network();
-    Checkpoint out;
-    for (size_t i = 0; i < net.params.size(); ++i) {
-      const Param& p = net.params[i];
-      const GpuParam& g = net_->param(int(i));
-      if (p.dtype == ParamType::i64)
-        out.tensors.push_back(make_i64_tensor(p.name, p.shape, std::span(&g.count, 1)));
-      else
-        out.tensors.push_back(make_f32_tensor(p.name, p.shape, download(g.value)));
-    }
-    for (size_t i = 0; i < net.params.size(); ++i) {
-      const Param& p = net.params[i];
-      if (p.trainable && net_->has_momentum(int(i)))
-        out.tensors.push_back(make_f32_tensor(std::string(kMomentumPrefix) + p.name, p.shape,
-                                              download(net_->param(int(i)).momentum)));
-    }
+    Checkpoint out = save_params(net_->network(), access());
     if (config_.precision == Precision::f16)
       out.metadata[std::string(kGradScalerKey)] = grad_scaler_metadata(net_->loss_scale());
     return out;
@@ -206,15 +169,7 @@ class CudaBackend final : public Backend {
   Checkpoint gradients() const override {
     const_cast<CudaBackend*>(this)->flush_pending();
     wait_stream(compute_);
-    const Network& net = net_->network();
-    Checkpoint out;
-    for (size_t i = 0; i < net.params.size(); ++i) {
-      const Param& p = net.params[i];
-      if (p.trainable)
-        out.tensors.push_back(
-            make_f32_tensor(p.name, p.shape, download(net_->param(int(i)).grad, numel(p))));
-    }
-    return out;
+    return gradient_params(net_->network(), access());
   }
 
   // A staging buffer holds a host batch in the input format, or one a device producer wrote
@@ -242,13 +197,7 @@ class CudaBackend final : public Backend {
   }
 
   void stage(const HostBatch& batch) override {
-    if (batch.count != config_.batch)
-      fail("cuda backend: staged batch of {} images, planned for {}", batch.count, config_.batch);
-    const int64_t classes = net_->network().num_classes;
-    for (int64_t n = 0; n < batch.count; ++n)
-      if (batch.labels[n] < 0 || batch.labels[n] >= classes)
-        fail("{}: label {} of image {} in the batch is outside [0, {})", net_->network().name,
-             batch.labels[n], n, classes);
+    check_batch(batch, net_->network(), config_.batch);
     const size_t slot = size_t(next_stage_);
     next_stage_ ^= 1;
     // The pinned labels of this slot were copied two batches ago (long done): wait for that
@@ -642,6 +591,24 @@ class CudaBackend final : public Backend {
   cudaEvent_t drain_ = nullptr;        // recorded at the end of a stream that wait_stream drains
   size_t peak_in_use_ = 0, device_total_ = 0;
 
+  // The checkpoint walk's hooks (backend_front.h): the f32 masters are in torch's layout
+  // already, so each is one synchronous copy.
+  ParamAccess access() const {
+    ParamAccess a;
+    a.count = [this](size_t i) { return &net_->param(int(i)).count; };
+    a.write = [this](size_t i, ParamPart part, std::span<const float> values) {
+      GpuParam& g = net_->param(int(i));
+      net_->upload(part == ParamPart::value ? g.value.get() : g.momentum.get(), values.data(),
+                   values.size() * sizeof(float));
+    };
+    a.read = [this](size_t i, ParamPart part) {
+      const GpuParam& g = net_->param(int(i));
+      if (part == ParamPart::gradient) return download(g.grad, numel(net_->network().params[i]));
+      return download(part == ParamPart::value ? g.value : g.momentum);
+    };
+    a.has_momentum = [this](size_t i) { return net_->has_momentum(int(i)); };
+    return a;
+  }
   std::vector<float> download(const DeviceBuffer& b) const {
     return download(b.as<const float>(), int64_t(b.bytes() / sizeof(float)));
   }
@@ -657,12 +624,7 @@ class CudaBackend final : public Backend {
 std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConfig& config) {
   const std::string reason = device_unavailable_reason(config.device);
   if (!reason.empty()) fail("backend 'cuda': {}", reason);
-  if (config.batch < 1 || config.height < 1 || config.width < 1)
-    fail("backend 'cuda': batch {} and image {}x{} must be positive", config.batch, config.height,
-         config.width);
-  if (net.in_channels != 3)
-    fail("backend 'cuda': {} takes {} input channels; the input conversion handles 3 (RGB)",
-         net.name, net.in_channels);
+  check_plan(net, config, "backend 'cuda'");
   parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
   // Data parallelism: the gradients go through the collective in device memory (NCCL,
   // train/parallel/collective_nccl.h). f16's dynamic loss scale would need every rank to agree on

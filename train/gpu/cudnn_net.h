@@ -168,13 +168,29 @@ class CudnnNet {
   void plan_layers();
   void plan_optimizer();
   void* alloc(DeviceBuffer& b, size_t bytes);
+  void trial_step();
+  // Each layer kind's plan, forward and backward (its own file: cudnn_<kind>.cc). A backward
+  // writes its input's gradient, or adds to it when `beta` is 1.
+  void plan_conv_layer(const Layer& l, GpuLayer& g, const ConvPolicy& policy,
+                       const std::string& key_prefix, const DeviceBuffer& find_ws,
+                       size_t& workspace);
+  void forward_conv(const Layer& l, GpuLayer& g);
+  void backward_conv(const Layer& l, GpuLayer& g, float beta);
+  void plan_pool(const Layer& l, GpuLayer& g);
+  void forward_pool(const Layer& l, GpuLayer& g);
+  void backward_pool(const Layer& l, GpuLayer& g, float beta);
+  void forward_relu(size_t i, const Layer& l, bool train);
+  void backward_relu(size_t i, const Layer& l, float beta);
+  void forward_add(const Layer& l, GpuLayer& g, bool train);
+  void backward_add(const Layer& l, GpuLayer& g);
   void fc_forward(const Layer& l);
   void fc_backward(const Layer& l, float beta_dx);
-  void trial_step();
+  void loss_forward();
   // Fusion levels, each a fallback of the one above (trial_step): which BN call each layer
   // makes in training (needs planned layers).
   static constexpr int kFusePlain = 0, kFuseEx = 1, kFuseRelu = 2, kFuseAddRelu = 3;
   void set_fusion(int level);
+  void forward_batchnorm(const Layer& l, GpuLayer& g, bool train);
   void bn_forward_train(const Layer& l, GpuLayer& g);
   void bn_backward(const Layer& l, GpuLayer& g, float beta);
   void plan_batchnorm(const Layer& l, GpuLayer& g, size_t& workspace);
