@@ -51,7 +51,8 @@ struct BenchOptions {
   double au_target = 0.9;
   EmulatedAccelerator accelerator;  // from `emulate`
   std::string trace, trace_batches;
-  TraceWindow trace_window;  // from `trace_batches`
+  TraceWindow trace_window;    // from `trace_batches`
+  std::string decode = "cpu";  // gpu: the loader's half of train --decode gpu alone
   LoaderOptions loader;
 };
 
@@ -268,6 +269,7 @@ std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
   check_writable("--trace", o.trace);
   for (const std::string& root : o.data) check_dataset_path(root);
   base = o.loader.to_config();
+  if (o.decode == "gpu") base.decode_device = DecodeDevice::gpu;
   if (!o.emulate.empty()) o.accelerator = parse_emulation(o.emulate);
   o.trace_window = {0, 20};
   if (!o.trace_batches.empty())
@@ -343,6 +345,10 @@ void print_bench_context(const BenchOptions& o, const LoaderConfig& base,
       base.sampler.shuffle ? "on" : "off", error_policy_name(base.on_error), o.epochs,
       o.max_batches ? fmt::format(", at most {} batches", o.max_batches) : "",
       o.seconds > 0 ? fmt::format(", at most {} s", o.seconds) : "");
+  if (o.decode == "gpu")
+    fmt::print(
+        "# decode: the CPU's half of --decode gpu (read, header, crop, bytes for nvJPEG; the "
+        "CPU decodes only what nvJPEG cannot take, antialiased, at full scale)\n");
   if (o.accelerator.enabled()) {
     fmt::print(
         "# consumer: emulated accelerator '{}', {:.0f} images/s ({:.1f} ms per batch of {}); "
@@ -471,6 +477,7 @@ void run_bench(BenchOptions& o) {
   use_default_dataset(o);
   check_shard_order(o, base);
   nlohmann::json context = bench_context(o);
+  context["decode"] = o.decode;
   print_bench_context(o, base, context);
 
   nlohmann::json results = nlohmann::json::array();
@@ -517,6 +524,16 @@ void add_bench_command(CLI::App& app) {
                 "Evict the dataset's files from the page cache before each run and after each "
                 "read (measure storage)");
   cmd->add_option("--json", o->json, "Write results as one JSON document");
+  cmd->add_option("--decode", o->decode,
+                  "cpu; or gpu: the CPU's half of train --decode gpu alone (read, parse the "
+                  "header, plan the crop, copy the bytes for nvJPEG; decode only what the GPU "
+                  "cannot take): how many cores GPU decode needs")
+      ->capture_default_str()
+      ->check(parsed_by(
+          [](const std::string& s) {
+            if (s != "cpu" && s != "gpu") fail("unknown decode '{}': expected cpu or gpu", s);
+          },
+          "WHERE"));
   cmd->add_option("--default-root", o->default_root,
                   "Where the built-in default dataset is made when no dataset is given")
       ->capture_default_str();

@@ -47,6 +47,7 @@ struct StudyOptions {
   bool force = false;
   std::string nfs;
   std::string data_root = stoker_cache_dir() + "/study-quick";
+  std::string decodes = "cpu";  // --decode: cpu, gpu or both (gpu: cuda consumers' cells)
   LoaderOptions loader;
 };
 
@@ -56,7 +57,8 @@ struct Sweep {
   std::vector<ReaderSpec> readers;
   std::vector<StudyConsumer> consumers;
   CellRun run;
-  std::vector<size_t> datasets;  // indices into the study's datasets; empty: all
+  std::vector<size_t> datasets;             // indices into the study's datasets; empty: all
+  std::vector<bool> gpu_decodes = {false};  // --decode: each reader once per entry
 };
 
 struct Cell {
@@ -65,6 +67,7 @@ struct Cell {
   ReaderSpec reader;
   const StudyConsumer* consumer = nullptr;
   CellRun run;
+  bool gpu_decode = false;  // --decode gpu: the report's "gpu-decode" reader
 };
 
 std::string command_line() {
@@ -259,7 +262,14 @@ class StudyRun {
     Sweep main{parse_study_storages(o_.storages),
                parse_reader_list(o_.loader.reader),
                parse_study_consumers(o_.consumers),
-               {o_.iterations, o_.warmup}};
+               {o_.iterations, o_.warmup},
+               {},
+               parse_study_decodes(o_.decodes)};
+    const bool gpu = main.gpu_decodes.back() || main.gpu_decodes.front();
+    if (gpu && std::none_of(main.consumers.begin(), main.consumers.end(),
+                            [](const auto& c) { return c.kind == StudyConsumer::Kind::cuda; }))
+      usage_fail("study: --decode {} decodes for cuda:ARCH consumers, and --consumer {} has none",
+                 o_.decodes, o_.consumers);
     sweeps_.push_back(std::move(main));
     // The quick study adds the CPU trainer on local storage only, serial against the most
     // parallel reader, at the smallest and the largest resolution, for 3 steps: a ResNet-18
@@ -334,7 +344,12 @@ class StudyRun {
           if (s.datasets.empty() ||
               std::find(s.datasets.begin(), s.datasets.end(), d) != s.datasets.end())
             for (const StudyConsumer& c : s.consumers)
-              for (const ReaderSpec& r : s.readers) cells_.push_back({d, st, r, &c, s.run});
+              for (const ReaderSpec& r : s.readers)
+                for (bool g : s.gpu_decodes)
+                  // GPU decode feeds the GPU trainer, from readers in this process.
+                  if (!g || (c.kind == StudyConsumer::Kind::cuda &&
+                             r.kind != ReaderSpec::Kind::processes))
+                    cells_.push_back({d, st, r, &c, s.run, g});
   }
 
   // The root a cell of this dataset and storage reads, made ready (packed, exported, warmed)
@@ -438,14 +453,16 @@ class StudyRun {
                            {"resolution", datasets_[c.dataset]["resolution"]},
                            {"storage", storage_name(c.storage)},
                            {"consumer", consumer.name},
-                           {"reader", c.reader.text()},
-                           {"reader_kind", reader_kind(c.reader)},
-                           {"workers", c.reader.workers}};
+                           {"reader", c.reader.text() + (c.gpu_decode ? "+gpu-decode" : "")},
+                           {"reader_kind", c.gpu_decode ? "gpu-decode" : reader_kind(c.reader)},
+                           {"workers", c.reader.workers},
+                           {"decode", c.gpu_decode ? "gpu" : "cpu"}};
     if (c.reader.kind == ReaderSpec::Kind::uring) cell["queue_depth"] = c.reader.queue_depth;
     try {
       const Index& index = storage_index(c.dataset, c.storage);
       LoaderConfig config = base_;
       config.reader = c.reader;
+      if (c.gpu_decode) config.decode_device = DecodeDevice::gpu;
       if (c.storage == StudyStorage::local_cold) {
         config.source.evict_after_read = true;
         warm_.erase(index.root);
@@ -651,6 +668,12 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--nfs", o->nfs,
                   "An existing NFS export to read instead of starting a local server: nfs cells "
                   "read <URL>/<dataset name>, nfs-shards cells <URL>/<dataset name>-shards");
+  cmd->add_option("--decode", o->decodes,
+                  "cpu, gpu or cpu,gpu: where the cuda consumers' cells decode; gpu cells (nvJPEG, "
+                  "as train --decode gpu) are one more reader in the report, `READER+gpu-decode`, "
+                  "for readers in this process")
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& s) { parse_study_decodes(s); }, "LIST"));
   cmd->add_option("--data-root", o->data_root, "Where --quick makes its datasets")
       ->capture_default_str();
   // The storage axis chooses the source; every cell drops the short last batch and decodes.

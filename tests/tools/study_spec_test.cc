@@ -67,5 +67,14 @@ TEST(StudySpec, BoundRule) {
   EXPECT_EQ(study_bound(0.5, 0, 0, 0, 0), "loader");
 }
 
+TEST(StudySpec, DecodeLists) {
+  EXPECT_EQ(parse_study_decodes("cpu"), std::vector<bool>{false});
+  EXPECT_EQ(parse_study_decodes("gpu"), std::vector<bool>{true});
+  EXPECT_EQ(parse_study_decodes("cpu,gpu"), (std::vector<bool>{false, true}));
+  EXPECT_THROW(parse_study_decodes("tpu"), Error);
+  EXPECT_THROW(parse_study_decodes("gpu,gpu"), Error);
+  EXPECT_THROW(parse_study_decodes(""), Error);
+}
+
 }  // namespace
 }  // namespace stoker

@@ -82,6 +82,10 @@ expect 2 "--decode gpu: reader processes:2 decodes in other processes" train "$t
   --decode gpu --backend cuda --reader processes:2
 expect 2 "train: --decode-memory means nothing with --decode cpu" train "$tmp/d" --decode-memory 64
 expect 2 "train: --decode-arena means nothing with --decode cpu" train "$tmp/d" --decode-arena 64
+expect 2 "study: --decode gpu decodes for cuda:ARCH consumers" study "$tmp/d" --decode gpu \
+  --consumer cpu:resnet18 --out "$tmp/st"
+expect 2 "--decode: unknown decode 'x' in 'cpu,x'" study "$tmp/d" --decode cpu,x
+expect 2 "--decode: unknown decode 'auto': expected cpu or gpu" bench "$tmp/d" --decode auto
 expect 2 "--quality: '101' is not an integer from 1 to 100" gen "$tmp/x" --quality 101
 expect 2 "--pattern: unknown pattern 'noise': expected photo or index" gen "$tmp/x" --pattern noise
 expect 2 "--classes: '0' is not an integer from 1" model resnet18 --classes 0

@@ -18,6 +18,7 @@
 #include "tools/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
+#include "train/gpu_decode.h"
 #include "train/loader_feed.h"
 #include "train/train_loop.h"
 #include "train/trainer_setup.h"
@@ -272,7 +273,11 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   if (iterator->batches_per_epoch() == 0)
     fail("{} has {} images, fewer than one batch of {}", index.root, index.size(), batch);
   LoaderFeed loader_feed(*iterator, Position{0, 0});
-  InterruptibleFeed feed(loader_feed);
+  // GPU decode (a cuda consumer's gpu-decode cell): nvJPEG into the backend's input.
+  std::unique_ptr<GpuDecodeFeed> gpu_feed;
+  if (config.decode_device == DecodeDevice::gpu)
+    gpu_feed = make_gpu_decode_feed(loader_feed, *backend, {});
+  InterruptibleFeed feed(gpu_feed ? static_cast<BatchFeed&>(*gpu_feed) : loader_feed);
   const int64_t total = run.warmup + run.iterations;
   LoopConfig loop;
   loop.steps = total;
@@ -306,11 +311,21 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
     if (auto it = timings.find(int64_t(k)); it != timings.end()) s.samples = *it->second;
     steps.push_back(std::move(s));
   }
+  nlohmann::json decode;
+  if (gpu_feed) {
+    const GpuDecodeReport d = gpu_feed->report();
+    decode = {{"decoder", d.decoder},       {"hardware", d.hardware},     {"hybrid", d.hybrid},
+              {"engine_cpu", d.engine_cpu}, {"loader_cpu", d.loader_cpu}, {"failed", d.failed}};
+  }
+  gpu_feed.reset();
   backend.reset();
   iterator.reset();
   const double elapsed = double(now_ns() - t0) * 1e-9;
-  return summarise(steps, size_t(batch), result.gaps.share(), cuda ? "kernel" : "primitive",
-                   process_cpu_seconds() - cpu0, elapsed);
+  nlohmann::json cell =
+      summarise(steps, size_t(batch), result.gaps.share(), cuda ? "kernel" : "primitive",
+                process_cpu_seconds() - cpu0, elapsed);
+  if (!decode.is_null()) cell["gpu_decode"] = decode;
+  return cell;
 }
 
 }  // namespace

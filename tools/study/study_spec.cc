@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <sstream>
+
 #include "common/error.h"
 #include "models/resnet.h"
 #include "tools/bench_common.h"
@@ -88,6 +91,22 @@ std::string study_bound(double data_wait_share, double read_ms, double decode_ms
   if (read_ms >= 0.5 * loader) return "read";
   if (decode_ms >= 0.5 * loader) return "decode";
   return "loader";
+}
+
+std::vector<bool> parse_study_decodes(const std::string& text) {
+  std::vector<bool> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item != "cpu" && item != "gpu")
+      fail("unknown decode '{}' in '{}': expected cpu, gpu or cpu,gpu", item, text);
+    const bool g = item == "gpu";
+    if (std::find(out.begin(), out.end(), g) != out.end())
+      fail("'{}' given twice in '{}'", item, text);
+    out.push_back(g);
+  }
+  if (out.empty()) fail("--decode: expected cpu, gpu or cpu,gpu");
+  return out;
 }
 
 }  // namespace stoker

@@ -34,6 +34,8 @@ std::vector<StudyStorage> parse_study_storages(const std::string& text);
 // "cuda:ARCH" (resnet18, 34, 50, ...). A cuda consumer without a device is accepted here:
 // its cells fail with the reason when they run.
 std::vector<StudyConsumer> parse_study_consumers(const std::string& text);
+// "cpu", "gpu" or "cpu,gpu" (--decode): per entry, whether its cells decode on the GPU.
+std::vector<bool> parse_study_decodes(const std::string& text);
 
 // What bounds a finished cell (docs/STUDY.md, "The bound rule"):
 //   data_wait_share < kComputeBoundWait          -> "compute" (the consumer is the limit)
