@@ -182,6 +182,9 @@ step_env() {
   {
     echo "kernel $(uname -r)"
     echo "cores $(nproc)"
+    # Whether the cores are SMT siblings decides what "linear in cores" may mean (issue 34).
+    echo "cpu_model $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+    echo "cpu_topology $(awk '/^physical id/ {p[$4]=1} /^core id/ {c[$4]=1} END {print length(p) " sockets, " length(c) " core ids"}' /proc/cpuinfo) $(grep -c '^processor' /proc/cpuinfo) logical"
     echo "dry_run $dry"
     if command -v nvidia-smi >/dev/null; then
       echo "gpu $(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader | head -1)"
