@@ -30,6 +30,10 @@ class DecodeFeed final : public GpuDecodeFeed {
   HostBatch next() override {
     HostBatch hb = inner_.next();
     const Batch& b = *inner_.last_batch();
+    // The slot must be of the batch's size: re-plan first where a size schedule or a
+    // validation at its own size changed it (the loop's reshape is then a no-op; the time
+    // counts as this batch's wait).
+    if (hb.height > 0) backend_.reshape(hb.height, hb.width);
     const DeviceStage stage = backend_.device_stage();
     if (!stage.images)
       fail("--decode gpu: the {} backend has no device input", backend_.describe());
