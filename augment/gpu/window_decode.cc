@@ -8,11 +8,16 @@
 namespace stoker {
 
 DecodedPlace window_place(const EncodedSample& e, int64_t offset) {
-  return {offset, int64_t(e.region.w) * 3, 0, 0, e.region.w, e.region.h};
+  return {offset, int64_t(e.region.w) * 3, 0, 0, e.region.w, e.region.h, e.region.h};
 }
 
 DecodedPlace pixels_place(const EncodedSample& e, int64_t offset) {
-  return {offset, int64_t(e.out_w) * 3, 0, 0, e.out_w, e.out_h};
+  return {offset, int64_t(e.out_w) * 3, 0, 0, e.out_w, e.out_h, e.out_h};
+}
+
+DecodedPlace image_place(const EncodedSample& e, int64_t offset) {
+  return {offset,   int64_t(e.image_w) * 3, e.region.x, e.region.y, e.region.w, e.region.h,
+          e.image_h};
 }
 
 void plan_batch_resize(std::span<const EncodedSample> samples, std::span<const DecodedPlace> places,

@@ -23,13 +23,17 @@ namespace stoker {
 struct DecodedPlace {
   int64_t offset = 0, pitch = 0;
   int32_t x = 0, y = 0, w = 0, h = 0;  // the window inside the decoded pixels
-  size_t bytes() const { return size_t(pitch) * size_t(y + h); }
+  int32_t rows = 0;                    // rows decoded: h, or the image's when decoded whole
+  size_t bytes() const { return size_t(pitch) * size_t(rows); }
 };
 
 // The place of a sample whose window is decoded alone (ROI), at `offset`.
 DecodedPlace window_place(const EncodedSample& e, int64_t offset);
 // The place of a CPU-decoded sample: its out_w x out_h pixels (resized already).
 DecodedPlace pixels_place(const EncodedSample& e, int64_t offset);
+// The place of a sample decoded whole (the decoder refused the window alone): the image's
+// rows at its width, the window at its (x, y).
+DecodedPlace image_place(const EncodedSample& e, int64_t offset);
 
 // Resize jobs for `samples` placed at `places`, sample i into element offset
 // i x 3 x out_h x out_w of the output (all samples of a batch share one size).

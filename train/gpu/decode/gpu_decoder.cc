@@ -135,9 +135,7 @@ struct GpuDecoder::Impl {
     nvjpegJpegStream_t s = streams[k];
     nvjpegDecodeParams_t p = params[k];
     for (bool window : {true, false}) {
-      place = window ? window_place(e, 0) : DecodedPlace{0,          int64_t(e.image_w) * 3,
-                                                         e.region.x, e.region.y,
-                                                         e.region.w, e.region.h};
+      place = window ? window_place(e, 0) : image_place(e, 0);
       int unsupported = 1;
       if (hw &&
           nj.nvjpegJpegStreamParseHeader(handle, bytes, e.length, s) == NVJPEG_STATUS_SUCCESS &&
@@ -147,9 +145,7 @@ struct GpuDecoder::Impl {
         return Route::hardware;
     }
     for (bool window : {true, false}) {
-      place = window ? window_place(e, 0) : DecodedPlace{0,          int64_t(e.image_w) * 3,
-                                                         e.region.x, e.region.y,
-                                                         e.region.w, e.region.h};
+      place = window ? window_place(e, 0) : image_place(e, 0);
       int unsupported = 1;
       if (nj.nvjpegJpegStreamParse(hybrid_handle, bytes, e.length, 0, 0, s) ==
               NVJPEG_STATUS_SUCCESS &&
