@@ -19,6 +19,7 @@
 #include "models/normal.h"
 #include "models/resnet.h"
 #include "tests/skip_policy.h"
+#include "tests/train/gpu/device_skip.h"
 #include "train/backend.h"
 #include "train/gpu/cuda_backend.h"
 #include "train/gpu/cupti_records.h"
@@ -26,12 +27,6 @@
 
 namespace stoker::gpu {
 namespace {
-
-#define SKIP_WITHOUT_DEVICE()                                    \
-  do {                                                           \
-    const std::string why = device_unavailable_reason(0);        \
-    if (!why.empty()) STOKER_SKIP_HONEST("no-cuda-device", why); \
-  } while (0)
 
 // Local names: the test does not depend on the loop's option parsing.
 std::string_view precision_word(Precision p) {

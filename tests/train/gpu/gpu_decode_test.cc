@@ -32,6 +32,7 @@
 #include "loader/iterator.h"
 #include "test_util.h"
 #include "tests/skip_policy.h"
+#include "tests/train/gpu/device_skip.h"
 #include "tools/gen_dataset.h"
 #include "tools/synth_image.h"
 #include "train/gpu/decode/gpu_decoder.h"
@@ -39,12 +40,6 @@
 
 namespace stoker::gpu {
 namespace {
-
-#define SKIP_WITHOUT_DEVICE()                                    \
-  do {                                                           \
-    const std::string why = device_unavailable_reason(0);        \
-    if (!why.empty()) STOKER_SKIP_HONEST("no-cuda-device", why); \
-  } while (0)
 
 constexpr double kMeanAbsBound = 3.5;  // levels, per channel (the header says why)
 

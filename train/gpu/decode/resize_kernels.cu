@@ -6,22 +6,13 @@
 
 #include "augment/gpu/resize_math.h"
 #include "common/error.h"
+#include "train/gpu/kernels/dtype.cuh"
 
 namespace stoker::gpu {
 namespace {
 
 constexpr int kThreads = 256;
 constexpr unsigned kMaxBlocksX = 4096;  // grid-stride beyond
-
-__device__ __forceinline__ void store(float* p, int64_t i, float v) {
-  p[i] = v;
-}
-__device__ __forceinline__ void store(__half* p, int64_t i, float v) {
-  p[i] = __float2half_rn(v);
-}
-__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
 
 // blockIdx.y: the job; threads stride over its (y1 - y0) x out_w intermediate pixels.
 __global__ void horizontal_pass(const ResizeJob* jobs, const int32_t* taps, const uint8_t* decoded,
@@ -56,7 +47,7 @@ __global__ void vertical_pass(const ResizeJob* jobs, const int32_t* taps, const 
     const int ox = j.flip ? j.out_w - 1 - xx : xx;
     for (int c = 0; c < 3; ++c) {
       const uint8_t v = antialias_tap(src + c, int64_t(j.out_w) * 3, w, count);
-      store(dst, j.dst + sample_offset(nhwc, c, yy, ox, j.out_h, j.out_w), lut[c * 256 + v]);
+      store_f(dst, j.dst + sample_offset(nhwc, c, yy, ox, j.out_h, j.out_w), lut[c * 256 + v]);
     }
   }
 }
