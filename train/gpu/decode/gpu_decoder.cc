@@ -12,25 +12,13 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
+#include "train/gpu/decode/decode_parts.h"
 #include "train/gpu/decode/nvjpeg_api.h"
 #include "train/gpu/decode/resize_kernels.h"
 #include "train/gpu/gpu_memory.h"
 
 namespace stoker::gpu {
 namespace {
-
-// How one sample of a part is decoded.
-enum class Route : uint8_t {
-  loader_pixels,  // the loader's CPU decoded it: its u8 pixels are copied up
-  hardware,       // nvJPEG's hardware engine, batched
-  hybrid,         // nvJPEG's hybrid backend, one at a time
-  cpu,            // nvJPEG refused it: libjpeg-turbo decodes and resizes it here
-};
-
-constexpr size_t kAlign = 256;
-size_t aligned(size_t n) {
-  return (n + kAlign - 1) / kAlign * kAlign;
-}
 
 // A device buffer that grows (never shrinks) after the stream has finished with it.
 void ensure(DeviceBuffer& b, size_t bytes, cudaStream_t stream) {
@@ -42,13 +30,7 @@ void ensure(DeviceBuffer& b, size_t bytes, cudaStream_t stream) {
 }  // namespace
 
 struct GpuDecoder::Impl {
-  struct Part {
-    std::vector<size_t> index;  // positions in the batch
-    std::vector<Route> route;
-    std::vector<DecodedPlace> place;
-    std::vector<EncodedSample> planned;  // .on == gpu where the resize job flips
-    size_t window_bytes = 0, temp_bytes = 0;
-  };
+  using Part = DecodePart;
 
   GpuDecodeConfig config;
   const NvjpegApi& nj;
@@ -161,7 +143,6 @@ struct GpuDecoder::Impl {
   std::vector<size_t> decode(std::span<const EncodedSample> samples, const uint8_t* arena,
                              const uint8_t* cpu_pixels, const ResizeOutput& out, void* dst,
                              cudaStream_t stream);
-  void add(Part& part, size_t i, Route r, DecodedPlace place, const EncodedSample& e);
   void run_part(Part& part, std::span<const EncodedSample> samples, const uint8_t* arena,
                 const uint8_t* cpu_pixels, const ResizeOutput& out, void* dst, cudaStream_t stream,
                 std::vector<size_t>& failed);
@@ -172,21 +153,6 @@ struct GpuDecoder::Impl {
   void upload(const ResizePlan& plan, std::span<const uint8_t> pixels, size_t pixel_offset,
               cudaStream_t stream);
 };
-
-void GpuDecoder::Impl::add(Part& part, size_t i, Route r, DecodedPlace place,
-                           const EncodedSample& e) {
-  place.offset = int64_t(part.window_bytes);
-  part.window_bytes += aligned(place.bytes());
-  // The intermediate rows: at most every row of the window, out_w wide.
-  part.temp_bytes += aligned(size_t(place.h) * size_t(e.out_w) * 3 + 16);
-  EncodedSample planned = e;
-  // The loader's pixels are flipped already; everything else is flipped by the resize.
-  planned.on = r == Route::loader_pixels ? e.on : DecodedOn::gpu;
-  part.index.push_back(i);
-  part.route.push_back(r);
-  part.place.push_back(place);
-  part.planned.push_back(planned);
-}
 
 bool GpuDecoder::Impl::decode_on_cpu(const EncodedSample& e, const uint8_t* bytes, uint8_t* host) {
   try {
@@ -271,23 +237,26 @@ void GpuDecoder::Impl::run_part(Part& part, std::span<const EncodedSample> sampl
   const size_t jobs_bytes = plan.jobs.size() * sizeof(ResizeJob);
   const size_t taps_bytes = plan.taps.size() * sizeof(int32_t);
   const size_t lut_bytes = 3 * 256 * sizeof(float);
-  const size_t pixels_at = aligned(jobs_bytes) + aligned(taps_bytes) + aligned(lut_bytes);
+  const size_t pixels_at =
+      decode_aligned(jobs_bytes) + decode_aligned(taps_bytes) + decode_aligned(lut_bytes);
   const size_t staging_bytes = pixels_at + cpu_count * sample_pixels;
   STOKER_GPU(cudaEventSynchronize(staged));  // the last part's uploads have left staging
   if (staging.bytes() < staging_bytes) staging = PinnedBuffer(staging_bytes + staging_bytes / 2);
   auto* host = static_cast<uint8_t*>(staging.get());
   std::memcpy(host, plan.jobs.data(), jobs_bytes);
-  std::memcpy(host + aligned(jobs_bytes), plan.taps.data(), taps_bytes);
+  std::memcpy(host + decode_aligned(jobs_bytes), plan.taps.data(), taps_bytes);
   for (int c = 0; c < 3; ++c)
-    std::memcpy(host + aligned(jobs_bytes) + aligned(taps_bytes) + size_t(c) * 256 * sizeof(float),
+    std::memcpy(host + decode_aligned(jobs_bytes) + decode_aligned(taps_bytes) +
+                    size_t(c) * 256 * sizeof(float),
                 out.lut[size_t(c)].data(), 256 * sizeof(float));
   ensure(jobs, jobs_bytes, stream);
   ensure(taps, taps_bytes, stream);
   STOKER_GPU(cudaMemcpyAsync(jobs.get(), host, jobs_bytes, cudaMemcpyHostToDevice, stream));
-  STOKER_GPU(cudaMemcpyAsync(taps.get(), host + aligned(jobs_bytes), taps_bytes,
+  STOKER_GPU(cudaMemcpyAsync(taps.get(), host + decode_aligned(jobs_bytes), taps_bytes,
                              cudaMemcpyHostToDevice, stream));
-  STOKER_GPU(cudaMemcpyAsync(lut.get(), host + aligned(jobs_bytes) + aligned(taps_bytes), lut_bytes,
-                             cudaMemcpyHostToDevice, stream));
+  STOKER_GPU(cudaMemcpyAsync(lut.get(),
+                             host + decode_aligned(jobs_bytes) + decode_aligned(taps_bytes),
+                             lut_bytes, cudaMemcpyHostToDevice, stream));
   auto* windows = static_cast<uint8_t*>(work.get());
   std::vector<bool> bad(part.index.size(), false);
   size_t cpu_slot = 0;
@@ -331,7 +300,7 @@ void GpuDecoder::Impl::run_part(Part& part, std::span<const EncodedSample> sampl
     if ((part.route[k] == Route::hardware || part.route[k] == Route::hybrid) &&
         part.place[k].pitch != int64_t(part.planned[k].region.w) * 3)
       ++counts.whole_image;
-  uint8_t* temp = windows + aligned(part.window_bytes);
+  uint8_t* temp = windows + decode_aligned(part.window_bytes);
   launch_resize(plan, jobs.as<ResizeJob>(), taps.as<int32_t>(), windows, temp, lut.as<float>(),
                 out.dtype, out.nhwc, dst, stream);
   const size_t elem = device_dtype_bytes(out.dtype);
@@ -350,38 +319,13 @@ std::vector<size_t> GpuDecoder::Impl::decode(std::span<const EncodedSample> samp
                                              cudaStream_t stream) {
   const int64_t t0 = now_ns();
   std::vector<size_t> failed;
-  Part part;
-  const size_t cap = work.bytes();
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const EncodedSample& e = samples[i];
-    while (true) {
-      DecodedPlace place;
-      Route r = Route::loader_pixels;
-      if (e.on != DecodedOn::gpu) {
-        place = pixels_place(e, 0);
-      } else {
-        reserve_slots(part.index.size());
-        r = choose(e, arena + e.offset, part.index.size(), place);
-      }
-      const size_t need = aligned(place.bytes()) + aligned(size_t(place.h) * e.out_w * 3 + 16);
-      if (part.window_bytes + part.temp_bytes + need <= cap) {
-        add(part, i, r, place, e);
-        break;
-      }
-      if (part.index.empty()) {
-        // Too large for the decode memory even alone: the CPU decodes and resizes it.
-        const DecodedPlace small = pixels_place(e, 0);
-        if (aligned(small.bytes()) * 2 + 64 > cap)
-          fail("GPU decode: --decode-memory of {} bytes cannot hold one {}x{} sample", cap, e.out_w,
-               e.out_h);
-        add(part, i, e.on == DecodedOn::gpu ? Route::cpu : Route::loader_pixels, small, e);
-        break;
-      }
-      run_part(part, samples, arena, cpu_pixels, out, dst, stream, failed);
-      part = Part{};
-    }
-  }
-  if (!part.index.empty()) run_part(part, samples, arena, cpu_pixels, out, dst, stream, failed);
+  cut_into_parts(
+      samples, work.bytes(),
+      [&](const EncodedSample& e, size_t k, DecodedPlace& place) {
+        reserve_slots(k);
+        return choose(e, arena + e.offset, k, place);
+      },
+      [&](Part& part) { run_part(part, samples, arena, cpu_pixels, out, dst, stream, failed); });
   ++counts.batches;
   counts.host_s += double(now_ns() - t0) * 1e-9;
   return failed;
