@@ -198,6 +198,10 @@ class CudaBackend final : public Backend {
 
   void stage(const HostBatch& batch) override {
     check_batch(batch, net_->network(), config_.batch);
+    if (batch.on_device && !device_slot_)
+      fail("cuda backend: a batch on the device without device_stage() first");
+    if (!batch.on_device && device_slot_)
+      fail("cuda backend: device_stage() was followed by a host batch");
     const size_t slot = size_t(next_stage_);
     next_stage_ ^= 1;
     // The pinned labels of this slot were copied two batches ago (long done): wait for that
@@ -206,10 +210,8 @@ class CudaBackend final : public Backend {
     std::memcpy(pinned_labels_[slot].get(), batch.labels, size_t(batch.count) * sizeof(int32_t));
     auto& times = copy_events_[size_t(stages_ % kStageRing)];
     if (batch.on_device) {
-      if (!device_slot_) fail("cuda backend: a batch on the device without device_stage() first");
-      device_slot_ = false;
+      device_slot_ = false;  // its copy-stream work (device_stage's producer) is enqueued
     } else {
-      if (device_slot_) fail("cuda backend: device_stage() was followed by a host batch");
       // The buffer's previous batch must have been converted before it is overwritten.
       STOKER_GPU(cudaStreamWaitEvent(copy_, consumed_[slot], 0));
       STOKER_GPU(cudaEventRecord(times[0], copy_));
