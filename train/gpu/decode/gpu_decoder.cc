@@ -101,6 +101,8 @@ struct GpuDecoder::Impl {
       streams.push_back(s);
       STOKER_NVJPEG(nj.nvjpegDecodeParamsCreate(handle, &p));
       STOKER_NVJPEG(nj.nvjpegDecodeParamsSetOutputFormat(p, NVJPEG_OUTPUT_RGBI));
+      // Pixels as stored, as libjpeg-turbo (and so CPU decode) gives them: no EXIF rotation.
+      STOKER_NVJPEG(nj.nvjpegDecodeParamsSetExifOrientation(p, NVJPEG_ORIENTATION_NORMAL));
       params.push_back(p);
     }
   }
