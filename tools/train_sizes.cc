@@ -29,30 +29,6 @@ void check_val_size(const std::string& val, const CLI::App& app) {
     if (app.count(opt) > 0 && val.empty()) usage_fail("train: {} needs --val DIR", opt);
 }
 
-LoaderConfig val_config(const LoaderOptions& train, const SizeSchedule& schedule, int val_size,
-                        int val_resize) {
-  LoaderOptions vo = train;
-  vo.transform = "center";
-  vo.no_shuffle = true;
-  vo.size_schedule.clear();
-  if (val_size > 0) {
-    vo.size = val_size;
-    vo.height = 0;
-  } else if (schedule.active()) {
-    vo.size = schedule.max;
-    vo.height = 0;
-  }
-  LoaderConfig c = vo.to_config();
-  if (val_resize > 0) {
-    const int crop = std::max(c.transform.out_width(), c.transform.out_height());
-    if (val_resize < crop)
-      usage_fail("train: --val-resize {} is smaller than the validation crop {} (--val-size)",
-                 val_resize, crop);
-    c.transform.resize = val_resize;
-  }
-  return c;
-}
-
 std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size_t timing_warmup,
                                     int64_t height, int64_t width, int64_t images_per_step,
                                     const Network& net, std::span<const double> seconds) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// stoker train's resolutions: the evaluation's own size (--val-size, --val-resize as
-// torchvision's crop_size / resize_size) and the cost of each training size when a size
-// schedule (--size-schedule, loader/sampler/size_schedule.h) changes it over the run. Not the
-// schedule itself (loader/) nor the backend's re-plan (Backend::reshape).
+// stoker train's resolutions: the evaluation's own size options (--val-size, --val-resize as
+// torchvision's crop_size / resize_size; the loader they make is tools/evaluate.h's) and the
+// cost of each training size when a size schedule (--size-schedule,
+// loader/sampler/size_schedule.h) changes it over the run. Not the schedule itself (loader/)
+// nor the backend's re-plan (Backend::reshape).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -23,12 +24,6 @@ namespace stoker {
 void add_val_size_options(CLI::App& app, int& val_size, int& val_resize);
 // stoker::UsageError for --val-size or --val-resize without --val.
 void check_val_size(const std::string& val, const CLI::App& app);
-// The validation loader: the centre crop in index order at `val_size` (0: the training size,
-// or the schedule's last size), of the short side resized to `val_resize` (0: 256/224 of the
-// crop). stoker::UsageError when val_resize is smaller than the crop.
-LoaderConfig val_config(const LoaderOptions& train, const SizeSchedule& schedule, int val_size,
-                        int val_resize);
-
 // The steady-state cost of one training size.
 struct SizeCost {
   int64_t height = 0, width = 0;

@@ -14,14 +14,13 @@
 #include "common/system_info.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
-#include "models/resnet.h"
 #include "tools/train_options.h"
+#include "tools/trainer.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/gpu_decode.h"
 #include "train/loader_feed.h"
 #include "train/train_loop.h"
-#include "train/trainer_setup.h"
 
 namespace stoker {
 
@@ -256,38 +255,28 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
                            const CellRun& run) {
   const double cpu0 = process_cpu_seconds();
   const int64_t t0 = now_ns();
+  // The trainer of a cell: the consumer's model and engine, every other option its default.
+  const bool cuda = consumer.kind == StudyConsumer::Kind::cuda;
   TrainOptions t;
   t.arch = consumer.arch;
-  ResNetConfig rc = parse_resnet_arch(consumer.arch);
-  rc.num_classes = std::max<int>(1, int(index.classes.size()));
-  const Network net = build_resnet(rc);
+  t.classes = std::max<int>(1, int(index.classes.size()));
+  t.backend = cuda ? "cuda" : "cpu";
+  const Network net = trainer_network(t);
   const int64_t batch = int64_t(config.sampler.batch_size);
   // Under a size schedule: planned for the first step's size, re-planned as it changes.
-  BackendConfig bc = backend_config(config, batch, /*threads=*/0);
-  t.apply(bc);
+  BackendConfig bc = trainer_backend_config(t, config, batch);
   bc.record_activity = true;
-  const bool cuda = consumer.kind == StudyConsumer::Kind::cuda;
-  std::unique_ptr<Backend> backend = make_backend(cuda ? "cuda" : "cpu", net, bc);
-  backend->load(init_checkpoint(net, config.sampler.seed), "the initialisation");
-  std::unique_ptr<Iterator> iterator = training_iterator(index, config, *backend);
-  if (iterator->batches_per_epoch() == 0)
+  std::unique_ptr<Backend> backend = trainer_backend(t, net, bc, nullptr, "", config.sampler.seed);
+  // The loader's batches, decoded by nvJPEG into the backend's input in a cuda consumer's
+  // gpu-decode cell.
+  TrainerFeed data = trainer_feed(index, config, *backend, Position{0, 0});
+  if (data.iterator->batches_per_epoch() == 0)
     fail("{} has {} images, fewer than one batch of {}", index.root, index.size(), batch);
-  LoaderFeed loader_feed(*iterator, Position{0, 0});
-  // GPU decode (a cuda consumer's gpu-decode cell): nvJPEG into the backend's input.
-  std::unique_ptr<GpuDecodeFeed> gpu_feed;
-  if (config.decode_device == DecodeDevice::gpu)
-    gpu_feed = make_gpu_decode_feed(loader_feed, *backend, {});
-  InterruptibleFeed feed(gpu_feed ? static_cast<BatchFeed&>(*gpu_feed) : loader_feed);
+  InterruptibleFeed feed(data.feed());
   const int64_t total = run.warmup + run.iterations;
-  LoopConfig loop;
-  loop.steps = total;
-  t.resolve_defaults(total);
-  loop.sgd = t.sgd();
-  loop.schedule = t.schedule(batch, total);
-  loop.images_per_step = batch;
+  LoopConfig loop = trainer_loop(t, 0, total, total, batch, run.warmup);
   loop.progress = false;
   loop.label = fmt::format("study {}", consumer.name);
-  loop.timing_warmup = run.warmup;
   loop.activity = true;
   loop.trace_begin = run.warmup;
   loop.trace_end = total;
@@ -312,14 +301,16 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
     steps.push_back(std::move(s));
   }
   nlohmann::json decode;
-  if (gpu_feed) {
-    const GpuDecodeReport d = gpu_feed->report();
+  if (data.gpu) {
+    const GpuDecodeReport d = data.gpu->report();
     decode = {{"decoder", d.decoder},       {"hardware", d.hardware},     {"hybrid", d.hybrid},
               {"engine_cpu", d.engine_cpu}, {"loader_cpu", d.loader_cpu}, {"failed", d.failed}};
   }
-  gpu_feed.reset();
+  // The feeds, then the iterator (reaping worker processes), all before the backend.
+  data.gpu.reset();
+  data.loader.reset();
+  data.iterator.reset();
   backend.reset();
-  iterator.reset();
   const double elapsed = double(now_ns() - t0) * 1e-9;
   nlohmann::json cell =
       summarise(steps, size_t(batch), result.gaps.share(), cuda ? "kernel" : "primitive",
