@@ -36,14 +36,14 @@ expect 2 "--size-schedule" eval "$d" --checkpoint x --size-schedule 32:64@0-2
 "$stoker" bench "$d" --reader threads:2 --batch 4 --epochs 3 --size-schedule 32:96@0-2 \
   --json "$tmp/bench.json" > "$tmp/bench.txt" 2>/dev/null || fail "bench --size-schedule"
 grep -q "size schedule 32:96@0-2" "$tmp/bench.txt" || fail "bench header lacks the schedule"
-grep -q "per size (time between batches):  32x32: 4 batches" "$tmp/bench.txt" ||
+grep -q "per size (from asking for a batch to its release):  32x32: 4 batches" "$tmp/bench.txt" ||
   { cat "$tmp/bench.txt"; fail "bench per-size line"; }
 python3 - "$tmp/bench.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["results"][0]
 assert d["context"]["size_schedule"] == "32:96@0-2", d["context"]
-assert [(s["height"], s["batches"]) for s in r["per_size"]] == [(32, 4), (64, 4), (96, 4)], r
+assert [(s["height"], s["steps"]) for s in r["per_size"]] == [(32, 4), (64, 4), (96, 4)], r
 assert len(set(r["epoch_checksums"])) == 3
 PY
 
