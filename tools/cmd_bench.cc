@@ -45,6 +45,7 @@ struct BenchOptions {
   std::vector<std::string> data;
   int epochs = 1;
   size_t max_batches = 0;
+  int64_t warmup = 3;  // --warmup: batches before the steady state's clock starts
   double seconds = 0;  // 0: no time bound
   bool cold = false;
   std::string json;
@@ -84,18 +85,19 @@ void add_run_trace(TraceWriter& w, size_t run, const std::string& name, const Ru
 }
 
 // The steady state, timed as bench/peers.sh times its peers: from the arrival of batch
-// kAfter (start-up, the pool's first fill and cold caches before it) to the last.
+// `warmup` (--warmup: start-up, the pool's first fill and cold caches before it; 0: from the
+// run's start) to the last.
 struct SteadyRate {
-  static constexpr size_t kAfter = 3;
+  size_t warmup = 0;
   int64_t t0 = 0;
   uint64_t images = 0;
   void add(size_t done, int64_t arrived, size_t batch_images) {
-    if (done + 1 == kAfter) t0 = arrived;
-    if (done + 1 > kAfter) images += batch_images;
+    if (done + 1 == warmup) t0 = arrived;
+    if (done + 1 > warmup) images += batch_images;
   }
   nlohmann::json json(int64_t last_arrival) const {
     const double secs = 1e-9 * double(last_arrival - t0);
-    return {{"warmup_batches", kAfter},
+    return {{"warmup", warmup},
             {"images", images},
             {"seconds", secs},
             {"images_per_s", double(images) / secs}};
@@ -122,7 +124,7 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   // asking for it to its release (its wait, and the emulated compute), as a study cell's.
   std::vector<SizeCost> sizes;
   int64_t last_arrival = t0;
-  SteadyRate steady;
+  SteadyRate steady{size_t(o.warmup), t0};
   // Ctrl-C ends the run at a batch boundary: what was measured until then is a valid row.
   // --seconds ends it at the first batch boundary past the deadline (after one batch at
   // least), as Ctrl-C does. AU's window opens when the first batch arrives (no warm-up in
@@ -201,7 +203,8 @@ void print_row(const std::string& dataset, const std::string& reader, const Load
       line += fmt::format("  {}x{}: {} batches, {:.1f} img/s;", z["height"].get<int>(),
                           z["width"].get<int>(), z["steps"].get<size_t>(),
                           z["images_per_s"].get<double>());
-    fmt::print("{:<12} {:<11} per size (from asking for a batch to its release):{}\n", "", "", line);
+    fmt::print("{:<12} {:<11} per size (from asking for a batch to its release):{}\n", "", "",
+               line);
   }
   if (r.contains("emulation")) {
     const auto& e = r["emulation"];
@@ -393,8 +396,8 @@ nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base, const 
   print_row(short_name(d.root), reader.text(), s, r);
   if (r.contains("steady"))
     fmt::print("# steady state (after {} batches): {:.0f} img/s over {:.2f} s\n",
-               r["steady"]["warmup_batches"].get<size_t>(),
-               r["steady"]["images_per_s"].get<double>(), r["steady"]["seconds"].get<double>());
+               r["steady"]["warmup"].get<size_t>(), r["steady"]["images_per_s"].get<double>(),
+               r["steady"]["seconds"].get<double>());
   if (r.contains("stopped_after_seconds"))
     fmt::print("# stopped after {} s (--seconds) at a batch boundary: {} images\n", o.seconds,
                s.images);
@@ -469,6 +472,11 @@ void add_bench_command(CLI::App& app) {
       ->check(integer_in(1, 1u << 20));
   cmd->add_option("--max-batches", o->max_batches, "Stop each run after this many batches")
       ->check(integer_in(1));
+  cmd->add_option("--warmup", o->warmup,
+                  "Batches before the steady state's clock starts (start-up, the pool's first "
+                  "fill)")
+      ->capture_default_str()
+      ->check(integer_in(0, 1u << 30));
   cmd->add_option("--seconds", o->seconds,
                   "Stop each run at the first batch boundary after this many seconds (start-up "
                   "included; with --max-batches, whichever comes first)")

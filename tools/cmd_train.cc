@@ -287,7 +287,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--val-every", o->val_every, "Validate every N global steps (needs --val)");
   add_val_size_options(*cmd, o->val_size, o->val_resize);
   cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
-  cmd->add_option("--timing-warmup", o->timing_warmup, "Steps left out of the steady-state figures")
+  // --warmup is the word bench and study use; --timing-warmup, the older one, is still taken.
+  cmd->add_option("--warmup,--timing-warmup", o->timing_warmup,
+                  "Steps left out of the steady-state figures (--timing-warmup: the older name, "
+                  "deprecated)")
       ->capture_default_str()
       ->check(integer_in(0, INT64_MAX));
   cmd->add_flag("--no-gaps", o->no_gaps,

@@ -49,7 +49,7 @@ PY
 
 # train: 6 steps over 3 epochs of 2 batches at 32, 64, 96 px, validation at 48 of 56.
 common=(--arch resnet18 --batch 8 --reader threads:2 --seed 3 --size-schedule 32:96@0-2
-        --lr 0.05 --lr-warmup 1 --total-steps 6 --timing-warmup 0)
+        --lr 0.05 --lr-warmup 1 --total-steps 6 --warmup 0)
 "$stoker" train "$d" "${common[@]}" --steps 6 --val "$d" --val-size 48 --val-resize 56 \
   --save "$tmp/whole.safetensors" --json "$tmp/whole.json" > "$tmp/whole.txt" 2>&1 ||
   { cat "$tmp/whole.txt"; fail "train --size-schedule"; }
