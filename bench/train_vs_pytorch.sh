@@ -139,14 +139,14 @@ for ((r = 1; r <= REPS; r++)); do
       json=$OUT/stoker-$P-b$B-r$r.json
       run "$json" "${clean_env[@]}" "$STOKER" train --synthetic --arch "$ARCH" \
         --classes "$CLASSES" --batch "$B" --size "$SIZE" --steps "$STEPS" \
-        --timing-warmup "$WARMUP" --threads "$THREADS" --precision "$P" --json "$json"
+        --warmup "$WARMUP" --threads "$THREADS" --precision "$P" --json "$json"
     done
     # Stoker's default lets oneDNN pick Winograd for the large 3x3 convs; direct
     # convolution everywhere is what PyTorch runs, so it is measured too.
     json=$OUT/stoker-f32-direct-b$B-r$r.json
     run "$json" "${clean_env[@]}" "$STOKER" train --synthetic --arch "$ARCH" \
       --classes "$CLASSES" --batch "$B" --size "$SIZE" --steps "$STEPS" \
-      --timing-warmup "$WARMUP" --threads "$THREADS" --conv-algo direct --json "$json"
+      --warmup "$WARMUP" --threads "$THREADS" --conv-algo direct --json "$json"
     for A in "${ALLOCATORS[@]}"; do
       envs=("${clean_env[@]}")
       [[ $A == glibc ]] || envs=("${jemalloc_env[@]}")

@@ -274,7 +274,7 @@ stoker_run() {
   cmd_of stoker
   mem_start "$work/$tag.mem"
   x "$tag" "$cap" "${cmd[@]}" train --backend "$backend" --arch "$arch" --batch "$batch" --size "$size" \
-    --steps "$steps" --timing-warmup "$warmup" --json "$work/$tag.json" "$@"
+    --steps "$steps" --warmup "$warmup" --json "$work/$tag.json" "$@"
   rc=$?
   mem_stop
   # The summary row (header and figures), and any error or interruption line.

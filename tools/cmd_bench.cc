@@ -27,11 +27,13 @@
 #include "tools/bench_common.h"
 #include "tools/cache_dir.h"
 #include "tools/commands.h"
+#include "tools/emulated_consumer.h"
 #include "tools/gen_dataset.h"
 #include "tools/loader_options.h"
 #include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "tools/packed_dataset.h"
+#include "tools/per_size.h"
 #include "train/activity.h"
 #include "train/emulated_accelerator.h"
 
@@ -43,6 +45,7 @@ struct BenchOptions {
   std::vector<std::string> data;
   int epochs = 1;
   size_t max_batches = 0;
+  int64_t warmup = 3;  // --warmup: batches before the steady state's clock starts
   double seconds = 0;  // 0: no time bound
   bool cold = false;
   std::string json;
@@ -81,61 +84,20 @@ void add_run_trace(TraceWriter& w, size_t run, const std::string& name, const Ru
   add_sample_tracks(w, loader, fmt::format("{} loader", name), t.samples, t.numbers);
 }
 
-// Batches of one output size (a --size-schedule changes it): their images and the time from
-// the previous batch's arrival to theirs, what a consumer sees of the loader at that size.
-struct SizeShare {
-  int height = 0, width = 0;
-  size_t batches = 0, images = 0;
-  int64_t ns = 0;
-};
-
-nlohmann::json size_shares_json(const std::vector<SizeShare>& shares) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const SizeShare& s : shares)
-    out.push_back({{"height", s.height},
-                   {"width", s.width},
-                   {"batches", s.batches},
-                   {"images", s.images},
-                   {"seconds", 1e-9 * double(s.ns)},
-                   {"images_per_s", s.ns > 0 ? double(s.images) / (1e-9 * double(s.ns)) : 0.0}});
-  return out;
-}
-
-// A batch of its size, `ns` after the previous one arrived.
-void add_size_share(std::vector<SizeShare>& sizes, const Batch& b, int64_t ns) {
-  auto share = std::find_if(sizes.begin(), sizes.end(), [&](const SizeShare& s) {
-    return s.height == b.spec.height && s.width == b.spec.width;
-  });
-  if (share == sizes.end()) share = sizes.insert(sizes.end(), {b.spec.height, b.spec.width});
-  ++share->batches;
-  share->images += b.size;
-  share->ns += ns;
-}
-
-// The emulated accelerator holds the batch for its compute time; `wait_ns`: the consumer's
-// wait for it (0 for the first batch, which opens the AU window).
-void emulate_compute(const EmulatedAccelerator& accelerator, const Batch& b, int64_t wait_ns,
-                     Utilisation& use) {
-  use.wait_ns += wait_ns;
-  use.compute_ns += accelerator.compute_ns(b.size);
-  const int64_t c0 = now_ns();
-  accelerator.compute(b.size);
-  use.held_ns += now_ns() - c0;
-}
-
 // The steady state, timed as bench/peers.sh times its peers: from the arrival of batch
-// kAfter (start-up, the pool's first fill and cold caches before it) to the last.
+// `warmup` (--warmup: start-up, the pool's first fill and cold caches before it; 0: from the
+// run's start) to the last.
 struct SteadyRate {
-  static constexpr size_t kAfter = 3;
+  size_t warmup = 0;
   int64_t t0 = 0;
   uint64_t images = 0;
   void add(size_t done, int64_t arrived, size_t batch_images) {
-    if (done + 1 == kAfter) t0 = arrived;
-    if (done + 1 > kAfter) images += batch_images;
+    if (done + 1 == warmup) t0 = arrived;
+    if (done + 1 > warmup) images += batch_images;
   }
   nlohmann::json json(int64_t last_arrival) const {
     const double secs = 1e-9 * double(last_arrival - t0);
-    return {{"warmup_batches", kAfter},
+    return {{"warmup", warmup},
             {"images", images},
             {"seconds", secs},
             {"images_per_s", double(images) / secs}};
@@ -158,64 +120,56 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   uint64_t total_images = 0;
   for (size_t b = 0; b < total; ++b) total_images += it.sampler().batch_length(b % per_epoch);
   Progress progress(fmt::format("bench {}", config.reader.text()), total_images, "images");
-  size_t done = 0;
-  Utilisation use;
-  int64_t first_arrival = 0;
-  const int64_t deadline = o.seconds > 0 ? t0 + int64_t(o.seconds * 1e9) : INT64_MAX;
-  bool out_of_time = false;
-  std::vector<SizeShare> sizes;
+  // Per output size (a --size-schedule changes it): each batch's time from the consumer's
+  // asking for it to its release (its wait, and the emulated compute), as a study cell's.
+  std::vector<SizeCost> sizes;
   int64_t last_arrival = t0;
-  SteadyRate steady;
+  SteadyRate steady{size_t(o.warmup), t0};
   // Ctrl-C ends the run at a batch boundary: what was measured until then is a valid row.
   // --seconds ends it at the first batch boundary past the deadline (after one batch at
-  // least), as Ctrl-C does.
-  for (int e = 0; e < o.epochs && done < total && !interrupted() && !out_of_time; ++e) {
-    it.start_epoch(static_cast<uint64_t>(e));
-    size_t in_epoch = 0;
-    while (done < total && in_epoch < per_epoch && !interrupted() &&
-           !(out_of_time = done > 0 && now_ns() >= deadline)) {
-      const int64_t w0 = now_ns();
-      const Batch* b = it.next();
-      STOKER_CHECK(b != nullptr);
-      const int64_t arrived = now_ns();
-      stats.add_batch(*b, arrived - w0);
-      add_size_share(sizes, *b, arrived - last_arrival);
-      last_arrival = arrived;
-      steady.add(done, arrived, b->size);
-      if (o.accelerator.enabled()) {
-        // AU's window opens when the first batch arrives: start-up is not counted.
-        if (done == 0) first_arrival = arrived;
-        emulate_compute(o.accelerator, *b, done == 0 ? 0 : arrived - w0, use);
-      }
-      if (trace != nullptr && o.trace_window.contains(int64_t(done))) {
-        trace->numbers.push_back(int64_t(done));
-        trace->waits.push_back({w0, arrived});
-        trace->computes.push_back({arrived, o.accelerator.enabled() ? now_ns() : arrived});
-        trace->samples.emplace_back(b->timing.begin(), b->timing.begin() + ptrdiff_t(b->size));
-      }
-      uint64_t bytes = 0;
-      for (size_t i = 0; i < b->size; ++i) bytes += b->timing[i].bytes;
-      progress.add(b->size, bytes);
-      ++done;
-      ++in_epoch;
-    }
-    // A checksum covers a whole epoch; a run cut short by --max-batches has none for it.
-    if (in_epoch == per_epoch) stats.epoch_checksums.push_back(hex64(it.epoch_checksum()));
-  }
+  // least), as Ctrl-C does. AU's window opens when the first batch arrives (no warm-up in
+  // the account): start-up is not counted.
+  ConsumerRun run;
+  run.batches = total;
+  run.deadline_ns = o.seconds > 0 ? t0 + int64_t(o.seconds * 1e9) : INT64_MAX;
+  const ConsumerResult consumed = consume(
+      it, o.accelerator, run,
+      [&](const ConsumedBatch& c) {
+        const Batch& b = *c.batch;
+        stats.add_batch(b, c.arrived_ns - c.asked_ns);
+        SizeCost& z = size_cost(sizes, b.spec.height, b.spec.width);
+        ++z.steps;
+        z.add_timed(1e-9 * double(c.released_ns - c.asked_ns),
+                    1e-9 * double(c.arrived_ns - c.asked_ns), 0,
+                    1e-9 * double(c.released_ns - c.arrived_ns), int64_t(b.size));
+        last_arrival = c.arrived_ns;
+        steady.add(c.number, c.arrived_ns, b.size);
+        if (trace != nullptr && o.trace_window.contains(int64_t(c.number))) {
+          trace->numbers.push_back(int64_t(c.number));
+          trace->waits.push_back({c.asked_ns, c.arrived_ns});
+          trace->computes.push_back({c.arrived_ns, c.released_ns});
+          trace->samples.emplace_back(b.timing.begin(), b.timing.begin() + ptrdiff_t(b.size));
+        }
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < b.size; ++i) bytes += b.timing[i].bytes;
+        progress.add(b.size, bytes);
+      },
+      // A checksum covers a whole epoch; a run cut short by --max-batches has none for it.
+      [&](uint64_t, uint64_t checksum) { stats.epoch_checksums.push_back(hex64(checksum)); });
   const int64_t t_end = now_ns();
   stats.wall_ns = t_end - t0;
   progress.finish();
   result = stats.to_json(it);
-  result["per_size"] = size_shares_json(sizes);
+  result["per_size"] = per_size_json(sizes);
   if (steady.images > 0) result["steady"] = steady.json(last_arrival);
-  if (done < total && !out_of_time) result["interrupted"] = true;
-  if (out_of_time) result["stopped_after_seconds"] = o.seconds;
+  if (consumed.interrupted) result["interrupted"] = true;
+  if (consumed.out_of_time) result["stopped_after_seconds"] = o.seconds;
   iterator.reset();  // reaps worker processes, so their CPU time is counted
   stats.cpu_seconds = process_cpu_seconds() - cpu0;
   result["cpu_seconds"] = stats.cpu_seconds;
   result["cpu_cores_used"] = stats.cpu_seconds / (stats.wall_ns * 1e-9);
   if (o.accelerator.enabled()) {
-    use.window_ns = t_end - first_arrival;
+    const Utilisation& use = consumed.use;
     result["emulation"] = {{"spec", o.accelerator.spec},
                            {"images_per_s", o.accelerator.images_per_s()},
                            {"compute_s", use.compute_ns * 1e-9},
@@ -223,6 +177,7 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
                            {"window_s", use.window_ns * 1e-9},
                            {"held_s", use.held_ns * 1e-9},
                            {"au", use.au()},
+                           {"idle_share", use.idle_share()},
                            {"au_target", o.au_target},
                            {"meets_target", use.au() >= o.au_target}};
   }
@@ -246,9 +201,10 @@ void print_row(const std::string& dataset, const std::string& reader, const Load
     std::string line;
     for (const auto& z : r["per_size"])
       line += fmt::format("  {}x{}: {} batches, {:.1f} img/s;", z["height"].get<int>(),
-                          z["width"].get<int>(), z["batches"].get<size_t>(),
+                          z["width"].get<int>(), z["steps"].get<size_t>(),
                           z["images_per_s"].get<double>());
-    fmt::print("{:<12} {:<11} per size (time between batches):{}\n", "", "", line);
+    fmt::print("{:<12} {:<11} per size (from asking for a batch to its release):{}\n", "", "",
+               line);
   }
   if (r.contains("emulation")) {
     const auto& e = r["emulation"];
@@ -440,8 +396,8 @@ nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base, const 
   print_row(short_name(d.root), reader.text(), s, r);
   if (r.contains("steady"))
     fmt::print("# steady state (after {} batches): {:.0f} img/s over {:.2f} s\n",
-               r["steady"]["warmup_batches"].get<size_t>(),
-               r["steady"]["images_per_s"].get<double>(), r["steady"]["seconds"].get<double>());
+               r["steady"]["warmup"].get<size_t>(), r["steady"]["images_per_s"].get<double>(),
+               r["steady"]["seconds"].get<double>());
   if (r.contains("stopped_after_seconds"))
     fmt::print("# stopped after {} s (--seconds) at a batch boundary: {} images\n", o.seconds,
                s.images);
@@ -516,6 +472,11 @@ void add_bench_command(CLI::App& app) {
       ->check(integer_in(1, 1u << 20));
   cmd->add_option("--max-batches", o->max_batches, "Stop each run after this many batches")
       ->check(integer_in(1));
+  cmd->add_option("--warmup", o->warmup,
+                  "Batches before the steady state's clock starts (start-up, the pool's first "
+                  "fill)")
+      ->capture_default_str()
+      ->check(integer_in(0, 1u << 30));
   cmd->add_option("--seconds", o->seconds,
                   "Stop each run at the first batch boundary after this many seconds (start-up "
                   "included; with --max-batches, whichever comes first)")

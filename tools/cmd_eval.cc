@@ -24,9 +24,9 @@
 #include "tools/option_checks.h"
 #include "tools/output_check.h"
 #include "tools/train_options.h"
+#include "tools/trainer.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
-#include "train/trainer_setup.h"
 
 namespace stoker {
 namespace {
@@ -34,7 +34,7 @@ namespace {
 struct EvalCommand {
   std::string data, checkpoint, arch, json;
   int classes = 0;
-  TrainOptions compute;  // only its backend options (add_backend_options)
+  TrainOptions compute;  // its backend options (add_backend_options), arch and classes
   LoaderOptions loader;
 };
 
@@ -69,9 +69,9 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
       fail("eval: {} has no fc.bias to count classes from; give --classes", o.checkpoint);
     classes = int(fc->shape[0]);
   }
-  ResNetConfig rc = parse_resnet_arch(arch);
-  rc.num_classes = classes;
-  const Network net = build_resnet(rc);
+  o.compute.arch = arch;
+  o.compute.classes = classes;
+  const Network net = trainer_network(o.compute);
 
   const Index index = open_index(o.data);
   if (const auto names = stored_class_names(ckpt, o.checkpoint))
@@ -79,18 +79,11 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
   if (int(index.classes.size()) > classes)
     fail("eval: {} has {} classes but {} has {} outputs", o.data, index.classes.size(),
          o.checkpoint, classes);
-  o.loader.transform = "center";
-  o.loader.no_shuffle = true;
-  LoaderConfig lc = o.loader.to_config();
-  lc.reader = o.loader.one_reader("eval");
-  lc.sampler.drop_last = false;
+  const LoaderConfig lc = evaluation_loader(o.loader, "eval");
+  const BackendConfig bc = trainer_backend_config(o.compute, lc, int64_t(o.loader.batch));
+  std::unique_ptr<Backend> backend =
+      trainer_backend(o.compute, net, bc, &ckpt, o.checkpoint, lc.sampler.seed);
 
-  BackendConfig bc = backend_config(lc, int64_t(o.loader.batch), o.compute.threads);
-  o.compute.apply(bc);
-  std::unique_ptr<Backend> backend = make_backend(o.compute.backend, net, bc);
-  backend->load(ckpt, o.checkpoint);
-
-  lc.memory = loader_memory(*backend);
   const EvalResult r =
       evaluate(*backend, index, lc, classes, bc.batch, fmt::format("eval {}", net.name));
   if (r.images == 0 && !r.interrupted) fail("eval: {} yielded no image", o.data);
@@ -147,10 +140,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the result here");
   // Evaluation is the centre crop in index order, every image once: no augmentation,
   // shuffling, dropped batch or read-only mode to choose.
-  o->loader.reader = default_reader();
-  o->loader.add_to(
-      *cmd, {"--transform", "--flip", "--jitter", "--grayscale", "--seed", "--no-shuffle",
-             "--drop-last", "--no-decode", "--shard-order", "--shuffle-buffer", "--size-schedule"});
+  add_trainer_loader_options(
+      *cmd, o->loader,
+      {"--transform", "--flip", "--jitter", "--grayscale", "--seed", "--no-shuffle", "--drop-last",
+       "--no-decode", "--shard-order", "--shuffle-buffer", "--size-schedule"});
   cmd->callback([o, cmd] { run_eval(*o, *cmd); });
 }
 

@@ -37,10 +37,10 @@
 #include "tools/train_options.h"
 #include "tools/train_rank.h"
 #include "tools/train_sizes.h"
+#include "tools/trainer.h"
 #include "train/checkpoint.h"
 #include "train/loop_trace.h"
 #include "train/parallel/collectives.h"
-#include "train/trainer_setup.h"
 
 namespace stoker {
 namespace {
@@ -86,9 +86,9 @@ RunState run_state_at(const TrainRun& run, const TrainCommand& o, int64_t done) 
   s.step = done;
   s.seed = run.lc.sampler.seed;
   s.config = train_options_json(o.train, o.loader, run.world.world()).dump();
-  if (run.loader_feed != nullptr) {
-    s.epoch = int64_t(run.loader_feed->position().epoch);
-    s.sampler_position = int64_t(run.loader_feed->position().index);
+  if (run.data.loader) {
+    s.epoch = int64_t(run.data.loader->position().epoch);
+    s.sampler_position = int64_t(run.data.loader->position().index);
   }
   return s;
 }
@@ -117,10 +117,7 @@ void plan_validation(TrainRun& run, const TrainCommand& o) {
   if (int(val.classes.size()) > classes)
     fail("train: --val {} has {} classes but the network has {}", o.val, val.classes.size(),
          classes);
-  run.val_lc = val_config(o.loader, run.lc.size_schedule, o.val_size, o.val_resize);
-  run.val_lc.reader = run.lc.reader;
-  run.val_lc.sampler.drop_last = false;
-  run.val_lc.memory = loader_memory(*run.backend);
+  run.val_lc = evaluation_loader(o.loader, "train", run.lc.size_schedule, o.val_size, o.val_resize);
   fmt::print("# val: {}, centre crop {}x{} of the short side resized to {}\n", o.val,
              run.val_lc.transform.out_height(), run.val_lc.transform.out_width(),
              run.val_lc.transform.resize);
@@ -290,7 +287,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--val-every", o->val_every, "Validate every N global steps (needs --val)");
   add_val_size_options(*cmd, o->val_size, o->val_resize);
   cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
-  cmd->add_option("--timing-warmup", o->timing_warmup, "Steps left out of the steady-state figures")
+  // --warmup is the word bench and study use; --timing-warmup, the older one, is still taken.
+  cmd->add_option("--warmup,--timing-warmup", o->timing_warmup,
+                  "Steps left out of the steady-state figures (--timing-warmup: the older name, "
+                  "deprecated)")
       ->capture_default_str()
       ->check(integer_in(0, INT64_MAX));
   cmd->add_flag("--no-gaps", o->no_gaps,
@@ -319,8 +319,7 @@ void add_train_command(CLI::App& app) {
       ->check(integer_in(16, 1 << 20));
   o->train.add_to(*cmd);
   // A step needs decoded images, and the backend is planned for whole batches.
-  o->loader.reader = default_reader();
-  o->loader.add_to(*cmd, {"--no-decode", "--drop-last"});
+  add_trainer_loader_options(*cmd, o->loader, {"--no-decode", "--drop-last"});
   // Under mpirun --batch is each rank's, as in PyTorch DDP; the global batch is ranks x it.
   if (CLI::Option* b = cmd->get_option_no_throw("--batch"))
     b->description(b->get_description() + " (per rank under mpirun: global batch = ranks x it)");

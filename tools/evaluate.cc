@@ -8,6 +8,7 @@
 #include "common/interrupt.h"
 #include "common/progress.h"
 #include "loader/iterator.h"
+#include "train/trainer_setup.h"
 
 namespace stoker {
 
@@ -23,10 +24,38 @@ bool in_top_k(const float* logits, int classes, int32_t label, int k) {
 
 }  // namespace
 
+LoaderConfig evaluation_loader(const LoaderOptions& l, const char* who,
+                               const SizeSchedule& schedule, int size, int resize) {
+  LoaderOptions vo = l;
+  vo.transform = "center";
+  vo.no_shuffle = true;
+  vo.size_schedule.clear();
+  if (size > 0) {
+    vo.size = size;
+    vo.height = 0;
+  } else if (schedule.active()) {
+    vo.size = schedule.max;
+    vo.height = 0;
+  }
+  LoaderConfig c = vo.to_config();
+  c.reader = l.one_reader(who);
+  if (resize > 0) {
+    const int crop = std::max(c.transform.out_width(), c.transform.out_height());
+    if (resize < crop)
+      usage_fail("{}: --val-resize {} is smaller than the validation crop {} (--val-size)", who,
+                 resize, crop);
+    c.transform.resize = resize;
+  }
+  return c;
+}
+
 EvalResult evaluate(Backend& backend, const Index& index, const LoaderConfig& config, int classes,
                     int64_t batch, const std::string& label, bool progress_line) {
-  STOKER_CHECK(!config.sampler.drop_last && int64_t(config.sampler.batch_size) == batch);
-  Iterator it(index, config);
+  STOKER_CHECK(int64_t(config.sampler.batch_size) == batch);
+  LoaderConfig c = config;
+  c.sampler.drop_last = false;
+  c.memory = loader_memory(backend);
+  Iterator it(index, c);
   it.start_epoch(0);
   EvalResult r;
   int64_t top1 = 0, top5 = 0;

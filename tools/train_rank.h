@@ -21,6 +21,7 @@
 #include "tools/decode_choice.h"
 #include "tools/loader_options.h"
 #include "tools/train_options.h"
+#include "tools/trainer.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/collective.h"
@@ -36,7 +37,7 @@ struct TrainCommand {
   std::string init, resume, save, json;
   int64_t steps = 0;
   int epochs = 0;
-  int64_t timing_warmup = 2;
+  int64_t timing_warmup = 2;  // --warmup (--timing-warmup, its older name)
   bool no_gaps = false;
   bool no_save = false;
   std::string trace, trace_steps;
@@ -69,7 +70,7 @@ struct TrainRun {
   std::optional<Index> index, val_index;
   std::optional<std::vector<std::string>> class_names;
   std::string class_names_from;
-  // plan_model: the network, the loader, the backend's configuration.
+  // plan_model: the network, the loader, the backend's configuration (tools/trainer.h).
   Network net;
   LoaderConfig lc;
   int64_t batch = 0, global_batch = 0;  // per rank, and over every rank
@@ -77,16 +78,13 @@ struct TrainRun {
   int64_t height = 0, width = 0;  // the first step's
   double flop_per_image = 0;
   int64_t trace_first = 0, trace_last = 0;  // the trace window, global steps [first, last)
-  // make_trainer: the backend and what feeds it.
+  // make_trainer: the backend and what feeds it: the loader's batches (decoded on the GPU
+  // under --decode gpu: the choice and its reason, tools/decode_choice.h), or --synthetic's.
   std::unique_ptr<Collective> gpus;  // outlives the backend
   std::unique_ptr<Backend> backend;
-  std::unique_ptr<Iterator> iterator;
-  std::unique_ptr<BatchFeed> feed;
-  LoaderFeed* loader_feed = nullptr;
-  // --decode gpu: `feed` decodes on the GPU the batches of `cpu_feed` (the loader's); the
-  // choice and its reason (tools/decode_choice.h).
-  std::unique_ptr<LoaderFeed> cpu_feed;
-  GpuDecodeFeed* gpu_decode = nullptr;
+  TrainerFeed data;                           // empty with --synthetic
+  std::unique_ptr<BatchFeed> synthetic_feed;  // --synthetic
+  BatchFeed* feed = nullptr;                  // what the loop pulls: one of the two
   DecodeChoice decode;
   // The loop's process CPU time and wall time (every thread: the loader's, the host's).
   double loop_cpu_s = 0, loop_wall_s = 0;

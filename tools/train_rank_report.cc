@@ -288,8 +288,8 @@ void print_summary(const TrainRun& run, const LoopResult& result) {
   if (run.loop_wall_s > 0)
     fmt::print("# cpu: {:.1f} cores busy over the loop ({:.1f} s of CPU time in {:.1f} s)\n",
                run.loop_cpu_s / run.loop_wall_s, run.loop_cpu_s, run.loop_wall_s);
-  if (run.gpu_decode) {
-    const GpuDecodeReport d = run.gpu_decode->report();
+  if (run.data.gpu) {
+    const GpuDecodeReport d = run.data.gpu->report();
     fmt::print(
         "# gpu decode: {} batches; hardware {}, hybrid {} (whole image {}), nvJPEG refused {}, "
         "undecodable {}; the loader's CPU decoded {}{}{}{}; {:.1f} ms host time a batch\n",
@@ -302,8 +302,8 @@ void print_summary(const TrainRun& run, const LoopResult& result) {
 nlohmann::json decode_json(const TrainRun& run) {
   nlohmann::json j = {{"device", run.lc.decode_device == DecodeDevice::gpu ? "gpu" : "cpu"},
                       {"reason", run.decode.reason}};
-  if (!run.gpu_decode) return j;
-  const GpuDecodeReport d = run.gpu_decode->report();
+  if (!run.data.gpu) return j;
+  const GpuDecodeReport d = run.data.gpu->report();
   j["gpu"] = {{"decoder", d.decoder},       {"batches", d.batches},
               {"parts", d.parts},           {"hardware", d.hardware},
               {"hybrid", d.hybrid},         {"whole_image", d.whole_image},
@@ -326,10 +326,10 @@ void write_trace(const TrainRun& run, const TrainCommand& o, const LoopResult& r
 // after an interrupt: a collective then would wait with the signal pending and stop the
 // job before rank 0 saves.
 nlohmann::json data_checksums(const TrainRun& run, const LoopResult& result, int64_t epoch) {
-  if (!run.iterator || result.interrupted) return nullptr;
+  if (!run.data.iterator || result.interrupted) return nullptr;
   std::vector<std::string> sums;
   for (int r = 0; r < run.world.world(); ++r) {
-    uint64_t v = run.world.rank() == r ? run.iterator->epoch_checksum() : 0;
+    uint64_t v = run.world.rank() == r ? run.data.iterator->epoch_checksum() : 0;
     if (run.world.world() > 1) run.world.broadcast(&v, sizeof v, r);
     sums.push_back(hex64(v));
   }

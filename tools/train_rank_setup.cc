@@ -12,7 +12,6 @@
 #include "common/interrupt.h"
 #include "common/system_info.h"
 #include "models/flops.h"
-#include "models/resnet.h"
 #include "models/shapes.h"
 #include "tools/class_names.h"
 #include "tools/option_checks.h"
@@ -20,6 +19,7 @@
 #include "tools/run_checkpoint.h"
 #include "tools/train_rank.h"
 #include "tools/train_sizes.h"
+#include "tools/trainer.h"
 #include "train/parallel/collectives.h"
 #ifdef STOKER_HAVE_NCCL
 #include "train/parallel/collective_nccl.h"
@@ -64,28 +64,25 @@ void plan_trace_window(TrainRun& run, const TrainCommand& o) {
   }
 }
 
-// The loader's batches on this rank, through the backend's memory.
+// The loader's batches on this rank, through the backend's memory (decoded on the GPU under
+// --decode gpu).
 void make_loader_feed(TrainRun& run, const TrainCommand& o) {
-  run.iterator = training_iterator(*run.index, run.lc, *run.backend);
-  run.per_epoch = int64_t(run.iterator->batches_per_epoch());
+  GpuDecodeOptions g;
+  g.decode_memory = size_t(o.decode_memory_mib) << 20;
+  run.data =
+      trainer_feed(*run.index, run.lc, *run.backend,
+                   Position{uint64_t(run.state.epoch), uint64_t(run.state.sampler_position)}, g);
+  run.per_epoch = int64_t(run.data.iterator->batches_per_epoch());
   if (run.per_epoch == 0)
     fail("train: {} has {} images, fewer than one {}batch of {}", o.data, run.index->size(),
          run.world.world() > 1 ? "global " : "", run.global_batch);
-  auto f = std::make_unique<LoaderFeed>(
-      *run.iterator, Position{uint64_t(run.state.epoch), uint64_t(run.state.sampler_position)});
-  run.loader_feed = f.get();
-  if (run.lc.decode_device == DecodeDevice::gpu) {
-    GpuDecodeOptions g;
-    g.decode_memory = size_t(o.decode_memory_mib) << 20;
-    auto d = make_gpu_decode_feed(*f, *run.backend, g);
-    run.gpu_decode = d.get();
-    if (run.rank0) fmt::print("# decode: gpu ({}): {}\n", run.decode.reason, d->report().decoder);
-    run.cpu_feed = std::move(f);
-    run.feed = std::move(d);
-    return;
+  run.feed = &run.data.feed();
+  if (run.data.gpu) {
+    if (run.rank0)
+      fmt::print("# decode: gpu ({}): {}\n", run.decode.reason, run.data.gpu->report().decoder);
+  } else if (run.rank0 && o.decode == "auto") {
+    fmt::print("# decode: cpu ({})\n", run.decode.reason);
   }
-  if (run.rank0 && o.decode == "auto") fmt::print("# decode: cpu ({})\n", run.decode.reason);
-  run.feed = std::move(f);
 }
 
 }  // namespace
@@ -172,17 +169,14 @@ void open_data(TrainRun& run, TrainCommand& o) {
 
 void plan_model(TrainRun& run, TrainCommand& o) {
   const TrainOptions& t = o.train;
-  ResNetConfig rc = parse_resnet_arch(t.arch);
-  rc.num_classes = t.classes;
-  rc.zero_init_residual = t.zero_init_residual;
-  run.net = build_resnet(rc);
+  run.net = trainer_network(t);
   if (run.index && int(run.index->classes.size()) > t.classes)
     fail("train: {} has {} classes but the network has {} (--classes)", o.data,
          run.index->classes.size(), t.classes);
 
-  run.lc = o.loader.to_config();
+  // Random tensors read nothing: the reader is not chosen.
+  run.lc = o.synthetic ? o.loader.to_config() : trainer_loader(o.loader, "train");
   if (!o.synthetic) {
-    run.lc.reader = o.loader.one_reader("train");
     run.lc.sampler.rank = uint32_t(run.world.rank());
     run.lc.sampler.world = uint32_t(run.world.world());
     run.decode = choose_decode(o.decode, run.lc, o.train.backend);
@@ -193,8 +187,8 @@ void plan_model(TrainRun& run, TrainCommand& o) {
   run.global_batch = run.batch * run.world.world();
   // Under a size schedule the backend is planned for the first step's size; the loop re-plans
   // it whenever a batch's size differs (Backend::reshape).
-  run.bc = backend_config(run.lc, run.batch, t.threads, uint64_t(run.state.epoch),
-                          uint64_t(run.state.step));
+  run.bc = trainer_backend_config(t, run.lc, run.batch, uint64_t(run.state.epoch),
+                                  uint64_t(run.state.step));
   run.height = run.bc.height;
   run.width = run.bc.width;
   const std::vector<ActShape> shapes = infer_shapes(run.net, run.height, run.width);
@@ -205,9 +199,6 @@ void plan_model(TrainRun& run, TrainCommand& o) {
 void make_trainer(TrainRun& run, TrainCommand& o) {
   TrainOptions& t = o.train;
   BackendConfig& bc = run.bc;
-  // The compute options on top of the loader's input format and size.
-  bc.label_smoothing = t.label_smoothing;
-  t.apply(bc);
   t.conv_algo = bc.conv_algorithm;  // stored canonical
   bc.record_activity = !o.no_gaps || !o.trace.empty();
   if (run.world.world() > 1) bc.collective = &run.world;
@@ -215,19 +206,16 @@ void make_trainer(TrainRun& run, TrainCommand& o) {
     run.gpus = device_collective(run.world, bc);
     bc.collective = run.gpus.get();
   }
-  run.backend = make_backend(t.backend, run.net, bc);
-  if (run.start) {
-    run.backend->load(*run.start, o.resume.empty() ? o.init : o.resume);
-  } else {
-    run.backend->load(init_checkpoint(run.net, run.lc.sampler.seed), "the initialisation");
-  }
+  run.backend = trainer_backend(t, run.net, bc, run.start ? &*run.start : nullptr,
+                                o.resume.empty() ? o.init : o.resume, run.lc.sampler.seed);
   if (run.world.world() > 1) broadcast_state(*run.backend, run.world);
 
   if (o.synthetic) {
     // In the backend's memory (pinned for a device), as a loader's batches are.
-    run.feed = std::make_unique<SyntheticFeed>(run.batch, run.height, run.width, t.classes,
-                                               run.lc.sampler.seed, bc.input.type,
-                                               run.backend->host_memory());
+    run.synthetic_feed = std::make_unique<SyntheticFeed>(run.batch, run.height, run.width,
+                                                         t.classes, run.lc.sampler.seed,
+                                                         bc.input.type, run.backend->host_memory());
+    run.feed = run.synthetic_feed.get();
   } else {
     make_loader_feed(run, o);
   }
@@ -306,18 +294,14 @@ int agree_stop(Collective& world, int here) {
 }  // namespace
 
 void make_loop_config(TrainRun& run, const TrainCommand& o) {
-  const TrainOptions& t = o.train;
+  // The rate scaled by the global batch.
+  run.loop = trainer_loop(o.train, run.state.step, run.steps, run.schedule_steps, run.global_batch,
+                          o.timing_warmup);
   LoopConfig& loop = run.loop;
-  loop.steps = run.steps;
-  loop.first_step = run.state.step;
-  loop.sgd = t.sgd();
-  loop.schedule = t.schedule(run.global_batch, run.schedule_steps);  // scaled by the global batch
-  loop.images_per_step = run.global_batch;
   loop.progress = run.rank0;
   if (run.world.world() > 1)
     loop.agree_stop = [&world = run.world](int here) { return agree_stop(world, here); };
   loop.label = fmt::format("train {}", run.net.name);
-  loop.timing_warmup = std::clamp<int64_t>(o.timing_warmup, 0, run.steps - 1);
   loop.activity = run.bc.record_activity;
   loop.trace_begin = run.trace_first;
   loop.trace_end = run.trace_last;

@@ -29,65 +29,24 @@ void check_val_size(const std::string& val, const CLI::App& app) {
     if (app.count(opt) > 0 && val.empty()) usage_fail("train: {} needs --val DIR", opt);
 }
 
-LoaderConfig val_config(const LoaderOptions& train, const SizeSchedule& schedule, int val_size,
-                        int val_resize) {
-  LoaderOptions vo = train;
-  vo.transform = "center";
-  vo.no_shuffle = true;
-  vo.size_schedule.clear();
-  if (val_size > 0) {
-    vo.size = val_size;
-    vo.height = 0;
-  } else if (schedule.active()) {
-    vo.size = schedule.max;
-    vo.height = 0;
-  }
-  LoaderConfig c = vo.to_config();
-  if (val_resize > 0) {
-    const int crop = std::max(c.transform.out_width(), c.transform.out_height());
-    if (val_resize < crop)
-      usage_fail("train: --val-resize {} is smaller than the validation crop {} (--val-size)",
-                 val_resize, crop);
-    c.transform.resize = val_resize;
-  }
-  return c;
-}
-
 std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size_t timing_warmup,
                                     int64_t height, int64_t width, int64_t images_per_step,
                                     const Network& net, std::span<const double> seconds) {
   STOKER_CHECK(seconds.empty() || seconds.size() == records.size());
   std::vector<SizeCost> out;
-  std::vector<std::vector<double>> totals;  // per size: timed step seconds, re-plans left out
   for (size_t k = 0; k < records.size(); ++k) {
     const StepRecord& r = records[k];
     const int64_t h = r.height > 0 ? r.height : height, w = r.width > 0 ? r.width : width;
-    auto it = std::find_if(out.begin(), out.end(),
-                           [&](const SizeCost& c) { return c.height == h && c.width == w; });
-    if (it == out.end()) {
-      SizeCost c;
-      c.height = h;
-      c.width = w;
+    SizeCost& c = size_cost(out, h, w);
+    if (c.steps == 0) {
+      c.reshape_s = 0;
       c.flop_per_image = trained_image_flops(forward_cost(net, infer_shapes(net, h, w)));
-      out.push_back(c);
-      totals.emplace_back();
-      it = out.end() - 1;
     }
-    ++it->steps;
-    it->reshape_s += r.reshape;
-    if (k >= timing_warmup) {
-      ++it->timed_steps;
-      totals[size_t(it - out.begin())].push_back(seconds.empty() ? r.total - r.reshape
-                                                                 : seconds[k]);
-    }
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    std::vector<double>& t = totals[i];
-    if (t.empty()) continue;
-    double sum = 0;
-    for (double x : t) sum += x;
-    out[i].step_ms = 1e3 * median(t);
-    out[i].images_per_s = sum > 0 ? double(images_per_step) * double(t.size()) / sum : 0;
+    ++c.steps;
+    c.reshape_s += r.reshape;
+    if (k >= timing_warmup)
+      c.add_timed(seconds.empty() ? r.total - r.reshape : seconds[k], r.wait, r.stage,
+                  r.busy > 0 ? r.busy : r.forward + r.backward + r.update, images_per_step);
   }
   return out;
 }
@@ -107,22 +66,8 @@ void print_per_size(const std::vector<SizeCost>& sizes) {
              "img/s", "GFLOP/img", "replan s");
   for (const SizeCost& c : sizes)
     fmt::print("{:>9} {:>8} {:>8} {:>9.1f} {:>8.2f} {:>10.2f} {:>9.2f}\n",
-               fmt::format("{}x{}", c.height, c.width), c.steps, c.timed_steps, c.step_ms,
-               c.images_per_s, c.flop_per_image / 1e9, c.reshape_s);
-}
-
-nlohmann::json per_size_json(const std::vector<SizeCost>& sizes) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const SizeCost& c : sizes)
-    out.push_back({{"height", c.height},
-                   {"width", c.width},
-                   {"steps", c.steps},
-                   {"timed_steps", c.timed_steps},
-                   {"step_ms_median", c.step_ms},
-                   {"images_per_s", c.images_per_s},
-                   {"reshape_s", c.reshape_s},
-                   {"flop_per_image", c.flop_per_image}});
-  return out;
+               fmt::format("{}x{}", c.height, c.width), c.steps, c.timed_steps,
+               1e3 * c.median_step_s(), c.images_per_s(), c.flop_per_image / 1e9, c.reshape_s);
 }
 
 }  // namespace stoker

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// One trainer set-up for every command that runs a backend on the loader's batches (`stoker
-// train`, `eval`, `study`, train's --val): the backend's configuration from the loader's
-// (input format from the output spec, the first step's image size, threads), the loader's
-// batch memory from the backend's host memory, and the training iterator in it. The order is
-// always backend_config -> (the caller's compute options) -> make_backend -> loader_memory or
-// training_iterator. Not the compute options (precision, algorithms, collective: the
-// caller's) nor the loop (train/train_loop.h).
+// The library's pieces of a trainer set-up, for any program that runs a backend on the
+// loader's batches (examples/train_resnet_cpu.cc): the backend's configuration from the
+// loader's (input format from the output spec, the first step's image size, threads), the
+// loader's batch memory from the backend's host memory, and the training iterator in it. The
+// order is always backend_config -> (the caller's compute options) -> make_backend ->
+// loader_memory or training_iterator. The commands' one set-up (`stoker train`, `eval`,
+// `study`, train's --val) is tools/trainer.h, built on these. Not the compute options
+// (precision, algorithms, collective: the caller's) nor the loop (train/train_loop.h).
 #pragma once
 
 #include <cstdint>

@@ -36,20 +36,20 @@ expect 2 "--size-schedule" eval "$d" --checkpoint x --size-schedule 32:64@0-2
 "$stoker" bench "$d" --reader threads:2 --batch 4 --epochs 3 --size-schedule 32:96@0-2 \
   --json "$tmp/bench.json" > "$tmp/bench.txt" 2>/dev/null || fail "bench --size-schedule"
 grep -q "size schedule 32:96@0-2" "$tmp/bench.txt" || fail "bench header lacks the schedule"
-grep -q "per size (time between batches):  32x32: 4 batches" "$tmp/bench.txt" ||
+grep -q "per size (from asking for a batch to its release):  32x32: 4 batches" "$tmp/bench.txt" ||
   { cat "$tmp/bench.txt"; fail "bench per-size line"; }
 python3 - "$tmp/bench.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["results"][0]
 assert d["context"]["size_schedule"] == "32:96@0-2", d["context"]
-assert [(s["height"], s["batches"]) for s in r["per_size"]] == [(32, 4), (64, 4), (96, 4)], r
+assert [(s["height"], s["steps"]) for s in r["per_size"]] == [(32, 4), (64, 4), (96, 4)], r
 assert len(set(r["epoch_checksums"])) == 3
 PY
 
 # train: 6 steps over 3 epochs of 2 batches at 32, 64, 96 px, validation at 48 of 56.
 common=(--arch resnet18 --batch 8 --reader threads:2 --seed 3 --size-schedule 32:96@0-2
-        --lr 0.05 --lr-warmup 1 --total-steps 6 --timing-warmup 0)
+        --lr 0.05 --lr-warmup 1 --total-steps 6 --warmup 0)
 "$stoker" train "$d" "${common[@]}" --steps 6 --val "$d" --val-size 48 --val-resize 56 \
   --save "$tmp/whole.safetensors" --json "$tmp/whole.json" > "$tmp/whole.txt" 2>&1 ||
   { cat "$tmp/whole.txt"; fail "train --size-schedule"; }

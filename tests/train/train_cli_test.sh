@@ -160,6 +160,7 @@ PY
 
 # Gaps and trace: per step, wait + stage + engine busy + gaps is the step's wall time; the
 # trace is Chrome trace-event JSON with a loader, loop and compute-stream track.
+# (--timing-warmup: --warmup's older name, still accepted.)
 "$stoker" train "$tmp/d" --arch resnet18 --size 32 --batch 8 --steps 4 --timing-warmup 1 \
   --reader threads:2 --json "$tmp/gaps.json" --trace "$tmp/trace.json" --trace-steps 1:3 \
   > /dev/null 2>&1 || fail "--trace"

@@ -14,14 +14,15 @@
 #include "common/system_info.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
-#include "models/resnet.h"
+#include "tools/emulated_consumer.h"
+#include "tools/per_size.h"
 #include "tools/train_options.h"
+#include "tools/trainer.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/gpu_decode.h"
 #include "train/loader_feed.h"
 #include "train/train_loop.h"
-#include "train/trainer_setup.h"
 
 namespace stoker {
 
@@ -36,40 +37,17 @@ struct Step {
   std::vector<SampleTiming> samples;
 };
 
-// The timed steps grouped by batch size, in order of first appearance: a size schedule's
-// cost per resolution (the report's step breakdown shows it). Means per step, in ms.
-nlohmann::json per_size(const std::vector<Step>& steps) {
-  struct Sum {
-    int height, width;
-    size_t steps = 0;
-    double wait = 0, copy = 0, compute = 0, window = 0;
-  };
-  std::vector<Sum> sums;
+// The timed steps grouped by batch size (tools/per_size.h): a size schedule's cost per
+// resolution (the report's step breakdown shows it).
+nlohmann::json per_size(const std::vector<Step>& steps, size_t batch) {
+  std::vector<SizeCost> sizes;
   for (const Step& s : steps) {
-    auto it = std::find_if(sums.begin(), sums.end(), [&](const Sum& x) {
-      return x.height == s.height && x.width == s.width;
-    });
-    if (it == sums.end()) it = sums.insert(sums.end(), Sum{s.height, s.width});
-    ++it->steps;
-    it->wait += s.wait;
-    it->copy += s.copy;
-    it->compute += s.compute;
-    it->window += double(s.end_ns - s.begin_ns) * 1e-9;
+    SizeCost& z = size_cost(sizes, s.height, s.width);
+    ++z.steps;
+    z.add_timed(double(s.end_ns - s.begin_ns) * 1e-9, s.wait, s.copy, s.compute,
+                int64_t(s.samples.empty() ? batch : s.samples.size()));
   }
-  nlohmann::json out = nlohmann::json::array();
-  for (const Sum& x : sums) {
-    const double n = double(x.steps), ms = 1e3 / n;
-    out.push_back({{"height", x.height},
-                   {"width", x.width},
-                   {"steps", x.steps},
-                   {"step_ms",
-                    {{"wait", x.wait * ms},
-                     {"copy", x.copy * ms},
-                     {"compute", x.compute * ms},
-                     {"gap", std::max(0.0, x.window - x.wait - x.copy - x.compute) * ms},
-                     {"total", x.window * ms}}}});
-  }
-  return out;
+  return per_size_json(sizes);
 }
 
 [[noreturn]] void stop_for_interrupt() {
@@ -187,65 +165,53 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
         {"p90", 1e3 * quantile(waits, 0.9)},
         {"p99", 1e3 * quantile(waits, 0.99)}}},
       {"steps_ms", per_step},
-      {"per_size", per_size(steps)},
+      {"per_size", per_size(steps, batch)},
       {"bound", study_bound(wait_share, read_ms, decode_ms, augment_ms, collate_ms)}};
   cell["trace"] = {{"slow", step_trace(steps[slow], slow, workers)},
                    {"fast", step_trace(steps[fast], fast, workers)}};
   return cell;
 }
 
-// The emulated accelerator: holds each batch for its compute time; idle otherwise.
+// The emulated accelerator: holds each batch for its compute time; idle otherwise. The
+// measuring loop and the idle share are bench's (tools/emulated_consumer.h).
 nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
                             const StudyConsumer& consumer, const CellRun& run) {
   const double cpu0 = process_cpu_seconds();
   const int64_t t0 = now_ns();
   auto iterator = std::make_unique<Iterator>(index, config);
-  Iterator& it = *iterator;
-  const size_t per_epoch = it.batches_per_epoch();
-  if (per_epoch == 0)
+  if (iterator->batches_per_epoch() == 0)
     fail("{} has {} images, fewer than one batch of {}", index.root, index.size(),
          config.sampler.batch_size);
   std::vector<Step> steps;
   std::string checksum;
-  uint64_t epoch = 0;
-  size_t in_epoch = 0;
-  it.start_epoch(0);
-  for (int k = 0; k < run.warmup + run.iterations; ++k) {
-    if (interrupted()) stop_for_interrupt();
-    if (in_epoch == per_epoch) {
-      if (epoch == 0) checksum = hex64(it.epoch_checksum());
-      it.start_epoch(++epoch);
-      in_epoch = 0;
-    }
-    Step s;
-    s.begin_ns = now_ns();
-    const Batch* b = it.next();
-    STOKER_CHECK(b != nullptr);
-    const int64_t arrived = now_ns();
-    consumer.accelerator.compute(b->size);
-    s.end_ns = now_ns();
-    // What the emulated engine actually held the batch for: a loaded machine oversleeps,
-    // and that time is the engine's, not idle.
-    s.compute = double(s.end_ns - arrived) * 1e-9;
-    ++in_epoch;
-    if (k < run.warmup) continue;
-    s.wait = double(arrived - s.begin_ns) * 1e-9;
-    s.height = b->spec.height;
-    s.width = b->spec.width;
-    s.samples.assign(b->timing.begin(), b->timing.begin() + ptrdiff_t(b->size));
-    steps.push_back(std::move(s));
-  }
-  if (in_epoch == per_epoch && epoch == 0) checksum = hex64(it.epoch_checksum());
+  ConsumerRun measured;
+  measured.batches = size_t(run.warmup + run.iterations);
+  measured.warmup = size_t(run.warmup);
+  const ConsumerResult consumed = consume(
+      *iterator, consumer.accelerator, measured,
+      [&](const ConsumedBatch& c) {
+        if (c.number < measured.warmup) return;
+        const Batch& b = *c.batch;
+        Step s;
+        s.begin_ns = c.asked_ns;
+        s.end_ns = c.released_ns;
+        s.wait = double(c.arrived_ns - c.asked_ns) * 1e-9;
+        // What the emulated engine actually held the batch for: a loaded machine oversleeps,
+        // and that time is the engine's, not idle.
+        s.compute = double(c.released_ns - c.arrived_ns) * 1e-9;
+        s.height = b.spec.height;
+        s.width = b.spec.width;
+        s.samples.assign(b.timing.begin(), b.timing.begin() + ptrdiff_t(b.size));
+        steps.push_back(std::move(s));
+      },
+      [&](uint64_t epoch, uint64_t sum) {
+        if (epoch == 0) checksum = hex64(sum);
+      });
+  if (consumed.interrupted) stop_for_interrupt();
   iterator.reset();  // reaps worker processes, so their CPU time is counted
   const double elapsed = double(now_ns() - t0) * 1e-9;
-  // The emulated engine is idle whenever it is not computing: between intervals, which is
-  // the consumer's waits and the loop's own bookkeeping.
-  const double wall = double(steps.back().end_ns - steps.front().begin_ns) * 1e-9;
-  double compute = 0;
-  for (const Step& s : steps) compute += s.compute;
-  nlohmann::json cell =
-      summarise(steps, config.sampler.batch_size, wall > 0 ? std::max(0.0, 1 - compute / wall) : 0,
-                "emulated", process_cpu_seconds() - cpu0, elapsed);
+  nlohmann::json cell = summarise(steps, config.sampler.batch_size, consumed.use.idle_share(),
+                                  "emulated", process_cpu_seconds() - cpu0, elapsed);
   if (!checksum.empty()) cell["checksum"] = checksum;
   return cell;
 }
@@ -256,38 +222,28 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
                            const CellRun& run) {
   const double cpu0 = process_cpu_seconds();
   const int64_t t0 = now_ns();
+  // The trainer of a cell: the consumer's model and engine, every other option its default.
+  const bool cuda = consumer.kind == StudyConsumer::Kind::cuda;
   TrainOptions t;
   t.arch = consumer.arch;
-  ResNetConfig rc = parse_resnet_arch(consumer.arch);
-  rc.num_classes = std::max<int>(1, int(index.classes.size()));
-  const Network net = build_resnet(rc);
+  t.classes = std::max<int>(1, int(index.classes.size()));
+  t.backend = cuda ? "cuda" : "cpu";
+  const Network net = trainer_network(t);
   const int64_t batch = int64_t(config.sampler.batch_size);
   // Under a size schedule: planned for the first step's size, re-planned as it changes.
-  BackendConfig bc = backend_config(config, batch, /*threads=*/0);
-  t.apply(bc);
+  BackendConfig bc = trainer_backend_config(t, config, batch);
   bc.record_activity = true;
-  const bool cuda = consumer.kind == StudyConsumer::Kind::cuda;
-  std::unique_ptr<Backend> backend = make_backend(cuda ? "cuda" : "cpu", net, bc);
-  backend->load(init_checkpoint(net, config.sampler.seed), "the initialisation");
-  std::unique_ptr<Iterator> iterator = training_iterator(index, config, *backend);
-  if (iterator->batches_per_epoch() == 0)
+  std::unique_ptr<Backend> backend = trainer_backend(t, net, bc, nullptr, "", config.sampler.seed);
+  // The loader's batches, decoded by nvJPEG into the backend's input in a cuda consumer's
+  // gpu-decode cell.
+  TrainerFeed data = trainer_feed(index, config, *backend, Position{0, 0});
+  if (data.iterator->batches_per_epoch() == 0)
     fail("{} has {} images, fewer than one batch of {}", index.root, index.size(), batch);
-  LoaderFeed loader_feed(*iterator, Position{0, 0});
-  // GPU decode (a cuda consumer's gpu-decode cell): nvJPEG into the backend's input.
-  std::unique_ptr<GpuDecodeFeed> gpu_feed;
-  if (config.decode_device == DecodeDevice::gpu)
-    gpu_feed = make_gpu_decode_feed(loader_feed, *backend, {});
-  InterruptibleFeed feed(gpu_feed ? static_cast<BatchFeed&>(*gpu_feed) : loader_feed);
+  InterruptibleFeed feed(data.feed());
   const int64_t total = run.warmup + run.iterations;
-  LoopConfig loop;
-  loop.steps = total;
-  t.resolve_defaults(total);
-  loop.sgd = t.sgd();
-  loop.schedule = t.schedule(batch, total);
-  loop.images_per_step = batch;
+  LoopConfig loop = trainer_loop(t, 0, total, total, batch, run.warmup);
   loop.progress = false;
   loop.label = fmt::format("study {}", consumer.name);
-  loop.timing_warmup = run.warmup;
   loop.activity = true;
   loop.trace_begin = run.warmup;
   loop.trace_end = total;
@@ -312,14 +268,16 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
     steps.push_back(std::move(s));
   }
   nlohmann::json decode;
-  if (gpu_feed) {
-    const GpuDecodeReport d = gpu_feed->report();
+  if (data.gpu) {
+    const GpuDecodeReport d = data.gpu->report();
     decode = {{"decoder", d.decoder},       {"hardware", d.hardware},     {"hybrid", d.hybrid},
               {"engine_cpu", d.engine_cpu}, {"loader_cpu", d.loader_cpu}, {"failed", d.failed}};
   }
-  gpu_feed.reset();
+  // The feeds, then the iterator (reaping worker processes), all before the backend.
+  data.gpu.reset();
+  data.loader.reset();
+  data.iterator.reset();
   backend.reset();
-  iterator.reset();
   const double elapsed = double(now_ns() - t0) * 1e-9;
   nlohmann::json cell =
       summarise(steps, size_t(batch), result.gaps.share(), cuda ? "kernel" : "primitive",
