@@ -31,7 +31,7 @@ struct SampleTiming {
 // capacity is the configuration's (--decode-arena), never the data's: a sample that does not
 // fit is decoded by the CPU instead (DecodedOn::arena_full).
 struct EncodedArena {
-  EncodedArena(size_t bytes, const LoaderMemory& memory);
+  EncodedArena(size_t bytes, const HostMemory& memory);
   ~EncodedArena();
   EncodedArena(const EncodedArena&) = delete;
   EncodedArena& operator=(const EncodedArena&) = delete;
@@ -70,7 +70,7 @@ struct Batch {
 // touched up front.
 class BatchPool {
  public:
-  BatchPool(size_t count, size_t capacity, const OutputSpec& spec, const LoaderMemory& memory = {});
+  BatchPool(size_t count, size_t capacity, const OutputSpec& spec, const HostMemory& memory = {});
   ~BatchPool();
   BatchPool(const BatchPool&) = delete;
   BatchPool& operator=(const BatchPool&) = delete;

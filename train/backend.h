@@ -25,6 +25,7 @@
 
 #include "augment/gpu/device_dtype.h"
 #include "common/error.h"
+#include "loader/host_memory.h"
 #include "models/network.h"
 #include "train/activity.h"
 #include "train/checkpoint.h"
@@ -143,17 +144,6 @@ struct StepResult {
   double host_enqueue = 0;
 };
 
-// How a loader's batch pool gets its memory, so a GPU run collates straight into pinned
-// host memory. Null functions: ordinary aligned heap memory, nothing pinned.
-struct HostMemory {
-  std::function<void*(size_t bytes)> allocate;  // page-aligned, or throws stoker::Error
-  std::function<void(void* p)> release;
-  // Pin memory allocated elsewhere (a shared-memory pool mapped by worker processes) for as
-  // long as it lives; unpin before it is unmapped.
-  std::function<void(void* p, size_t bytes)> pin;
-  std::function<void(void* p)> unpin;
-};
-
 // A batch on the host, as the loader or a synthetic feed produced it: `count` images in
 // the config's InputSpec, and their labels. Must stay unchanged until release_input().
 struct HostBatch {
@@ -210,7 +200,8 @@ class Backend {
 
   // One line for logs and the JSON summary: engine, precision, layout, threads or device.
   virtual std::string describe() const = 0;
-  // How the loader should allocate batch memory for this backend.
+  // How the loader allocates batch memory for this backend (loader/host_memory.h): pinned for
+  // a device, so staging a batch is an asynchronous copy; the heap otherwise.
   virtual HostMemory host_memory() const = 0;
 
   // Parameters, buffers and (when present) momentum buffers from a checkpoint that
