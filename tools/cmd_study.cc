@@ -455,7 +455,7 @@ class StudyRun {
                            {"consumer", consumer.name},
                            {"reader", c.reader.text() + (c.gpu_decode ? "+gpu-decode" : "")},
                            {"reader_kind", c.gpu_decode ? "gpu-decode" : reader_kind(c.reader)},
-                           {"workers", c.reader.workers},
+                           {"threads", c.reader.threads},
                            {"decode", c.gpu_decode ? "gpu" : "cpu"}};
     if (c.reader.kind == ReaderSpec::Kind::uring) cell["queue_depth"] = c.reader.queue_depth;
     try {

@@ -105,7 +105,7 @@ for r in ok:
         assert {x["stage"] for x in st["samples"]} <= {"read", "decode", "augment", "collate"}
     assert r["trace"]["slow"]["end_ms"] >= r["trace"]["fast"]["end_ms"], where
     if r["reader"] == "serial":
-        assert r["workers"] == 1 and r["reader_kind"] == "serial"
+        assert r["threads"] == 1 and r["reader_kind"] == "serial"
     if r["consumer"].startswith("emulated"):
         # 4000 images/s: 1 ms per batch of 4 at least, per step
         assert s["compute"] >= 3 * 4 / 4000 * 0.99, (where, s)
