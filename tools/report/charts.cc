@@ -96,9 +96,9 @@ std::string iterations_chart(const Json& study) {
   }
   const double iterations =
       num_or(obj(study, "context"), "iterations", num_or(*cs.front(), "iterations", 0));
-  const std::string y_title = iterations > 0
-                                  ? fmt::format("time for {} iterations (s)", short_num(iterations))
-                                  : std::string("time for the timed iterations (s)");
+  const std::string y_title =
+      iterations > 0 ? fmt::format("time for {} timed steps (s)", short_num(iterations))
+                     : std::string("time for the timed steps (s)");
 
   std::vector<LegendItem> items;
   for (size_t i = 0; i < datasets.size(); ++i) items.push_back({datasets[i], palette(i), "rect"});
@@ -166,7 +166,7 @@ std::string iterations_chart(const Json& study) {
     html += R"(<div class="panel">)" + svg + "</div>";
   }
   html += fmt::format(
-      R"(</div><figcaption>Time for the timed iterations against the number of reader threads, one panel per storage and consumer. Lower is better. Colour: dataset; marker: reader kind (serial is the square at 1; dashed lines join readers other than processes).</figcaption></figure>)");
+      R"(</div><figcaption>Time for the timed steps against the number of reader threads, one panel per storage and consumer. Lower is better. Colour: dataset; marker: reader kind (serial is the square at 1; dashed lines join readers other than processes).</figcaption></figure>)");
   return html;
 }
 
@@ -240,7 +240,7 @@ std::string bandwidth_chart(const Json& study) {
     html += R"(<div class="panel">)" + svg + "</div>";
   }
   html +=
-      R"(</div><figcaption>Read bandwidth (file bytes read per second of the timed iterations), one panel per dataset, a group of bars per storage, one bar per reader; the best over the consumers. Higher is better, but it can only be as high as the consumer asks.</figcaption></figure>)";
+      R"(</div><figcaption>Read bandwidth (file bytes read per second of the timed steps), one panel per dataset, a group of bars per storage, one bar per reader; the best over the consumers. Higher is better, but it can only be as high as the consumer asks.</figcaption></figure>)";
   return html;
 }
 
@@ -270,7 +270,7 @@ std::string breakdown_chart(const Json& study) {
       const std::string panel = dataset + " " + consumer;
       std::string svg = svg_open("step-breakdown", panel, W, H);
       svg += panel_title(dataset + " \u00b7 " + consumer, 8);
-      x_axis(svg, x, xt, H - B, T, "time in the timed iterations (s)");
+      x_axis(svg, x, xt, H - B, T, "time in the timed steps (s)");
       for (size_t i = 0; i < pc.size(); ++i)
         svg += fmt::format(
             R"(<text class="cat" x="{:.1f}" y="{:.1f}" text-anchor="end">{} &#183; {}</text>)",
@@ -295,7 +295,7 @@ std::string breakdown_chart(const Json& study) {
     }
   }
   html +=
-      R"(</div><figcaption>Where the timed iterations went, one bar per cell: waiting for the batch, copying it to the device, computing, and engine gaps not already counted as wait. One panel per dataset and consumer.</figcaption></figure>)";
+      R"(</div><figcaption>Where the timed steps went, one bar per cell: waiting for the batch, copying it to the device, computing, and engine gaps not already counted as wait. One panel per dataset and consumer.</figcaption></figure>)";
   return html;
 }
 
@@ -322,7 +322,7 @@ std::string per_size_table(const Json& study) {
          R"(<th>steps</th><th>step ms</th><th>wait ms</th><th>copy ms</th><th>compute ms</th>)"
          R"(<th>gap ms</th></tr>)" +
          rows +
-         R"(</table><figcaption>The cost per resolution of cells whose size changed over the timed iterations (--size-schedule): mean milliseconds per step at each size.</figcaption></figure>)";
+         R"(</table><figcaption>The cost per resolution of cells whose size changed over the timed steps (--size-schedule): mean milliseconds per step at each size.</figcaption></figure>)";
 }
 
 namespace {
@@ -438,7 +438,7 @@ std::string trace_row(const Json& cell) {
   }
   if (t1 <= t0) t1 = t0 + 1;
   std::string html = fmt::format(
-      R"(<div class="trace-cell"><h3>{} &middot; {} &middot; {} &middot; {}</h3><p class="note">{} s for the timed iterations, data wait {}, bound: {}.</p><div class="panels">)",
+      R"(<div class="trace-cell"><h3>{} &middot; {} &middot; {} &middot; {}</h3><p class="note">{} s for the timed steps, data wait {}, bound: {}.</p><div class="panels">)",
       esc(str(cell, "dataset")), esc(str(cell, "storage")), esc(str(cell, "consumer")),
       esc(str(cell, "reader")), short_num(num_or(cell, "wall_s", 0)),
       pct(num_or(cell, "data_wait_share", 0)), esc(str(cell, "bound", "unknown")));

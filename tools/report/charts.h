@@ -11,7 +11,7 @@
 
 namespace stoker::report {
 
-// Time for the timed iterations against reader count: one panel per (storage, consumer),
+// Time for the timed steps against reader count: one panel per (storage, consumer),
 // one series per (dataset, reader kind); colour = dataset, marker = reader kind.
 std::string iterations_chart(const Json& study);
 // Read bandwidth per storage: one panel per dataset, grouped bars (one bar per reader).
