@@ -275,9 +275,15 @@ class Backend {
   }
 };
 
-// The backends this build has, by name: "cpu" (oneDNN) and "cuda" (cuDNN + cuBLAS) when
-// built with them. stoker::Error naming the backend and why when it is unknown, not built
-// in, or cannot run here (no device, no driver, no bf16 support).
+// A backend's one name: "gpu", the older name of "cuda", is "cuda" (still accepted,
+// deprecated); any other name is returned as given (make_backend judges it).
+inline std::string_view backend_name(std::string_view name) {
+  return name == "gpu" ? std::string_view("cuda") : name;
+}
+
+// The backends this build has, by name (backend_name): "cpu" (oneDNN) and "cuda" (cuDNN +
+// cuBLAS) when built with them. stoker::Error naming the backend and why when it is unknown, not
+// built in, or cannot run here (no device, no driver, no bf16 support).
 std::unique_ptr<Backend> make_backend(std::string_view name, const Network& net,
                                       const BackendConfig& config);
 // Names of the backends built in ("cpu", "cuda"), whether or not they can run here.
