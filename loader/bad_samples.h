@@ -3,7 +3,7 @@
 // made. Write-only during an epoch (no reader consults it to decide anything), so what it
 // holds after an epoch is a function of the seed, the epoch and the files alone: each file is
 // listed once, with the reason from its first failure in epoch order (smallest epoch,
-// position, attempt), whichever worker happened to meet it first.
+// position, attempt), whichever loader thread happened to meet it first.
 #pragma once
 
 #include <atomic>

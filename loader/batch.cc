@@ -15,7 +15,7 @@ void Batch::finalize_checksum() {
   checksum = XXH3_64bits_withSeed(sample_hash.data(), size * sizeof(uint64_t), h);
 }
 
-EncodedArena::EncodedArena(size_t bytes, const LoaderMemory& memory)
+EncodedArena::EncodedArena(size_t bytes, const HostMemory& memory)
     : capacity((bytes + 4095) / 4096 * 4096), release(memory.release) {
   data = static_cast<uint8_t*>(memory.allocate ? memory.allocate(capacity)
                                                : std::aligned_alloc(4096, capacity));
@@ -39,7 +39,7 @@ uint8_t* EncodedArena::reserve(size_t n, uint64_t& offset) {
 }
 
 BatchPool::BatchPool(size_t count, size_t capacity, const OutputSpec& spec,
-                     const LoaderMemory& memory) {
+                     const HostMemory& memory) {
   STOKER_CHECK(count > 0 && capacity > 0);
   STOKER_CHECK_MSG(!memory.allocate == !memory.release, "allocate and release come together");
   release_ = memory.release;

@@ -21,7 +21,7 @@ namespace stoker {
 struct SampleTiming {
   int64_t read_ns = 0, decode_ns = 0, augment_ns = 0, collate_ns = 0;
   int64_t start_ns = 0;   // steady clock when the last attempt started (for traces)
-  int32_t worker = 0;     // OS thread id that ran it (a worker process: its pid)
+  int32_t worker = 0;     // the loader thread that ran it: its OS thread id (processes:N: the pid)
   uint64_t bytes = 0;     // bytes read from storage for this sample (replacements included)
   uint32_t attempts = 1;  // 1, or more when failed samples were replaced by later ones
 };
@@ -31,7 +31,7 @@ struct SampleTiming {
 // capacity is the configuration's (--decode-arena), never the data's: a sample that does not
 // fit is decoded by the CPU instead (DecodedOn::arena_full).
 struct EncodedArena {
-  EncodedArena(size_t bytes, const LoaderMemory& memory);
+  EncodedArena(size_t bytes, const HostMemory& memory);
   ~EncodedArena();
   EncodedArena(const EncodedArena&) = delete;
   EncodedArena& operator=(const EncodedArena&) = delete;
@@ -70,7 +70,7 @@ struct Batch {
 // touched up front.
 class BatchPool {
  public:
-  BatchPool(size_t count, size_t capacity, const OutputSpec& spec, const LoaderMemory& memory = {});
+  BatchPool(size_t count, size_t capacity, const OutputSpec& spec, const HostMemory& memory = {});
   ~BatchPool();
   BatchPool(const BatchPool&) = delete;
   BatchPool& operator=(const BatchPool&) = delete;

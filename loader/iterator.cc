@@ -38,8 +38,8 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_p
       source = make_source(index, config.source, source_queue_depth(runs));
     } catch (const Error& e) {
       say_once(fmt::format("{}: uring readers fall back to pread in {} decode threads", e.what(),
-                           runs.workers));
-      runs = {ReaderSpec::Kind::threads, runs.workers, 0};
+                           runs.threads));
+      runs = {ReaderSpec::Kind::threads, runs.threads, 0};
       source = make_source(index, config.source);
     }
   }
@@ -58,13 +58,13 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_p
       reader_ = make_serial_reader(*ctx_);
       break;
     case ReaderSpec::Kind::threads:
-      reader_ = make_threads_reader(*ctx_, runs.workers);
+      reader_ = make_threads_reader(*ctx_, runs.threads);
       break;
     case ReaderSpec::Kind::processes:
-      reader_ = make_processes_reader(*ctx_, runs.workers);
+      reader_ = make_processes_reader(*ctx_, runs.threads);
       break;
     case ReaderSpec::Kind::uring:
-      reader_ = make_uring_reader(*ctx_, runs.workers);
+      reader_ = make_uring_reader(*ctx_, runs.threads);
       break;
   }
 }

@@ -19,7 +19,7 @@ namespace stoker {
 
 class Iterator {
  public:
-  // `index` must outlive the iterator. `source`: the prototype every worker thread clones
+  // `index` must outlive the iterator. `source`: the prototype every loader thread clones
   // (tests, custom sources); null: make_source(index, config). processes:N refuses one (its
   // workers make their own from the configuration).
   Iterator(const Index& index, const LoaderConfig& config,

@@ -47,7 +47,7 @@ struct LoaderConfig {
   // Where bytes come from (--source; auto picks from the dataset and the reader) and how they
   // are read (--direct, --cold, --null-file).
   SourceOptions source;
-  LoaderMemory memory;  // where batch tensors live (default: the heap)
+  HostMemory memory;  // where batch tensors live (default: the heap)
   // Extra pool buffers for batches the consumer keeps past next() (Iterator::retain; the
   // Python module keeps every batch until its last reference goes).
   size_t keep = 0;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a run of the loader measured: per-stage time (summed over workers), bytes, the time
+// What a run of the loader measured: per-stage time (summed over loader threads), bytes, the time
 // the consumer waited for each batch, CPU time, and the bad samples. Fixed-size state, fed
 // batch by batch; `to_json` is the schema documented in docs/FORMATS.md.
 #pragma once

@@ -11,12 +11,12 @@ namespace stoker {
 void add_sample_tracks(TraceWriter& w, int pid, const std::string& process_name,
                        std::span<const std::vector<SampleTiming>> batches,
                        std::span<const int64_t> numbers) {
-  std::set<int32_t> workers;
+  std::set<int32_t> threads;
   for (size_t k = 0; k < batches.size(); ++k) {
     for (size_t i = 0; i < batches[k].size(); ++i) {
       const SampleTiming& t = batches[k][i];
       if (t.start_ns == 0) continue;
-      workers.insert(t.worker);
+      threads.insert(t.worker);
       const std::string n = fmt::format(" {}/{}", k < numbers.size() ? numbers[k] : int64_t(k), i);
       int64_t at = t.start_ns;
       for (const auto& [stage, ns] : {std::pair{"read", t.read_ns},
@@ -28,10 +28,9 @@ void add_sample_tracks(TraceWriter& w, int pid, const std::string& process_name,
       }
     }
   }
-  if (!workers.empty()) w.process(pid, process_name);
+  if (!threads.empty()) w.process(pid, process_name);
   int index = 0;
-  for (int32_t worker : workers)
-    w.track(pid, worker, fmt::format("loader worker {}", worker), index++);
+  for (int32_t tid : threads) w.track(pid, tid, fmt::format("loader thread {}", tid), index++);
 }
 
 }  // namespace stoker

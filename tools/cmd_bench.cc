@@ -68,7 +68,7 @@ struct RunTrace {
 };
 
 // Run r of the bench is processes 2r+1 (the consumer, one track) and 2r+2 (its loader's
-// workers, one track each), so that runs of several readers line up in one file.
+// threads, one track each), so that runs of several readers line up in one file.
 void add_run_trace(TraceWriter& w, size_t run, const std::string& name, const RunTrace& t) {
   const int consumer = int(2 * run + 1), loader = int(2 * run + 2);
   w.process(consumer, fmt::format("bench {}", name));
@@ -509,7 +509,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--trace", o->trace,
                   "Write a Chrome trace-event JSON (Perfetto) of the --trace-batches window of "
                   "each run: the consumer's wait and emulated compute per batch, and a track per "
-                  "loader worker (read, decode, augment, collate per sample)");
+                  "loader thread (read, decode, augment, collate per sample)");
   cmd->add_option("--trace-batches", o->trace_batches,
                   "Batches [A, B) of each run kept for --trace, counted from 0 (default: 0:20)")
       ->check(parsed_by([](const std::string& s) { parse_trace_window(s, "", "batches"); }, "A:B"));

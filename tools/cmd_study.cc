@@ -41,8 +41,8 @@ struct StudyOptions {
   std::vector<std::string> data;
   bool quick = false;
   std::string storages, consumers;
-  int iterations = 100, warmup = 5;
-  int repeats = 3;  // runs of every cell, interleaved
+  int steps = 100, warmup = 5;  // timed steps per cell (--steps), untimed ones before them
+  int repeats = 3;              // runs of every cell, interleaved
   std::string out;
   bool force = false;
   std::string nfs;
@@ -173,7 +173,7 @@ class StudyRun {
     try {
       apply_defaults(cmd);
       base_ = o_.loader.to_config();
-      if (o_.iterations < 1) fail("--iterations must be at least 1, not {}", o_.iterations);
+      if (o_.steps < 1) fail("--steps must be at least 1, not {}", o_.steps);
       if (o_.warmup < 0) fail("--warmup must be at least 0, not {}", o_.warmup);
       if (o_.repeats < 1) fail("--repeats must be at least 1, not {}", o_.repeats);
       if (!o_.nfs.empty() && !is_nfs_url(o_.nfs))
@@ -182,7 +182,7 @@ class StudyRun {
     } catch (const Error& e) {
       throw CLI::ValidationError("study", e.what());
     }
-    // Every step is a full batch: images = iterations x batch.
+    // Every step is a full batch: images = steps x batch.
     o_.loader.drop_last = base_.sampler.drop_last = true;
     if (o_.out.empty()) o_.out = default_out();
     prepare_out(o_.out, o_.force);
@@ -193,9 +193,9 @@ class StudyRun {
     open_datasets();
     write_result("running");
     fmt::print(
-        "# stoker {} study, {}: {} cells ({} datasets) x {} runs, {} iterations of batch {} "
+        "# stoker {} study, {}: {} cells ({} datasets) x {} runs, {} steps of batch {} "
         "after {} warm-up, result in {}\n",
-        STOKER_VERSION, utc_now(), cells_.size(), roots_.size(), o_.repeats, o_.iterations,
+        STOKER_VERSION, utc_now(), cells_.size(), roots_.size(), o_.repeats, o_.steps,
         base_.sampler.batch_size, o_.warmup, o_.out);
     fmt::print("{:<10} {:<11} {:<24} {:<12} {:>8} {:>8} {:>6} {:>6} {:>6}  {}\n", "dataset",
                "storage", "consumer", "reader", "img/s", "MB/s", "wait%", "AU%", "gap%", "bound");
@@ -245,7 +245,7 @@ class StudyRun {
     if (!q && o_.data.empty())
       throw CLI::ValidationError("study", "give dataset roots (or nfs:// URLs) or --quick");
     if (q) {
-      if (!given("--iterations")) o_.iterations = 40;
+      if (!given("--steps")) o_.steps = 40;
       if (!given("--warmup")) o_.warmup = 2;
       if (!given("--batch")) o_.loader.batch = 16;
       if (!given("--size")) o_.loader.size = 112;
@@ -262,7 +262,7 @@ class StudyRun {
     Sweep main{parse_study_storages(o_.storages),
                parse_reader_list(o_.loader.reader),
                parse_study_consumers(o_.consumers),
-               {o_.iterations, o_.warmup},
+               {o_.steps, o_.warmup},
                {},
                parse_study_decodes(o_.decodes)};
     const bool gpu = main.gpu_decodes.back() || main.gpu_decodes.front();
@@ -279,7 +279,7 @@ class StudyRun {
       Sweep cpu{{StudyStorage::local},
                 {parse_reader("serial"), parse_reader(fmt::format("processes:{}", online_cpus()))},
                 parse_study_consumers("cpu:resnet18"),
-                {std::min(o_.iterations, 3), std::min(o_.warmup, 1)},
+                {std::min(o_.steps, 3), std::min(o_.warmup, 1)},
                 {0, 2}};
       sweeps_.push_back(std::move(cpu));
     }
@@ -455,7 +455,7 @@ class StudyRun {
                            {"consumer", consumer.name},
                            {"reader", c.reader.text() + (c.gpu_decode ? "+gpu-decode" : "")},
                            {"reader_kind", c.gpu_decode ? "gpu-decode" : reader_kind(c.reader)},
-                           {"workers", c.reader.workers},
+                           {"threads", c.reader.threads},
                            {"decode", c.gpu_decode ? "gpu" : "cpu"}};
     if (c.reader.kind == ReaderSpec::Kind::uring) cell["queue_depth"] = c.reader.queue_depth;
     try {
@@ -570,7 +570,7 @@ class StudyRun {
                     {"command", command_},
                     {"libraries", libs},
                     {"gpu", nullptr},
-                    {"iterations", o_.iterations},
+                    {"iterations", o_.steps},  // the timed steps (--steps); the key keeps its name
                     {"warmup", o_.warmup},
                     {"repeats", o_.repeats},
                     {"quick", o_.quick},
@@ -653,7 +653,8 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--consumer", o->consumers,
                   "Consumers: emulated:SPEC (resnet50-h100, a rate, T/N), cpu:ARCH, cuda:ARCH "
                   "(default emulated:resnet50-h100)");
-  cmd->add_option("--iterations", o->iterations, "Timed steps per cell (quick: 40)")
+  cmd->add_option("--steps,--iterations", o->steps,
+                  "Timed steps per cell (quick: 40); --iterations: its older name, deprecated")
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps before them (quick: 2)")
       ->capture_default_str();

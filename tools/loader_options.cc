@@ -357,16 +357,18 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                                  return parse_shard_order(v) !=
                                         SamplerConfig::ShardOrder::sequential;
                                }));
-    t.push_back(option_row("source", "--source", &O::source, "Where bytes come from")
-                    .accepts(
-                        {{"auto", "from the dataset and reader"},
-                         {"pread", "local files, one read each"},
-                         {"uring", "local files through io_uring"},
-                         {"null", "no I/O, one fixed JPEG: the loader's own overhead"},
-                         {"nfs", "libnfs"},
-                         {"shard", "a sample's byte range in a packed shard"}},
-                        [](const std::string& s) { parse_source_kind(s); }, "SOURCE")
-                    .python("source_kind"));
+    t.push_back(
+        option_row("source", "--source", &O::source, "Where bytes come from")
+            .accepts(
+                {{"auto", "from the dataset and reader"},
+                 {"pread", "local files, one read each"},
+                 {"uring", "local files through io_uring"},
+                 {"null", "no I/O, one fixed JPEG: the loader's own overhead"},
+                 {"nfs", "libnfs"},
+                 {"shards",
+                  "a sample's byte range in a packed shard; shard: the older name, deprecated"}},
+                [](const std::string& s) { parse_source_kind(s); }, "SOURCE")
+            .python("source_kind"));
     t.push_back(option_row("null_file", "--null-file", &O::null_file,
                            "With --source null: serve this file's bytes instead of the built-in "
                            "JPEG")

@@ -44,15 +44,29 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
                            "identity)")
                     .on_resume(kept));
     // The backend options (eval registers them too): each run chooses its engine.
+    // "gpu", the older name of "cuda", is read as "cuda" (backend_name), so that everything
+    // after the parse (and the JSON) sees one name.
     t.push_back(option_row("backend", "--backend", &T::backend,
-                           "cpu (oneDNN) or cuda (cuDNN + cuBLAS, when built in)")
+                           "cpu (oneDNN) or cuda (cuDNN + cuBLAS, when built in; gpu: its older "
+                           "name, deprecated)")
                     .checked(parsed_by(
                         [](const std::string& s) {
-                          if (s != "cpu" && s != "cuda" && s != "gpu")
+                          if (s != "cpu" && backend_name(s) != "cuda")
                             fail("unknown backend '{}': expected cpu or cuda", s);
                         },
                         "BACKEND"))
-                    .in(kBackendOption));
+                    .in(kBackendOption)
+                    .added_by([](CLI::App& app, T& o, const Row& r) {
+                      CLI::Option* opt = app.add_option(r.names(), o.backend, r.help);
+                      opt->capture_default_str()->check(*r.check);
+                      opt->transform(CLI::Validator(
+                          [](std::string& s) {
+                            s = std::string(backend_name(s));
+                            return std::string();
+                          },
+                          "", "backend_name"));
+                      return opt;
+                    }));
     t.push_back(option_row("device", "--device", &T::device, "cuda: the CUDA device index")
                     .integer_range(0, 1023)
                     .in(kBackendOption));

@@ -62,8 +62,9 @@ std::vector<std::string> built_backends() {
   return names;
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view name, [[maybe_unused]] const Network& net,
+std::unique_ptr<Backend> make_backend(std::string_view given, [[maybe_unused]] const Network& net,
                                       [[maybe_unused]] const BackendConfig& config) {
+  const std::string_view name = backend_name(given);
   if (name == "cpu") {
 #ifdef STOKER_HAVE_DNNL
     return cpu::make_cpu_backend(net, config);
@@ -73,7 +74,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name, [[maybe_unused]] co
         "libdnnl-dev; then reconfigure with -DSTOKER_WITH_DNNL=ON)");
 #endif
   }
-  if (name == "cuda" || name == "gpu") {  // "gpu": the name older docs used
+  if (name == "cuda") {
 #ifdef STOKER_HAVE_CUDA
     return gpu::make_cuda_backend(net, config);
 #else
@@ -82,7 +83,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name, [[maybe_unused]] co
         "configure time or STOKER_WITH_CUDA=OFF (use --backend cpu)");
 #endif
   }
-  fail("unknown backend '{}': expected cpu or cuda", name);
+  fail("unknown backend '{}': expected cpu or cuda", given);
 }
 
 }  // namespace stoker

@@ -25,6 +25,7 @@
 
 #include "augment/gpu/device_dtype.h"
 #include "common/error.h"
+#include "loader/host_memory.h"
 #include "models/network.h"
 #include "train/activity.h"
 #include "train/checkpoint.h"
@@ -143,17 +144,6 @@ struct StepResult {
   double host_enqueue = 0;
 };
 
-// How a loader's batch pool gets its memory, so a GPU run collates straight into pinned
-// host memory. Null functions: ordinary aligned heap memory, nothing pinned.
-struct HostMemory {
-  std::function<void*(size_t bytes)> allocate;  // page-aligned, or throws stoker::Error
-  std::function<void(void* p)> release;
-  // Pin memory allocated elsewhere (a shared-memory pool mapped by worker processes) for as
-  // long as it lives; unpin before it is unmapped.
-  std::function<void(void* p, size_t bytes)> pin;
-  std::function<void(void* p)> unpin;
-};
-
 // A batch on the host, as the loader or a synthetic feed produced it: `count` images in
 // the config's InputSpec, and their labels. Must stay unchanged until release_input().
 struct HostBatch {
@@ -210,7 +200,8 @@ class Backend {
 
   // One line for logs and the JSON summary: engine, precision, layout, threads or device.
   virtual std::string describe() const = 0;
-  // How the loader should allocate batch memory for this backend.
+  // How the loader allocates batch memory for this backend (loader/host_memory.h): pinned for
+  // a device, so staging a batch is an asynchronous copy; the heap otherwise.
   virtual HostMemory host_memory() const = 0;
 
   // Parameters, buffers and (when present) momentum buffers from a checkpoint that
@@ -284,9 +275,15 @@ class Backend {
   }
 };
 
-// The backends this build has, by name: "cpu" (oneDNN) and "cuda" (cuDNN + cuBLAS) when
-// built with them. stoker::Error naming the backend and why when it is unknown, not built
-// in, or cannot run here (no device, no driver, no bf16 support).
+// A backend's one name: "gpu", the older name of "cuda", is "cuda" (still accepted,
+// deprecated); any other name is returned as given (make_backend judges it).
+inline std::string_view backend_name(std::string_view name) {
+  return name == "gpu" ? std::string_view("cuda") : name;
+}
+
+// The backends this build has, by name (backend_name): "cpu" (oneDNN) and "cuda" (cuDNN +
+// cuBLAS) when built with them. stoker::Error naming the backend and why when it is unknown, not
+// built in, or cannot run here (no device, no driver, no bf16 support).
 std::unique_ptr<Backend> make_backend(std::string_view name, const Network& net,
                                       const BackendConfig& config);
 // Names of the backends built in ("cpu", "cuda"), whether or not they can run here.

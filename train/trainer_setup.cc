@@ -29,9 +29,8 @@ BackendConfig backend_config(const LoaderConfig& loader, int64_t batch, int thre
   return bc;
 }
 
-LoaderMemory loader_memory(const Backend& backend) {
-  const HostMemory m = backend.host_memory();
-  return {m.allocate, m.release, m.pin, m.unpin};
+HostMemory loader_memory(const Backend& backend) {
+  return backend.host_memory();
 }
 
 std::unique_ptr<Iterator> training_iterator(const Index& index, LoaderConfig loader,

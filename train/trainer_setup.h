@@ -30,9 +30,9 @@ InputSpec input_spec(const OutputSpec& output);
 BackendConfig backend_config(const LoaderConfig& loader, int64_t batch, int threads,
                              uint64_t epoch = 0, uint64_t step = 0);
 
-// The loader's batch memory: `backend`'s host memory (pinned for a device, so staging a
-// batch is an asynchronous copy).
-LoaderMemory loader_memory(const Backend& backend);
+// The loader's batch memory: `backend`'s host memory, the same type (loader/host_memory.h);
+// kept for its callers, backend.host_memory() says the same.
+HostMemory loader_memory(const Backend& backend);
 
 // The iterator a training loop pulls from: `loader`'s batches in `backend`'s memory, short
 // last batches dropped (the backend is planned for one batch size).

@@ -22,7 +22,7 @@ class Reader {
   // Block until batch `b` (always the next in order) is complete and return it. The batch
   // returned by the previous call may be reused from now on. Rethrows a sample's error.
   virtual Batch& wait(size_t b) = 0;
-  // Abandon work in flight and return once no worker touches any buffer or the sampler.
+  // Abandon work in flight and return once no loader thread touches any buffer or the sampler.
   virtual void stop() = 0;
   // The consumer keeps the batch wait() last returned past the next wait(), until
   // release(); its buffer is not reused before. Consumer's thread.

@@ -14,11 +14,11 @@ std::string ReaderSpec::text() const {
     case Kind::serial:
       return "serial";
     case Kind::threads:
-      return "threads:" + std::to_string(workers);
+      return "threads:" + std::to_string(threads);
     case Kind::processes:
-      return "processes:" + std::to_string(workers);
+      return "processes:" + std::to_string(threads);
     case Kind::uring:
-      return "uring:" + std::to_string(queue_depth) + ":" + std::to_string(workers);
+      return "uring:" + std::to_string(queue_depth) + ":" + std::to_string(threads);
   }
   return "?";
 }
@@ -39,26 +39,26 @@ ReaderSpec parse_reader(const std::string& text) {
   const std::string_view kind = t.substr(0, colon);
   const std::string_view arg = colon == std::string_view::npos ? "" : t.substr(colon + 1);
   if (kind == "serial" && colon == std::string_view::npos) return p;
-  if (kind == "threads" && parse_count(arg, p.workers, 1024)) {
+  if (kind == "threads" && parse_count(arg, p.threads, 1024)) {
     p.kind = ReaderSpec::Kind::threads;
     return p;
   }
-  if (kind == "processes" && parse_count(arg, p.workers, 1024)) {
+  if (kind == "processes" && parse_count(arg, p.threads, 1024)) {
     p.kind = ReaderSpec::Kind::processes;
     return p;
   }
   if (kind == "uring") {
     const size_t c2 = arg.find(':');
-    p.workers = online_cpus();
+    p.threads = online_cpus();
     if (parse_count(arg.substr(0, c2), p.queue_depth, 4096) &&
-        (c2 == std::string_view::npos || parse_count(arg.substr(c2 + 1), p.workers, 1024))) {
+        (c2 == std::string_view::npos || parse_count(arg.substr(c2 + 1), p.threads, 1024))) {
       p.kind = ReaderSpec::Kind::uring;
       return p;
     }
   }
   fail(
-      "unknown reader '{}': expected serial, threads:N, processes:N or uring:QD[:T] (N workers "
-      "1..1024; QD reads in flight 1..4096; T decode threads, default one per CPU)",
+      "unknown reader '{}': expected serial, threads:N, processes:N or uring:QD[:T] (N threads "
+      "or processes 1..1024; QD reads in flight 1..4096; T decode threads, default one per CPU)",
       text);
 }
 

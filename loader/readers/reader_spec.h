@@ -15,7 +15,9 @@ namespace stoker {
 
 struct ReaderSpec {
   enum class Kind { serial, threads, processes, uring } kind = Kind::serial;
-  int workers = 1;      // threads and processes: workers; uring: decode threads
+  // The threads that read and decode: threads:N's N; processes:N's N (one per stoker-worker
+  // process); uring:QD:T's T (decode threads). serial: 1.
+  int threads = 1;
   int queue_depth = 0;  // uring: reads in flight
   std::string text() const;
 };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// threads:N: a oneTBB arena of N worker threads keeps `prefetch` batches in flight (the
-// Prefetcher), the samples of each batch spread over the workers. Batches finish in any
-// order; the consumer waits for the next one in sampler order. Each worker has its own
+// threads:N: a oneTBB arena of N loader threads keeps `prefetch` batches in flight (the
+// Prefetcher), the samples of each batch spread over the threads. Batches finish in any
+// order; the consumer waits for the next one in sampler order. Each thread has its own
 // Decoder, buffers and source instance.
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/global_control.h>
@@ -24,7 +24,7 @@ namespace {
 class ThreadsReader final : public Reader {
  public:
   ThreadsReader(LoaderContext& ctx, int threads)
-      // The consumer thread only waits, so the arena needs N workers of its own; TBB's
+      // The consumer thread only waits, so the arena needs N threads of its own; TBB's
       // default pool has one fewer than the cores, hence the raised global limit.
       : control_(tbb::global_control::max_allowed_parallelism,
                  std::max<size_t>(threads + 1, tbb::info::default_concurrency())),

@@ -32,9 +32,9 @@ struct SampleRecipe {
   bool gpu_decode = false;  // LoaderConfig::decode_device == gpu
 };
 
-// What every worker shares, read-only during an epoch (BadSamples is thread-safe).
+// What every loader thread shares, read-only during an epoch (BadSamples is thread-safe).
 struct LoaderContext {
-  // `source`: the prototype each worker clones; null: made from config.source, with the
+  // `source`: the prototype each loader thread clones; null: made from config.source, with the
   // reads in flight its reader asks for.
   LoaderContext(const Index& index, const LoaderConfig& config,
                 std::unique_ptr<Source> source = nullptr);
@@ -111,9 +111,9 @@ uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer
 // candidates sampler.at((pos + k) % epoch_size) for k = 0, 1, ... max_replacements and
 // takes the first that loads, with attempt number k (its crop). Whether candidate k loads
 // depends only on (file, seed, epoch, its index, k): no reader consults what other slots or
-// workers found ("known bad" files are tried again), so which samples fill which slots, the
+// threads found ("known bad" files are tried again), so which samples fill which slots, the
 // bad-file list, the replacement count and the epoch checksum are a function of the seed,
-// the epoch and the files alone, whatever the reader, source, worker count or timing.
+// the epoch and the files alone, whatever the reader, source, thread count or timing.
 class SlotChain {
  public:
   void begin(const LoaderContext& ctx, size_t batch, size_t slot);

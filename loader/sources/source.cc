@@ -41,7 +41,7 @@ namespace {
 constexpr std::pair<SourceOptions::Kind, const char*> kKinds[] = {
     {SourceOptions::Kind::automatic, "auto"}, {SourceOptions::Kind::pread, "pread"},
     {SourceOptions::Kind::uring, "uring"},    {SourceOptions::Kind::null, "null"},
-    {SourceOptions::Kind::nfs, "nfs"},        {SourceOptions::Kind::shard, "shard"},
+    {SourceOptions::Kind::nfs, "nfs"},        {SourceOptions::Kind::shards, "shards"},
 };
 
 bool is_url(const std::string& root) {
@@ -61,7 +61,8 @@ SourceOptions::Kind parse_source_kind(const std::string& text) {
   for (const auto& [kind, name] : kKinds) {
     if (text == name) return kind;
   }
-  fail("unknown source '{}': expected auto, pread, uring, null, nfs or shard", text);
+  if (text == "shard") return SourceOptions::Kind::shards;  // the older name, deprecated
+  fail("unknown source '{}': expected auto, pread, uring, null, nfs or shards", text);
 }
 
 size_t Source::queue_depth() const {
@@ -85,8 +86,8 @@ std::unique_ptr<Source> make_source(const SourceSpec& spec) {
   if (kind == K::nfs || (kind == K::automatic && url)) return make_nfs_source(spec);
   // A reader that submits reads gets io_uring for local files and shard byte ranges alike.
   const bool async = kind == K::uring || (kind == K::automatic && spec.queue_depth > 0);
-  if (kind == K::shard || (kind == K::automatic && spec.sharded && !async))
-    return make_shard_source(spec);
+  if (kind == K::shards || (kind == K::automatic && spec.sharded && !async))
+    return make_shards_source(spec);
   if (url) {
     fail("dataset '{}' is on NFS: the {} source reads local files only (use --source nfs or auto)",
          spec.root, source_kind_name(kind));

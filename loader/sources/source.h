@@ -8,7 +8,7 @@
 //      always; capabilities() saying what else it can do (kAsync: it keeps several reads in
 //      flight, with submit()/reap() and queue_depth()); clone() giving an instance with its
 //      own descriptors or connection;
-//   2. its factory: fill in make_nfs_source / make_shard_source (replace the stub file
+//   2. its factory: fill in make_nfs_source / make_shards_source (replace the stub file
 //      sources/source_<name>_stub.cc in loader/CMakeLists.txt) or add a kind to make_source();
 //   3. one line in the reader suite's table (tests/loader/reader_suite_test.cc): it is then
 //      tested under every reader, clean and corrupted, for checksums equal to serial's.
@@ -92,12 +92,12 @@ inline size_t take_completions(std::deque<ReadCompletion>& done, std::vector<Rea
 struct SourceOptions {
   enum class Kind : uint32_t {
     automatic,  // from the dataset and the reader: nfs:// -> nfs; local files and packed
-                // shards -> uring for a reader that submits reads, else shard or pread
+                // shards -> uring for a reader that submits reads, else shards or pread
     pread,      // local files, one buffered pread at a time
     uring,      // local files, io_uring, many reads in flight (submit/reap)
     null,       // no I/O at all: every sample is the same bytes (framework overhead)
     nfs,        // libnfs (make_nfs_source)
-    shard,      // packed tar shards (make_shard_source)
+    shards,     // packed tar shards (make_shards_source)
   } kind = Kind::automatic;
   bool direct = false;            // O_DIRECT (uring)
   bool evict_after_read = false;  // drop what was read from the page cache (--cold)
@@ -105,7 +105,8 @@ struct SourceOptions {
 };
 
 const char* source_kind_name(SourceOptions::Kind k);
-// "auto", "pread", "uring", "null", "nfs", "shard"; anything else is a stoker::Error.
+// "auto", "pread", "uring", "null", "nfs", "shards" ("shard": its older name, deprecated, still
+// read); anything else is a stoker::Error.
 SourceOptions::Kind parse_source_kind(const std::string& text);
 
 // What make_source needs to know of a dataset: its root and whether its samples are byte
@@ -141,7 +142,7 @@ class Source {
   enum Capability : uint32_t {
     kAsync = 1u << 0,  // asynchronous: submit/reap, up to queue_depth() reads in flight
   };
-  // Short name for reports and messages: "pread", "uring", "null", "nfs", "shard".
+  // Short name for reports and messages: "pread", "uring", "null", "nfs", "shards".
   virtual const char* name() const = 0;
   // The Capability flags of this instance, or-ed.
   virtual uint32_t capabilities() const = 0;
@@ -169,8 +170,8 @@ class Source {
 std::unique_ptr<Source> make_source(const SourceSpec& spec);
 
 // Hooks filled by their own files; until then the stubs fail with the reason.
-std::unique_ptr<Source> make_nfs_source(const SourceSpec& spec);    // source_nfs.cc (or its stub)
-std::unique_ptr<Source> make_shard_source(const SourceSpec& spec);  // source_shard.cc
+std::unique_ptr<Source> make_nfs_source(const SourceSpec& spec);     // source_nfs.cc (or its stub)
+std::unique_ptr<Source> make_shards_source(const SourceSpec& spec);  // source_shards.cc
 // The built-in ones.
 std::unique_ptr<Source> make_pread_source(const SourceOptions& options);
 // queue_depth: as SourceSpec's (0: the source's default).

@@ -64,11 +64,11 @@ void call_unpin(const Hooks& h, void* p) noexcept {
 
 }  // namespace
 
-LoaderMemory python_pinned_memory(pyb::object pin, pyb::object unpin) {
+HostMemory python_pinned_memory(pyb::object pin, pyb::object unpin) {
   auto h = std::make_shared<Hooks>();
   h->pin = std::move(pin);
   h->unpin = std::move(unpin);
-  LoaderMemory m;
+  HostMemory m;
   m.allocate = [h](size_t bytes) {
     void* p = std::aligned_alloc(4096, bytes);  // bytes: a multiple of 4096 (BatchPool)
     if (p == nullptr) fail("cannot allocate a batch of {} bytes", bytes);

@@ -14,6 +14,6 @@ namespace stoker::py {
 
 // `pin(address, nbytes)` and `unpin(address)`, addresses as ints; an exception from `pin`
 // becomes stoker::Error naming the buffer. Call with the GIL; the hooks take it themselves.
-LoaderMemory python_pinned_memory(pybind11::object pin, pybind11::object unpin);
+HostMemory python_pinned_memory(pybind11::object pin, pybind11::object unpin);
 
 }  // namespace stoker::py

@@ -84,7 +84,7 @@ TEST(Iterator, MemoryStaysFlatOverEpochs) {
 }
 
 TEST(ReaderSpec, ParsesAndListsValidForms) {
-  EXPECT_EQ(parse_reader("threads:4").workers, 4);
+  EXPECT_EQ(parse_reader("threads:4").threads, 4);
   EXPECT_EQ(parse_reader("serial").kind, ReaderSpec::Kind::serial);
   try {
     parse_reader("threads:x");

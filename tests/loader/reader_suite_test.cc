@@ -402,8 +402,8 @@ struct CountingMemory {
   std::map<void*, size_t> live;
   int allocations = 0, releases = 0, pins = 0, unpins = 0;
   size_t pinned_bytes = 0;
-  LoaderMemory hook() {
-    LoaderMemory m;
+  HostMemory hook() {
+    HostMemory m;
     m.allocate = [this](size_t bytes) {
       void* p = std::aligned_alloc(4096, bytes);
       live[p] = bytes;

@@ -168,7 +168,7 @@ TEST(ReaderPolicyUring, Parses) {
   const ReaderSpec p = parse_reader("uring:32:2");
   EXPECT_EQ(p.kind, ReaderSpec::Kind::uring);
   EXPECT_EQ(p.queue_depth, 32);
-  EXPECT_EQ(p.workers, 2);
+  EXPECT_EQ(p.threads, 2);
   EXPECT_EQ(parse_reader("uring:8").queue_depth, 8);
   EXPECT_ERROR("uring:0", parse_reader("uring:0"));
   EXPECT_ERROR("'uring'", parse_reader("uring"));

@@ -78,7 +78,7 @@ for r in res:
 assert res[0]["epoch_checksums"] == res[1]["epoch_checksums"], res
 PY
 
-# bench --trace: a consumer track (wait, emulated compute) and loader worker tracks per run,
+# bench --trace: a consumer track (wait, emulated compute) and loader thread tracks per run,
 # only batches [1, 3); each sample's stages end before its batch's wait does (one clock).
 "$stoker" bench "$tmp/d/96px" --reader serial,threads:2 --batch 4 --size 32 --emulate 2000 \
   --trace "$tmp/bench_trace.json" --trace-batches 1:3 > "$tmp/bt.txt" 2>/dev/null
@@ -93,10 +93,10 @@ tracks = {}
 for e in t:
     if e["ph"] == "M" and e["name"] == "thread_name":
         tracks.setdefault(procs[e["pid"]], []).append(e["args"]["name"])
-for reader, workers in (("serial", (1, 1)), ("threads:2", (1, 2))):
+for reader, threads in (("serial", (1, 1)), ("threads:2", (1, 2))):
     assert tracks["bench 96px " + reader] == ["consumer"], tracks
     w = tracks["96px %s loader" % reader]
-    assert workers[0] <= len(w) <= workers[1] and all(n.startswith("loader worker ") for n in w), w
+    assert threads[0] <= len(w) <= threads[1] and all(n.startswith("loader thread ") for n in w), w
 for pid, name in procs.items():
     ev = [e for e in t if e["ph"] == "X" and e["pid"] == pid]
     if name.startswith("bench "):

@@ -28,7 +28,7 @@ export OMP_NUM_THREADS=1
   --reader serial --json "$tmp/eval.json" > "$tmp/eval.out" 2>&1 ||
   fail "eval: $(tail -5 "$tmp/eval.out")"
 "$stoker" study "$tmp/d" --readers serial --storage local --consumer emulated:4000 \
-  --iterations 1 --warmup 0 --batch 4 --size 16 --repeats 1 --out "$tmp/s" > "$tmp/study.out" 2>&1 ||
+  --steps 1 --warmup 0 --batch 4 --size 16 --repeats 1 --out "$tmp/s" > "$tmp/study.out" 2>&1 ||
   fail "study: $(tail -5 "$tmp/study.out")"
 docs=("$tmp/bench.json" "$tmp/probe.json" "$tmp/train.json" "$tmp/eval.json" "$tmp/s/study.json")
 if [ -n "$allreduce" ]; then

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tools/report/report.h"
+#include "tools/report/study_json.h"
 
 namespace stoker {
 namespace {
@@ -26,7 +27,7 @@ json cell(const std::string& reader, double wall, double wait, const std::string
           {"consumer", consumer},
           {"reader", reader},
           {"reader_kind", reader.substr(0, colon)},
-          {"workers", colon == std::string::npos ? 1 : std::stoi(reader.substr(colon + 1))},
+          {"threads", colon == std::string::npos ? 1 : std::stoi(reader.substr(colon + 1))},
           {"status", "ok"},
           {"iterations", 10},
           {"wall_s", wall},
@@ -311,7 +312,7 @@ TEST(ReportHtml, TraceExcerptShowsSlowAndFastWithWorkerLanes) {
   const std::string html = render_report(study({serial, par}));
   EXPECT_EQ(count(html, R"(data-chart="trace")"), 4u);
   EXPECT_EQ(count(html, R"(data-step="slow")"), 2u);
-  EXPECT_NE(html.find("2 of 2 workers busy during the step: 0, 1"), std::string::npos);
+  EXPECT_NE(html.find("2 of 2 loader threads busy during the step: 0, 1"), std::string::npos);
   EXPECT_NE(html.find("slow step 3: 11 ms (wait 9 ms, compute 2 ms)"), std::string::npos);
 }
 
@@ -328,6 +329,15 @@ TEST(ReportHtml, InterruptedBannerAndFailedCells) {
   EXPECT_NE(
       render_report(study({cell("serial", 1, 0.5)}, "running")).find(R"(data-state="running")"),
       std::string::npos);
+}
+
+// A cell's reader threads: "threads", else "workers" (studies written before the rename),
+// else the reader's text.
+TEST(ReportJson, ReaderThreadsReadsTheOldKeyToo) {
+  EXPECT_EQ(report::reader_threads(json{{"threads", 4}, {"reader", "threads:4"}}), 4);
+  EXPECT_EQ(report::reader_threads(json{{"workers", 3}, {"reader", "processes:3"}}), 3);
+  EXPECT_EQ(report::reader_threads(json{{"reader", "threads:2"}}), 2);
+  EXPECT_EQ(report::reader_threads(json{{"reader", "serial"}}), 1);
 }
 
 TEST(ReportHtml, ToleratesMissingMistypedAndAbsentFields) {

@@ -27,13 +27,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 # 1. A tiny sweep with the emulated accelerator over three storages, then the CPU trainer
 # (a small product: its cells cost a network's planning each).
 "$stoker" study "$tmp/d/32px" "$tmp/small" --readers serial,threads:2 --storage local,shards,nfs \
-  --consumer emulated:4000 --iterations 3 --warmup 1 --batch 4 --size 16 --repeats 2 \
+  --consumer emulated:4000 --steps 3 --warmup 1 --batch 4 --size 16 --repeats 2 \
   --out "$tmp/s1" > "$tmp/s1.txt" 2> "$tmp/s1.err" || fail "study exited $?: $(tail -5 "$tmp/s1.err")"
 [ -s "$tmp/s1/report.html" ] || fail "no report.html"
 [ ! -e "$tmp/s1/study.json.tmp" ] || fail "temporary file left"
 grep -q 'FAILED: .*fewer than one batch' "$tmp/s1.txt" || fail "no failed row: $(cat "$tmp/s1.txt")"
 "$stoker" study "$tmp/d/32px" --readers serial,threads:2 --storage local --consumer cpu:resnet18 \
-  --iterations 3 --warmup 1 --batch 4 --size 16 --repeats 1 --out "$tmp/c1" > "$tmp/c1.txt" 2> "$tmp/c1.err" ||
+  --steps 3 --warmup 1 --batch 4 --size 16 --repeats 1 --out "$tmp/c1" > "$tmp/c1.txt" 2> "$tmp/c1.err" ||
   fail "study exited $?: $(tail -5 "$tmp/c1.err")"
 "$py" - "$tmp/s1/study.json" "$tmp/c1/study.json" <<'PY'
 import json, math, os, sys
@@ -105,7 +105,7 @@ for r in ok:
         assert {x["stage"] for x in st["samples"]} <= {"read", "decode", "augment", "collate"}
     assert r["trace"]["slow"]["end_ms"] >= r["trace"]["fast"]["end_ms"], where
     if r["reader"] == "serial":
-        assert r["workers"] == 1 and r["reader_kind"] == "serial"
+        assert r["threads"] == 1 and r["reader_kind"] == "serial"
     if r["consumer"].startswith("emulated"):
         # 4000 images/s: 1 ms per batch of 4 at least, per step
         assert s["compute"] >= 3 * 4 / 4000 * 0.99, (where, s)
@@ -139,7 +139,7 @@ if [ "$(id -u)" = 0 ]; then as_user=(setpriv --reuid=65534 --regid=65534 --clear
 if [ "$(id -u)" != 0 ] || command -v setpriv > /dev/null; then
   mkdir -p "$tmp/nr" && chmod -R a+rwX "$tmp/nr" "$tmp/d" && chmod a+rx "$tmp"
   "${as_user[@]}" "$stoker" study "$tmp/d/32px" --readers serial --storage local,nfs,nfs-shards \
-    --consumer emulated:4000 --iterations 2 --warmup 0 --batch 4 --size 16 --repeats 1 \
+    --consumer emulated:4000 --steps 2 --warmup 0 --batch 4 --size 16 --repeats 1 \
     --out "$tmp/nr/s" > "$tmp/nr.txt" 2>&1 || fail "study as a user: $(tail -3 "$tmp/nr.txt")"
   [ "$(grep -c '^# left out: nfs, nfs-shards cells: .*needs root' "$tmp/nr.txt")" = 1 ] ||
     fail "no single 'left out' line: $(cat "$tmp/nr.txt")"
@@ -157,7 +157,8 @@ PY
     fail "--storage nfs as a user: exit $rc: $(cat "$tmp/nr.txt")"
 fi
 
-# 3. Interrupted mid-sweep: the finished cells stay, the state says so, exit 130.
+# 3. Interrupted mid-sweep: the finished cells stay, the state says so, exit 130. (Through
+# --iterations, the deprecated older name of --steps, still accepted.)
 "$stoker" study "$tmp/d/32px" "$tmp/d/48px" --readers serial,threads:1,2 --storage local,nfs \
   --consumer emulated:200 --iterations 8 --warmup 0 --batch 4 --size 16 --out "$tmp/s2" \
   > "$tmp/s2.txt" 2> "$tmp/s2.err" &

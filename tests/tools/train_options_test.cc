@@ -200,6 +200,15 @@ TEST(TrainOptions, TransformShortAndLongNamesResumeAlike) {
   EXPECT_THROW(other.resume(Parsed({"--transform", "rrc"}).json()), Error);
 }
 
+// --backend gpu, the older name of cuda, is read as cuda: everything after the parse sees one
+// name. An unknown backend is still refused.
+TEST(TrainOptions, OlderBackendNameIsReadAsCuda) {
+  EXPECT_EQ(Parsed({"--backend", "gpu"}).train.backend, "cuda");
+  EXPECT_EQ(Parsed({"--backend", "cuda"}).train.backend, "cuda");
+  EXPECT_EQ(Parsed({"--backend", "cpu"}).train.backend, "cpu");
+  EXPECT_THROW(Parsed({"--backend", "tpu"}), CLI::ValidationError);
+}
+
 // Options no checkpoint stores stay each run's own.
 TEST(TrainOptions, PerRunOptionsAreNotStored) {
   const nlohmann::json j = stored_defaults();

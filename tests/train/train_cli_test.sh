@@ -178,7 +178,7 @@ assert len(g["conv_algorithms"]) == 3 * 20 - 1, len(g["conv_algorithms"])
 t = json.load(open(sys.argv[2]))
 names = {(e["pid"], e["tid"]): e["args"]["name"] for e in t if e.get("name") == "thread_name"}
 assert "training loop" in names.values(), names
-assert any(n.startswith("loader worker") for n in names.values()), names
+assert any(n.startswith("loader thread") for n in names.values()), names
 assert any(n.startswith("cpu stream") for n in names.values()), names
 last = {}
 for e in t:

@@ -42,7 +42,7 @@ const char* kind_marker(const std::string& kind) {
   return "cross";
 }
 
-// Readers of several kinds share a worker count (serial and processes:1, threads:2 and
+// Readers of several kinds share a thread count (serial and processes:1, threads:2 and
 // processes:2): a small sideways shift per kind keeps their markers apart.
 double kind_offset(const std::string& kind) {
   if (kind == "serial") return -0.12;
@@ -88,17 +88,17 @@ std::string iterations_chart(const Json& study) {
   if (cs.empty()) return empty_figure("a wall time");
   const auto datasets = distinct(cs, "dataset");
   std::vector<std::string> kinds;
-  double max_workers = 1;
+  double max_threads = 1;
   for (const Json* c : cs) {
     const std::string k = reader_kind(*c);
     if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
-    max_workers = std::max(max_workers, workers(*c));
+    max_threads = std::max(max_threads, reader_threads(*c));
   }
   const double iterations =
       num_or(obj(study, "context"), "iterations", num_or(*cs.front(), "iterations", 0));
-  const std::string y_title = iterations > 0
-                                  ? fmt::format("time for {} iterations (s)", short_num(iterations))
-                                  : std::string("time for the timed iterations (s)");
+  const std::string y_title =
+      iterations > 0 ? fmt::format("time for {} timed steps (s)", short_num(iterations))
+                     : std::string("time for the timed steps (s)");
 
   std::vector<LegendItem> items;
   for (size_t i = 0; i < datasets.size(); ++i) items.push_back({datasets[i], palette(i), "rect"});
@@ -118,37 +118,39 @@ std::string iterations_chart(const Json& study) {
     for (const Json* c : pc) ymax = std::max(ymax, num_or(*c, "wall_s", 0));
     const auto yt = nice_ticks(0, ymax * 1.05);
     const Scale y{0, yt.back(), H - B, T};
-    const Scale x{0.5, max_workers + 0.5, L, W - R};
+    const Scale x{0.5, max_threads + 0.5, L, W - R};
     std::vector<double> xt;
-    if (max_workers <= 8)
-      for (int i = 1; i <= static_cast<int>(max_workers); ++i) xt.push_back(i);
+    if (max_threads <= 8)
+      for (int i = 1; i <= static_cast<int>(max_threads); ++i) xt.push_back(i);
     else
-      xt = nice_ticks(1, max_workers);
+      xt = nice_ticks(1, max_threads);
     const std::string panel = storage + " " + consumer;
     std::string svg = svg_open("iterations-vs-readers", panel, W, H);
     svg += panel_title(storage + " \u00b7 " + consumer, L);
     y_axis(svg, y, yt, L, W - R, y_title);
-    x_axis(svg, x, xt, H - B, T, "readers (workers; uring: decode threads)");
+    x_axis(svg, x, xt, H - B, T, "readers (threads; processes:N: N; uring: decode threads)");
     for (size_t d = 0; d < datasets.size(); ++d) {
       for (const auto& kind : kinds) {
         std::vector<const Json*> pts;
         for (const Json* c : where(pc, "dataset", datasets[d]))
           if (reader_kind(*c) == kind) pts.push_back(c);
         if (pts.empty()) continue;
-        std::sort(pts.begin(), pts.end(),
-                  [](const Json* a, const Json* b) { return workers(*a) < workers(*b); });
+        std::sort(pts.begin(), pts.end(), [](const Json* a, const Json* b) {
+          return reader_threads(*a) < reader_threads(*b);
+        });
         const char* colour = palette(d);
         svg += fmt::format(R"(<g data-series="{} {}">)", esc(datasets[d]), esc(kind));
         if (pts.size() > 1) {
           std::string path;
           for (const Json* c : pts)
-            path += fmt::format("{}{:.1f} {:.1f}", path.empty() ? "M" : "L",
-                                x(workers(*c) + kind_offset(kind)), y(num_or(*c, "wall_s", 0)));
+            path +=
+                fmt::format("{}{:.1f} {:.1f}", path.empty() ? "M" : "L",
+                            x(reader_threads(*c) + kind_offset(kind)), y(num_or(*c, "wall_s", 0)));
           svg += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2"{}/>)", path,
                              colour, kind == "processes" ? "" : R"( stroke-dasharray="5 3")");
         }
         for (const Json* c : pts) {
-          const double px = x(workers(*c) + kind_offset(kind));
+          const double px = x(reader_threads(*c) + kind_offset(kind));
           const double py = y(num_or(*c, "wall_s", 0));
           svg += fmt::format(
               R"(<g class="pt"><title>{} {}: {} s ({} images/s, data wait {})</title>)",
@@ -164,7 +166,7 @@ std::string iterations_chart(const Json& study) {
     html += R"(<div class="panel">)" + svg + "</div>";
   }
   html += fmt::format(
-      R"(</div><figcaption>Time for the timed iterations against the number of reader workers, one panel per storage and consumer. Lower is better. Colour: dataset; marker: reader kind (serial is the square at 1; dashed lines join readers other than processes).</figcaption></figure>)");
+      R"(</div><figcaption>Time for the timed steps against the number of reader threads, one panel per storage and consumer. Lower is better. Colour: dataset; marker: reader kind (serial is the square at 1; dashed lines join readers other than processes).</figcaption></figure>)");
   return html;
 }
 
@@ -238,7 +240,7 @@ std::string bandwidth_chart(const Json& study) {
     html += R"(<div class="panel">)" + svg + "</div>";
   }
   html +=
-      R"(</div><figcaption>Read bandwidth (file bytes read per second of the timed iterations), one panel per dataset, a group of bars per storage, one bar per reader; the best over the consumers. Higher is better, but it can only be as high as the consumer asks.</figcaption></figure>)";
+      R"(</div><figcaption>Read bandwidth (file bytes read per second of the timed steps), one panel per dataset, a group of bars per storage, one bar per reader; the best over the consumers. Higher is better, but it can only be as high as the consumer asks.</figcaption></figure>)";
   return html;
 }
 
@@ -268,7 +270,7 @@ std::string breakdown_chart(const Json& study) {
       const std::string panel = dataset + " " + consumer;
       std::string svg = svg_open("step-breakdown", panel, W, H);
       svg += panel_title(dataset + " \u00b7 " + consumer, 8);
-      x_axis(svg, x, xt, H - B, T, "time in the timed iterations (s)");
+      x_axis(svg, x, xt, H - B, T, "time in the timed steps (s)");
       for (size_t i = 0; i < pc.size(); ++i)
         svg += fmt::format(
             R"(<text class="cat" x="{:.1f}" y="{:.1f}" text-anchor="end">{} &#183; {}</text>)",
@@ -293,7 +295,7 @@ std::string breakdown_chart(const Json& study) {
     }
   }
   html +=
-      R"(</div><figcaption>Where the timed iterations went, one bar per cell: waiting for the batch, copying it to the device, computing, and engine gaps not already counted as wait. One panel per dataset and consumer.</figcaption></figure>)";
+      R"(</div><figcaption>Where the timed steps went, one bar per cell: waiting for the batch, copying it to the device, computing, and engine gaps not already counted as wait. One panel per dataset and consumer.</figcaption></figure>)";
   return html;
 }
 
@@ -320,7 +322,7 @@ std::string per_size_table(const Json& study) {
          R"(<th>steps</th><th>step ms</th><th>wait ms</th><th>copy ms</th><th>compute ms</th>)"
          R"(<th>gap ms</th></tr>)" +
          rows +
-         R"(</table><figcaption>The cost per resolution of cells whose size changed over the timed iterations (--size-schedule): mean milliseconds per step at each size.</figcaption></figure>)";
+         R"(</table><figcaption>The cost per resolution of cells whose size changed over the timed steps (--size-schedule): mean milliseconds per step at each size.</figcaption></figure>)";
 }
 
 namespace {
@@ -335,17 +337,18 @@ std::string cell_label(const Json& c) {
                      str(c, "reader"));
 }
 
-// One step of one cell: a lane for the consumer (wait, compute) and one per worker.
+// One step of one cell: a lane for the consumer (wait, compute) and one per loader thread.
 std::string trace_panel(const Json& cell, const Json& step, const char* which, double t0,
                         double t1) {
-  std::vector<double> worker_ids;
+  // A sample's "worker" (docs/FORMATS.md, the study's trace) is its loader thread's ordinal.
+  std::vector<double> thread_ids;
   for (const auto& s : arr(step, "samples"))
     if (const auto w = num(s, "worker"))
-      if (std::find(worker_ids.begin(), worker_ids.end(), *w) == worker_ids.end())
-        worker_ids.push_back(*w);
-  std::sort(worker_ids.begin(), worker_ids.end());
+      if (std::find(thread_ids.begin(), thread_ids.end(), *w) == thread_ids.end())
+        thread_ids.push_back(*w);
+  std::sort(thread_ids.begin(), thread_ids.end());
   constexpr double W = 520, L = 78, R = 12, T = 30, B = 44, lane = 22;
-  const double H = T + B + lane * static_cast<double>(worker_ids.size() + 1);
+  const double H = T + B + lane * static_cast<double>(thread_ids.size() + 1);
   const auto xt = nice_ticks(t0, t1, 5);
   const Scale x{t0, t1, L, W - R};
   std::string svg = svg_open("trace", cell_label(cell) + " " + which, W, H);
@@ -357,7 +360,7 @@ std::string trace_panel(const Json& cell, const Json& step, const char* which, d
                   short_num(end - begin), short_num(wait), short_num(compute)),
       8);
   x_axis(svg, x, xt, H - B, T, "ms relative to the step's start");
-  // The step window, shaded across all lanes so the workers' spans read against it.
+  // The step window, shaded across all lanes so the threads' spans read against it.
   svg +=
       fmt::format(R"(<rect class="window" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}"/>)",
                   x(begin), T, std::max(0.0, x(end) - x(begin)), H - B - T);
@@ -371,10 +374,10 @@ std::string trace_panel(const Json& cell, const Json& step, const char* which, d
       R"(<g data-series="compute" fill="{}"><rect x="{:.1f}" y="{:.1f}" width="{:.2f}" height="{:.1f}"><title>compute {} ms</title></rect></g>)",
       stage_colour("compute"), x(end - compute), T + 3, std::max(0.5, x(end) - x(end - compute)),
       lane - 6, short_num(compute));
-  for (size_t i = 0; i < worker_ids.size(); ++i)
+  for (size_t i = 0; i < thread_ids.size(); ++i)
     svg +=
-        fmt::format(R"(<text class="cat" x="{:.1f}" y="{:.1f}" text-anchor="end">worker {}</text>)",
-                    L - 4, T + lane * (static_cast<double>(i) + 1.5) + 4, short_num(worker_ids[i]));
+        fmt::format(R"(<text class="cat" x="{:.1f}" y="{:.1f}" text-anchor="end">thread {}</text>)",
+                    L - 4, T + lane * (static_cast<double>(i) + 1.5) + 4, short_num(thread_ids[i]));
   std::map<std::string, std::string> by_stage;
   std::vector<std::string> stages;
   for (const auto& s : arr(step, "samples")) {
@@ -383,10 +386,10 @@ std::string trace_panel(const Json& cell, const Json& step, const char* which, d
     if (!w || !b || !e) continue;
     const std::string stage = str(s, "stage", "other");
     if (!by_stage.count(stage)) stages.push_back(stage);
-    const double li = static_cast<double>(std::find(worker_ids.begin(), worker_ids.end(), *w) -
-                                          worker_ids.begin());
+    const double li = static_cast<double>(std::find(thread_ids.begin(), thread_ids.end(), *w) -
+                                          thread_ids.begin());
     by_stage[stage] += fmt::format(
-        R"(<rect x="{:.1f}" y="{:.1f}" width="{:.2f}" height="{:.1f}"><title>worker {} {} {} ms</title></rect>)",
+        R"(<rect x="{:.1f}" y="{:.1f}" width="{:.2f}" height="{:.1f}"><title>thread {} {} {} ms</title></rect>)",
         x(std::max(t0, *b)), T + lane * (li + 1) + 3,
         std::max(0.4, x(std::min(t1, *e)) - x(std::max(t0, *b))), lane - 6, short_num(*w),
         esc(stage), short_num(*e - *b));
@@ -398,8 +401,8 @@ std::string trace_panel(const Json& cell, const Json& step, const char* which, d
   return svg;
 }
 
-// Which workers had a span inside the step's window: the question the excerpt answers.
-std::string busy_workers(const Json& step) {
+// Which loader threads had a span inside the step's window: the question the excerpt answers.
+std::string busy_threads(const Json& step) {
   const double begin = num_or(step, "begin_ms", 0), end = num_or(step, "end_ms", begin);
   std::set<double> all, busy;
   for (const auto& s : arr(step, "samples")) {
@@ -410,7 +413,7 @@ std::string busy_workers(const Json& step) {
   }
   std::string list;
   for (const double w : busy) list += (list.empty() ? "" : ", ") + short_num(w);
-  return fmt::format("{} of {} workers busy during the step{}{}", busy.size(), all.size(),
+  return fmt::format("{} of {} loader threads busy during the step{}{}", busy.size(), all.size(),
                      busy.empty() ? "" : ": ", list);
 }
 
@@ -435,7 +438,7 @@ std::string trace_row(const Json& cell) {
   }
   if (t1 <= t0) t1 = t0 + 1;
   std::string html = fmt::format(
-      R"(<div class="trace-cell"><h3>{} &middot; {} &middot; {} &middot; {}</h3><p class="note">{} s for the timed iterations, data wait {}, bound: {}.</p><div class="panels">)",
+      R"(<div class="trace-cell"><h3>{} &middot; {} &middot; {} &middot; {}</h3><p class="note">{} s for the timed steps, data wait {}, bound: {}.</p><div class="panels">)",
       esc(str(cell, "dataset")), esc(str(cell, "storage")), esc(str(cell, "consumer")),
       esc(str(cell, "reader")), short_num(num_or(cell, "wall_s", 0)),
       pct(num_or(cell, "data_wait_share", 0)), esc(str(cell, "bound", "unknown")));
@@ -443,7 +446,7 @@ std::string trace_row(const Json& cell) {
     const Json& s = obj(t, which);
     if (s.empty()) continue;
     html += R"(<div class="panel wide">)" + trace_panel(cell, s, which, t0, t1) +
-            fmt::format(R"(<p class="note">{}</p></div>)", busy_workers(s));
+            fmt::format(R"(<p class="note">{}</p></div>)", busy_threads(s));
   }
   return html + "</div></div>";
 }
@@ -483,7 +486,7 @@ std::string trace_excerpt(const Json& study) {
   std::string html = R"(<figure class="chart">)" + legend_strip(items) + trace_row(*anchor);
   if (best) html += trace_row(*best);
   html +=
-      R"(<figcaption>The slowest and the fastest timed step of each cell, on one time axis. The top lane is the consumer (waiting for the batch, then computing); below, a lane per loader worker with the stage spans of the samples in the batch consumed at that step (negative times: produced before the step began). The shaded band is the step.</figcaption></figure>)";
+      R"(<figcaption>The slowest and the fastest timed step of each cell, on one time axis. The top lane is the consumer (waiting for the batch, then computing); below, a lane per loader thread with the stage spans of the samples in the batch consumed at that step (negative times: produced before the step began). The shaded band is the step.</figcaption></figure>)";
   return html;
 }
 

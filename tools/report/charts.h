@@ -11,7 +11,7 @@
 
 namespace stoker::report {
 
-// Time for the timed iterations against reader count: one panel per (storage, consumer),
+// Time for the timed steps against reader count: one panel per (storage, consumer),
 // one series per (dataset, reader kind); colour = dataset, marker = reader kind.
 std::string iterations_chart(const Json& study);
 // Read bandwidth per storage: one panel per dataset, grouped bars (one bar per reader).
@@ -21,7 +21,7 @@ std::string breakdown_chart(const Json& study);
 // A table of each cell's step time per batch size, for cells whose size changed (a size
 // schedule); empty when none did.
 std::string per_size_table(const Json& study);
-// A slow and a fast step side by side, a lane per worker, for the serial cell of the
+// A slow and a fast step side by side, a lane per loader thread, for the serial cell of the
 // largest resolution and the best parallel cell beside it.
 std::string trace_excerpt(const Json& study);
 

@@ -123,13 +123,13 @@ std::string explain_bound(const Json& c, double online_cpus) {
 }
 
 // "processes stops improving at 2 readers" or "still improves up to 4": on the reader
-// kind swept over the most worker counts.
+// kind swept over the most thread counts.
 std::string scaling(const std::vector<const Json*>& group) {
   std::map<std::string, std::map<double, const Json*>> by_kind;
   for (const Json* c : group) {
     const std::string k = report::reader_kind(*c);
     if (k == "serial") continue;
-    auto& slot = by_kind[k][report::workers(*c)];
+    auto& slot = by_kind[k][report::reader_threads(*c)];
     if (!slot || wall(c) < wall(slot)) slot = c;
   }
   const std::map<double, const Json*>* sweep = nullptr;
@@ -153,8 +153,8 @@ std::string scaling(const std::vector<const Json*>& group) {
   const auto last = std::prev(sweep->end());
   if (enough != last->second)
     return fmt::format("{} stops improving at {} reader{}: more buy nothing (within {:.0f}%)", kind,
-                       report::workers(*enough), report::workers(*enough) == 1 ? "" : "s",
-                       100 * noise(enough, best));
+                       report::reader_threads(*enough),
+                       report::reader_threads(*enough) == 1 ? "" : "s", 100 * noise(enough, best));
   const auto before = std::prev(last);
   return fmt::format("{} still improves at {} readers ({} faster than {})", kind, last->first,
                      times(wall(before->second) / wall(last->second)),

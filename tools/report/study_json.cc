@@ -74,7 +74,8 @@ std::vector<std::string> distinct(const std::vector<const Json*>& cs, const char
   return out;
 }
 
-double workers(const Json& cell) {
+double reader_threads(const Json& cell) {
+  if (const auto t = num(cell, "threads")) return *t;
   if (const auto w = num(cell, "workers")) return *w;
   const std::string r = str(cell, "reader");
   const auto colon = r.find(':');

@@ -29,8 +29,10 @@ bool ok(const Json& cell);
 // Distinct values of cell[key] in first-seen order (the sweep order).
 std::vector<std::string> distinct(const std::vector<const Json*>& cells, const char* key);
 
-// A reader's worker count: "workers" if present, else the number after ':' (serial: 1).
-double workers(const Json& cell);
+// A reader's threads (ReaderSpec::threads: N of threads:N and processes:N, uring's T):
+// "threads" if present, else "workers" (its name in studies written before), else the number
+// after ':' (serial: 1).
+double reader_threads(const Json& cell);
 // "serial", "threads", ...: "reader_kind" if present, else the reader name before ':'.
 std::string reader_kind(const Json& cell);
 

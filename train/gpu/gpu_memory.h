@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Owning handles for device and pinned host memory, and the HostMemory hook (backend.h) that
-// makes a loader collate straight into pinned memory (cudaHostAlloc, or cudaHostRegister for
+// Owning handles for device and pinned host memory, and the HostMemory hook (loader/host_memory.h)
+// that makes a loader collate straight into pinned memory (cudaHostAlloc, or cudaHostRegister for
 // memory mapped elsewhere), so H2D copies run asynchronously at full bus speed.
 #pragma once
 

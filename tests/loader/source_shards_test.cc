@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Packed shards opened as an index and read through the shard source: the same samples,
+// Packed shards opened as an index and read through the `shards` source: the same samples,
 // labels and bytes as the file tree they were packed from; damaged packs named clearly.
 #include <filesystem>
 #include <fstream>
@@ -26,7 +26,7 @@ std::string pack(const TempDir& d, const std::string& data, uint64_t shard_size)
   return c.out;
 }
 
-TEST(ShardSource, SameSamplesLabelsAndBytesAsTheTree) {
+TEST(ShardsSource, SameSamplesLabelsAndBytesAsTheTree) {
   TempDir d;
   const std::string data = test::make_dataset(d, GenPattern::photo, 48, 3, 6);
   const std::string out = pack(d, data, 16'000);
@@ -40,7 +40,7 @@ TEST(ShardSource, SameSamplesLabelsAndBytesAsTheTree) {
     EXPECT_EQ(shards.label, tree.label);
     EXPECT_EQ(shards.bytes, tree.bytes);
     auto source = make_source(shards, SourceOptions{});
-    EXPECT_STREQ(source->name(), "shard");
+    EXPECT_STREQ(source->name(), "shards");
     auto other = source->clone();  // another thread's instance reads the same
     auto files = make_source(tree, SourceOptions{});
     ReadBuffer a, b, c;
@@ -59,7 +59,15 @@ TEST(ShardSource, SameSamplesLabelsAndBytesAsTheTree) {
   }
 }
 
-TEST(ShardSource, DamagedPacksAreNamed) {
+// --source shards; "shard" is its older name, still read (deprecated); the name is "shards".
+TEST(ShardsSource, OlderNameIsAnAlias) {
+  EXPECT_EQ(parse_source_kind("shards"), SourceOptions::Kind::shards);
+  EXPECT_EQ(parse_source_kind("shard"), SourceOptions::Kind::shards);
+  EXPECT_STREQ(source_kind_name(SourceOptions::Kind::shards), "shards");
+  EXPECT_THROW(parse_source_kind("shardz"), Error);
+}
+
+TEST(ShardsSource, DamagedPacksAreNamed) {
   TempDir d;
   const std::string data = test::make_dataset(d, GenPattern::photo, 48, 2, 3);
   const std::string out = pack(d, data, 16'000);
@@ -90,7 +98,7 @@ TEST(ShardSource, DamagedPacksAreNamed) {
       Error);
   std::filesystem::remove(shard0);
   EXPECT_THROW(open_index(out), Error);
-  // Whole-file locations are not the shard source's job.
+  // Whole-file locations are not the shards source's job.
   EXPECT_THROW(source->read({shard0, 0, SampleLocation::kWholeFile}, buf), Error);
 }
 

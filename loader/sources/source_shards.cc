@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The packed-shard source: a sample is a byte range of a tar shard, read with one pread at
-// its offset (no tar parsing: the shard index has the offsets). Shards stay open between
-// reads, one descriptor per shard per instance, so a read is one system call. A run of
-// forward reads (the sequential shard order) asks the kernel to read the next several MiB
-// ahead in one go, so storage sees large sequential reads. Synchronous only; io_uring over
-// shards is the uring source, which reads byte ranges too.
+// The `shards` source (packed shards): a sample is a byte range of a tar shard, read with one pread
+// at its offset (no tar parsing: the shard index has the offsets). Shards stay open between reads,
+// one descriptor per shard per instance, so a read is one system call. A run of forward reads (the
+// sequential shard order) asks the kernel to read the next several MiB ahead in one go, so storage
+// sees large sequential reads. Synchronous only; io_uring over shards is the uring source, which
+// reads byte ranges too.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,17 +17,19 @@ namespace stoker {
 
 namespace {
 
-class ShardSource final : public Source {
+class ShardsSource final : public Source {
  public:
-  explicit ShardSource(const SourceOptions& o) : options_(o) {}
-  ~ShardSource() override { close_all(); }
-  const char* name() const override { return "shard"; }
+  explicit ShardsSource(const SourceOptions& o) : options_(o) {}
+  ~ShardsSource() override { close_all(); }
+  const char* name() const override { return "shards"; }
   uint32_t capabilities() const override { return 0; }
-  std::unique_ptr<Source> clone() const override { return std::make_unique<ShardSource>(options_); }
+  std::unique_ptr<Source> clone() const override {
+    return std::make_unique<ShardsSource>(options_);
+  }
 
   std::span<const uint8_t> read(const SampleLocation& where, ReadBuffer& buf) override {
     if (where.whole_file()) {
-      fail("{}: the shard source reads byte ranges of packed shards, not whole files", where.file);
+      fail("{}: the shards source reads byte ranges of packed shards, not whole files", where.file);
     }
     Open& f = shard(where.file);
     const int fd = f.fd;
@@ -102,8 +104,8 @@ class ShardSource final : public Source {
 
 }  // namespace
 
-std::unique_ptr<Source> make_shard_source(const SourceSpec& spec) {
-  return std::make_unique<ShardSource>(spec.options);
+std::unique_ptr<Source> make_shards_source(const SourceSpec& spec) {
+  return std::make_unique<ShardsSource>(spec.options);
 }
 
 }  // namespace stoker
