@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The library path end to end, as a user outside Stoker writes it: index a dataset, pull
 // batches from an iterator, plan a backend for them, and run a few SGD steps by hand. Not the
-// `stoker train` command (tools/cmd_train.cc adds checkpoints, schedules, metrics, data
+// `stoker train` command (tools/train/cmd_train.cc adds checkpoints, schedules, metrics, data
 // parallelism) and not a benchmark.
 //
 //   train_resnet_cpu DATA [STEPS]      DATA: an ImageFolder tree (`stoker gen DATA`)

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "models/resnet.h"
 #include "tools/commands.h"
-#include "tools/option_checks.h"
+#include "tools/options/option_checks.h"
 #include "tools/output_check.h"
 #include "train/checkpoint.h"
 

@@ -18,7 +18,7 @@
 #include "models/shapes.h"
 #include "tools/commands.h"
 #include "tools/json_document.h"
-#include "tools/option_checks.h"
+#include "tools/options/option_checks.h"
 #include "tools/output_check.h"
 
 namespace stoker {

@@ -16,8 +16,8 @@
 #include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "tools/commands.h"
-#include "tools/loader_options.h"
-#include "tools/option_checks.h"
+#include "tools/options/loader_options.h"
+#include "tools/options/option_checks.h"
 #include "tools/output_check.h"
 
 namespace stoker {

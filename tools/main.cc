@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "tools/commands.h"
-#include "tools/idle_options.h"
+#include "tools/options/idle_options.h"
 
 int main(int argc, char** argv) {
   // Writing past a file-size limit should be an error (EFBIG) that names the checkpoint,

@@ -40,7 +40,7 @@ class Collective {
   // memory: a wait that cannot finish (after a signal, a peer has ended) prints why and ends
   // the job itself (abort), since the memory it holds can never be handed back. A caller that
   // fails for another reason with tickets in flight must likewise abort() before that memory
-  // is freed (tools/cmd_train.cc).
+  // is freed (tools/train/cmd_train.cc).
   virtual uint64_t start_allreduce_sum(float* data, size_t n, CollectiveMemory where = {}) = 0;
   virtual void wait(uint64_t ticket) = 0;
 

@@ -28,7 +28,7 @@ struct EmulatedAccelerator {
 // Throws stoker::Error naming the valid forms.
 EmulatedAccelerator parse_emulation(const std::string& spec);
 
-// The accelerator's account over a run's window (tools/emulated_consumer.h: from the end of
+// The accelerator's account over a run's window (tools/bench/emulated_consumer.h: from the end of
 // the warm-up, or the first batch's arrival, to the end of the last compute).
 struct Utilisation {
   int64_t compute_ns = 0;  // emulated compute of the window's batches

@@ -2,7 +2,7 @@
 // The timed steps of a training run (from its timing warm-up on, the first steps paying for
 // first touches of memory and caches): each phase's seconds per step and their totals, and
 // each step's account on the compute engine's timeline (step_account.h), what the summary
-// table and the JSON report. Not the per-size costs (tools/train_sizes.h).
+// table and the JSON report. Not the per-size costs (tools/train/train_sizes.h).
 #pragma once
 
 #include <cstddef>

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "tools/idle_rules.h"
-#include "tools/loader_options.h"
+#include "tools/options/idle_rules.h"
+#include "tools/options/loader_options.h"
 
 namespace stoker::py {
 
@@ -229,7 +229,7 @@ const std::vector<OwnArgument>& own_arguments() {
   return m;
 }
 
-// The CLI's idle-option rules (tools/idle_rules.h) over the Python arguments: an argument
+// The CLI's idle-option rules (tools/options/idle_rules.h) over the Python arguments: an argument
 // stands for its CLI option as the same command line would give it (a bool for a flag is
 // the flag given when it differs from the row's inversion: decode=False is --no-decode,
 // decode=True no flag at all).

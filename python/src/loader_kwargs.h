@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // stoker.Loader's keyword arguments -> a LoaderConfig, made from the CLI's own option rows
-// (tools/loader_options.h: each row names its Python argument, whether that is the flag
+// (tools/options/loader_options.h: each row names its Python argument, whether that is the flag
 // inverted, its bounds and words), so names, defaults, bounds and meanings are the CLI's.
 // A wrong type is a TypeError, a wrong value a ValueError, each naming the Python argument.
 #pragma once
@@ -25,7 +25,7 @@ pybind11::dict cli_names();
 // words}]: the tests walk them.
 pybind11::list option_rows();
 
-// The CLI's idle-option rules (tools/idle_rules.h), which config_from_kwargs applies, as
+// The CLI's idle-option rules (tools/options/idle_rules.h), which config_from_kwargs applies, as
 // [{trigger, flag, example, idle: [...]}] by CLI option name: the tests walk them.
 pybind11::list idle_rules_table();
 

@@ -15,7 +15,7 @@
 #include "augment/gpu/encoded_sample.h"
 #include "common/rng.h"
 #include "test_util.h"
-#include "tools/synth_image.h"
+#include "tools/gen/synth_image.h"
 
 namespace stoker {
 namespace {

@@ -6,7 +6,7 @@
 #include "augment/decoder.h"
 #include "common/error.h"
 #include "test_util.h"
-#include "tools/synth_image.h"
+#include "tools/gen/synth_image.h"
 
 namespace stoker {
 namespace {

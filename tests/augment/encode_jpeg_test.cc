@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "loader/sources/source.h"
 #include "test_util.h"
-#include "tools/synth_image.h"
+#include "tools/gen/synth_image.h"
 
 namespace stoker {
 namespace {

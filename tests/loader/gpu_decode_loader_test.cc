@@ -19,7 +19,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "test_util.h"
-#include "tools/synth_image.h"
+#include "tools/gen/synth_image.h"
 
 namespace stoker {
 namespace {

@@ -12,7 +12,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "test_util.h"
-#include "tools/gen_dataset.h"
+#include "tools/gen/gen_dataset.h"
 
 namespace stoker {
 namespace {

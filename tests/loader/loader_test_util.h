@@ -9,7 +9,7 @@
 
 #include "loader/iterator.h"
 #include "test_util.h"
-#include "tools/gen_dataset.h"
+#include "tools/gen/gen_dataset.h"
 
 namespace stoker::test {
 

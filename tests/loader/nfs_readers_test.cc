@@ -13,7 +13,7 @@
 #include "loader_test_util.h"
 #include "nfs_server.h"
 #include "test_util.h"
-#include "tools/pack_shards.h"
+#include "tools/pack/pack_shards.h"
 
 namespace stoker {
 namespace {

@@ -18,7 +18,7 @@
 #include "loader/sources/source.h"
 #include "nfs_server.h"
 #include "test_util.h"
-#include "tools/gen_dataset.h"
+#include "tools/gen/gen_dataset.h"
 
 namespace stoker {
 namespace {

@@ -31,7 +31,7 @@
 #include "loader/process_pool/process_pool_spawn.h"
 #include "loader_test_util.h"
 #include "test_util.h"
-#include "tools/gen_dataset.h"
+#include "tools/gen/gen_dataset.h"
 
 namespace stoker {
 namespace {

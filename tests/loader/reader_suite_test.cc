@@ -22,8 +22,8 @@
 #include "loader_test_util.h"
 #include "nfs_server.h"
 #include "test_util.h"
-#include "tools/gen_dataset.h"
-#include "tools/pack_shards.h"
+#include "tools/gen/gen_dataset.h"
+#include "tools/pack/pack_shards.h"
 
 namespace stoker {
 namespace {

@@ -9,7 +9,7 @@
 #include "common/error.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
-#include "tools/pack_shards.h"
+#include "tools/pack/pack_shards.h"
 
 namespace stoker {
 namespace {

@@ -24,7 +24,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "test_util.h"
-#include "tools/pack_shards.h"
+#include "tools/pack/pack_shards.h"
 
 namespace stoker {
 namespace {

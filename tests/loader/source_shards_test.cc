@@ -9,7 +9,7 @@
 #include "loader/index/shard_index.h"
 #include "loader/sources/source.h"
 #include "loader_test_util.h"
-#include "tools/pack_shards.h"
+#include "tools/pack/pack_shards.h"
 
 namespace stoker {
 namespace {

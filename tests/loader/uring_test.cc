@@ -19,7 +19,7 @@
 #include "common/error.h"
 #include "loader/iterator.h"
 #include "test_util.h"
-#include "tools/gen_dataset.h"
+#include "tools/gen/gen_dataset.h"
 
 namespace stoker {
 namespace {

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Options that do nothing in a combination (tools/idle_rules.h, one table, the loader's rules
+# Options that do nothing in a combination (tools/options/idle_rules.h, one table, the loader's rules
 # made from its option rows): stoker.Loader refuses each with a ValueError naming both
 # arguments, and `stoker bench` refuses the same combination with exit 2. The cases are
 # generated from the table itself (walked through stoker._stoker.idle_rules()), so a rule

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# stoker.Loader's keyword arguments are the loader's option rows (tools/loader_options.h), the
+# stoker.Loader's keyword arguments are the loader's option rows (tools/options/loader_options.h), the
 # CLI's own: walked here row by row, each default is accepted, the bounds are the ones the
 # CLI enforces (the same value refused by both), each word is accepted, a bool's inversion is
 # the row's, and the Python name maps back to its CLI option. The C++ side of the same rows:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Walks the loader's option table (tools/loader_options.h) row by row: each parses its own
+// Walks the loader's option table (tools/options/loader_options.h) row by row: each parses its own
 // default, its bounds and words are what the command line enforces, its sample is valid and
 // not the default, its Python name is its own; and each idle rule the rows make holds on the
 // real commands: every loader option with `train --synthetic` but those its random tensors
@@ -15,9 +15,9 @@
 
 #include "common/error.h"
 #include "tools/commands.h"
-#include "tools/idle_options.h"
-#include "tools/loader_options.h"
-#include "tools/train_options.h"
+#include "tools/options/idle_options.h"
+#include "tools/options/loader_options.h"
+#include "tools/train/train_options.h"
 
 namespace stoker {
 namespace {

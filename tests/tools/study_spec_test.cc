@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The study's axis parsing (readers with repeated kinds and ranges, the grammar of every
-// command's --reader: tools/loader_options.h; storages, consumers) and the bound rule's
+// command's --reader: tools/options/loader_options.h; storages, consumers) and the bound rule's
 // thresholds (tools/study/study_spec.h).
 #include "tools/study/study_spec.h"
 
@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "test_util.h"
-#include "tools/loader_options.h"
+#include "tools/options/loader_options.h"
 
 namespace stoker {
 namespace {

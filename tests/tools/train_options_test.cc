@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// --resume's one rule, over every row of the option tables (tools/option_table.h): a key an
+// --resume's one rule, over every row of the option tables (tools/options/option_table.h): a key an
 // older checkpoint lacks is that option's default, and an option given on the command line
 // that differs from the run being resumed is refused, the same for every kept option
 // (--jitter as --lr); --total-steps alone may change. The command line is `stoker train`'s own
@@ -13,8 +13,8 @@
 
 #include "augment/crop.h"
 #include "common/error.h"
-#include "tools/loader_options.h"
-#include "tools/train_options.h"
+#include "tools/options/loader_options.h"
+#include "tools/train/train_options.h"
 
 namespace stoker {
 namespace {

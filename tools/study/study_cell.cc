@@ -14,10 +14,10 @@
 #include "common/system_info.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
-#include "tools/emulated_consumer.h"
+#include "tools/bench/emulated_consumer.h"
 #include "tools/per_size.h"
-#include "tools/train_options.h"
-#include "tools/trainer.h"
+#include "tools/train/train_options.h"
+#include "tools/train/trainer.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/gpu_decode.h"
@@ -173,7 +173,7 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
 }
 
 // The emulated accelerator: holds each batch for its compute time; idle otherwise. The
-// measuring loop and the idle share are bench's (tools/emulated_consumer.h).
+// measuring loop and the idle share are bench's (tools/bench/emulated_consumer.h).
 nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
                             const StudyConsumer& consumer, const CellRun& run) {
   const double cpu0 = process_cpu_seconds();

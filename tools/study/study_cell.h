@@ -3,7 +3,7 @@
 // one consumer (emulated accelerator, CPU or GPU trainer) for `warmup` untimed then
 // `iterations` timed steps. Returns the measured half of the CELL object of
 // docs/FORMATS.md ("study.json"): the sweep adds the names and the status.
-// Not the sweep: which cells run, and what happens when one fails, is tools/cmd_study.cc.
+// Not the sweep: which cells run, and what happens when one fails, is tools/study/cmd_study.cc.
 #pragma once
 
 #include <nlohmann/json.hpp>

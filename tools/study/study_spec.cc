@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "models/resnet.h"
-#include "tools/bench_common.h"
+#include "tools/bench/bench_common.h"
 
 namespace stoker {
 

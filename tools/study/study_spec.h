@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The study's axes as the command line gives them (storages, consumers; readers are every
-// command's --reader, tools/loader_options.h: parse_reader_list), the cell they combine into, and
-// the rule that names what bounds a finished cell. Parsing and pure arithmetic only: running a cell
-// is study_cell.h, the sweep is tools/cmd_study.cc.
+// command's --reader, tools/options/loader_options.h: parse_reader_list), the cell they combine
+// into, and the rule that names what bounds a finished cell. Parsing and pure arithmetic only:
+// running a cell is study_cell.h, the sweep is tools/study/cmd_study.cc.
 #pragma once
 
 #include <nlohmann/json.hpp>

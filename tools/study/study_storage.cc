@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "common/error.h"
-#include "tools/pack_shards.h"
+#include "tools/pack/pack_shards.h"
 
 namespace stoker {
 

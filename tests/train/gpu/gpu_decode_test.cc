@@ -33,8 +33,8 @@
 #include "test_util.h"
 #include "tests/skip_policy.h"
 #include "tests/train/gpu/device_skip.h"
-#include "tools/gen_dataset.h"
-#include "tools/synth_image.h"
+#include "tools/gen/gen_dataset.h"
+#include "tools/gen/synth_image.h"
 #include "train/gpu/decode/gpu_decoder.h"
 #include "train/gpu/device.h"
 

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/bench/emulated_consumer.h"
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/interrupt.h"
+
+namespace stoker {
+
+ConsumerResult consume(Iterator& it, const EmulatedAccelerator& accelerator, const ConsumerRun& run,
+                       const std::function<void(const ConsumedBatch&)>& on_batch,
+                       const std::function<void(uint64_t epoch, uint64_t checksum)>& on_epoch) {
+  ConsumerResult r;
+  const size_t per_epoch = it.batches_per_epoch();
+  if (run.batches == 0 || per_epoch == 0) return r;
+  uint64_t epoch = 0;
+  size_t in_epoch = 0;
+  int64_t window_begin = 0;
+  it.start_epoch(0);
+  while (r.batches < run.batches) {
+    if (interrupted()) {
+      r.interrupted = true;
+      break;
+    }
+    if (r.batches > 0 && now_ns() >= run.deadline_ns) {
+      r.out_of_time = true;
+      break;
+    }
+    if (in_epoch == per_epoch) {
+      on_epoch(epoch, it.epoch_checksum());
+      it.start_epoch(++epoch);
+      in_epoch = 0;
+    }
+    ConsumedBatch c;
+    c.number = r.batches;
+    c.asked_ns = now_ns();
+    c.batch = it.next();
+    STOKER_CHECK(c.batch != nullptr);
+    c.arrived_ns = now_ns();
+    if (accelerator.enabled()) accelerator.compute(c.batch->size);
+    c.released_ns = accelerator.enabled() ? now_ns() : c.arrived_ns;
+    if (c.number + 1 == run.warmup) window_begin = c.released_ns;
+    if (c.number >= run.warmup) {
+      // With no warm-up the window opens at the first arrival: its wait is start-up.
+      if (c.number == 0) {
+        window_begin = c.arrived_ns;
+      } else {
+        r.use.wait_ns += c.arrived_ns - c.asked_ns;
+      }
+      r.use.compute_ns += accelerator.compute_ns(c.batch->size);
+      r.use.held_ns += c.released_ns - c.arrived_ns;
+      r.use.window_ns = c.released_ns - window_begin;
+    }
+    ++r.batches;
+    ++in_epoch;
+    on_batch(c);
+  }
+  if (in_epoch == per_epoch) on_epoch(epoch, it.epoch_checksum());
+  return r;
+}
+
+}  // namespace stoker

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// stoker probe PATH: the storage ceiling for a dataset, measured on its own files through
+// each reader with nothing decoded: whole files in a shuffled order (what a loader does)
+// and in index order (sequential, directory by directory). The page cache is emptied of the
+// dataset before each run unless --warm, so the figure is the storage's, not RAM's.
+// --depth adds the source's own ceiling with 1 or N requests in flight, no reader at all
+// (the default for nfs:// datasets, whose cache is the server's and is not evicted).
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include <fstream>
+#include <memory>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/interrupt.h"
+#include "common/system_info.h"
+#include "loader/index/index.h"
+#include "loader/iterator.h"
+#include "loader/loader_stats.h"
+#include "loader/sources/nfs_url.h"
+#include "loader/sources/source.h"
+#include "tools/commands.h"
+#include "tools/options/loader_options.h"
+#include "tools/options/option_checks.h"
+#include "tools/output_check.h"
+#include "tools/probe/source_probe.h"
+
+namespace stoker {
+
+namespace {
+
+struct ProbeOptions {
+  std::string data;
+  LoaderOptions loader;  // --reader and --direct, the loader's own rows
+  std::string depths;
+  size_t max_files = 0;
+  bool warm = false;
+  std::string json;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// A cold measurement that is not cold must say so (as bench does).
+void warn_not_evicted(size_t failed) {
+  if (failed) fmt::print("# warning: {} files could not be evicted from the page cache\n", failed);
+}
+
+void run_probe(ProbeOptions& o) {
+  install_interrupt_handlers();
+  check_writable("--json", o.json);
+  const Index index = open_index(o.data);
+  const int cpus = online_cpus();
+  const bool nfs = is_nfs_url(index.root);
+  // NFS: the client has no page cache to empty, and the server's is not ours to evict.
+  if (nfs) o.warm = true;
+  const bool direct = o.loader.direct;
+  std::string& reader_text = o.loader.reader;
+  if (nfs && reader_text.empty() && o.depths.empty()) o.depths = "1,32";
+  // With --direct the default is the readers O_DIRECT means something to (a reader given
+  // that is not uring is refused: tools/options/idle_rules.h).
+  if (reader_text.empty() && !nfs) {
+    reader_text =
+        direct ? fmt::format("uring:32:{}", cpus)
+               : fmt::format("serial,threads:{},threads:{},uring:32:{}", cpus, 4 * cpus, cpus);
+  }
+  const std::vector<ReaderSpec> readers =
+      reader_text.empty() ? std::vector<ReaderSpec>{} : parse_reader_list(reader_text);
+  std::vector<uint32_t> depths;
+  for (const std::string& d : split_list(o.depths)) {
+    depths.push_back(static_cast<uint32_t>(std::stoul(d)));  // checked by the option
+  }
+  const uint64_t total = index.total_bytes();
+  fmt::print("# stoker {} probe: {} ({} files, {:.1f} MB, mean {:.1f} KB)\n", STOKER_VERSION,
+             o.data, index.size(), total / 1e6, index.size() ? total / 1e3 / index.size() : 0.0);
+  fmt::print("# cpu: {}, {} online cpus; page cache {}; O_DIRECT {}\n", cpu_model(), cpus,
+             nfs      ? "on the NFS server (not evicted)"
+             : o.warm ? "warm (not evicted)"
+                      : "evicted before each run",
+             direct ? "on" : "off");
+  fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "order", "reader", "files/s", "MB/s",
+             "read50", "read99", "cores");
+  fmt::print("{:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "", "ms", "ms", "");
+  std::fflush(stdout);
+  nlohmann::json results = nlohmann::json::array();
+  // Ctrl-C stops between runs, or inside a reader's run (that row is marked interrupted).
+  for (const bool shuffled : {true, false}) {
+    for (const uint32_t depth : depths) {
+      if (interrupted()) break;
+      if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
+      SourceOptions so;
+      so.direct = direct;
+      const SourceProbe p = probe_source(index, so, depth, shuffled, 0, o.max_files);
+      const char* order = shuffled ? "shuffled" : "sequential";
+      fmt::print("{:<11} {:<14} {:>10.0f} {:>9.1f} {:>9.2f} {:>9.2f} {:>9.2f}\n", order,
+                 fmt::format("{} qd{}", p.source, p.depth), p.files_per_s(), p.mb_per_s(),
+                 p.latency.quantile_ns(0.5) / 1e6, p.latency.quantile_ns(0.99) / 1e6,
+                 p.seconds > 0 ? p.cpu_seconds / p.seconds : 0.0);
+      if (p.errors) fmt::print("# {} files could not be read\n", p.errors);
+      nlohmann::json r = p.to_json();
+      r["order"] = order;
+      results.push_back(std::move(r));
+      std::fflush(stdout);
+    }
+    for (const ReaderSpec& reader : readers) {
+      if (interrupted()) break;
+      if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
+      LoaderConfig c;
+      c.reader = reader;
+      c.no_decode = true;
+      c.source.direct = direct;
+      c.sampler.shuffle = shuffled;
+      c.sampler.batch_size = 64;
+      c.prefetch = 4;
+      c.transform.size = 8;  // nothing is decoded; keeps the unused batch tensors tiny
+      c.warn = false;
+      Iterator it(index, c);
+      LoaderStats stats;
+      const double cpu0 = process_cpu_seconds();
+      const int64_t t0 = now_ns();
+      it.start_epoch(0);
+      while (const Batch* b = it.next()) {
+        stats.add_batch(*b, 0);
+        if (o.max_files && stats.images >= o.max_files) break;
+        if (interrupted()) break;
+      }
+      stats.wall_ns = now_ns() - t0;
+      stats.cpu_seconds = process_cpu_seconds() - cpu0;
+      const char* order = shuffled ? "shuffled" : "sequential";
+      fmt::print("{:<11} {:<14} {:>10.0f} {:>9.1f} {:>9.2f} {:>9.2f} {:>9.2f}\n", order,
+                 reader.text(), stats.images_per_s(), stats.mb_per_s(),
+                 stats.read.quantile_ns(0.5) / 1e6, stats.read.quantile_ns(0.99) / 1e6,
+                 stats.cpu_seconds / (stats.wall_ns * 1e-9));
+      nlohmann::json r = stats.to_json(it);
+      r["order"] = order;
+      if (interrupted()) r["interrupted"] = true;
+      results.push_back(std::move(r));
+      std::fflush(stdout);
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    nlohmann::json context = machine_context();
+    context.update({{"tool", "stoker probe"},
+                    {"dataset", o.data},
+                    {"files", index.size()},
+                    {"bytes", total},
+                    {"warm", o.warm},
+                    {"depths", o.depths},
+                    {"direct", direct},
+                    {"interrupted", interrupted()}});
+    out << nlohmann::json{{"context", context}, {"results", results}}.dump(2) << "\n";
+    if (!out) fail("--json {}: cannot write: {}", o.json, errno_text(errno));
+  }
+  if (interrupted())
+    throw Interrupted(fmt::format("probe: interrupted; {} row(s) kept", results.size()));
+}
+
+}  // namespace
+
+void add_probe_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "probe", "Raw read bandwidth of a dataset's files through each reader (no decoding)");
+  auto o = std::make_shared<ProbeOptions>();
+  cmd->add_option("data", o->data,
+                  "Dataset: ImageFolder root, list file, packed shards or nfs:// URL")
+      ->required();
+  o->loader.add_only(*cmd, {"--reader", "--direct"});
+  cmd->add_option("--depth", o->depths,
+                  "Comma-separated requests in flight for the source alone, no reader (e.g. "
+                  "1,32; default for nfs:// datasets, which then run no reader unless --reader)")
+      ->check(each_parsed_by(
+          [](const std::string& d) {
+            uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), v);
+            if (d.empty() || ec != std::errc() || end != d.data() + d.size() || v < 1 || v > 4096)
+              fail("'{}': expected requests in flight, 1..4096, comma-separated", d);
+          },
+          "DEPTHS"));
+  cmd->add_option("--max-files", o->max_files, "Stop each run after about this many files")
+      ->check(integer_in(1));
+  cmd->add_flag("--warm", o->warm, "Do not evict the files from the page cache first");
+  cmd->add_option("--json", o->json, "Write results as one JSON document");
+  cmd->callback([o] { run_probe(*o); });
+}
+
+}  // namespace stoker

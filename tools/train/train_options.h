@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a training run computes (model, backend, precision, optimiser, schedule), as
+// command-line options, as the JSON stored in a checkpoint's run state, and back: a --resume
+// takes them from the checkpoint so the resumed run is the uninterrupted one.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tools/options/loader_options.h"
+#include "tools/options/option_table.h"
+#include "train/backend.h"
+#include "train/lr_schedule.h"
+#include "train/sgd.h"
+
+namespace stoker {
+
+struct TrainOptions {
+  std::string arch = "resnet50";
+  int classes = 0;  // 0: the dataset's class count (synthetic: 1000)
+  bool zero_init_residual = false;
+  std::string backend = "cpu";
+  int device = 0;  // cuda: device index
+  std::string precision = "f32";
+  std::string compute_layout = "auto";
+  std::string conv_algo = "heuristic";  // canonical (see canonical_conv_algo)
+  size_t workspace_limit_mib = 1024;
+  bool graph = false;
+  int threads = 0;  // 0: every online CPU
+  // Defaults that learn on the shipped datasets and on ImageNet (Goyal et al. 2017): the
+  // linear scaling rule, 0.1 x batch / 256, and a linear warm-up over 5% of the schedule
+  // (their 5 epochs of 90), then cosine decay. resolve_defaults() fills them in.
+  double lr = -1;         // -1 (not given): 0.1 with scale_lr
+  bool scale_lr = false;  // lr x batch / 256
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 1e-4;
+  bool bn_decay = true;
+  std::string optimizer = "sgd";  // sgd or lars (train/sgd.h)
+  double lars_eta = 0.001;
+  // Data parallelism (mpirun): BN statistics over every rank's batch; gradient bucket size.
+  bool sync_bn = false;
+  double bucket_mb = 25;
+  std::string schedule_kind = "cosine";
+  int64_t lr_warmup = -1;  // -1: 5% of the schedule's steps
+  double warmup_start_factor = 0.1;
+  std::vector<size_t> milestones;
+  double gamma = 0.1;
+  double min_lr = 0.0;
+  int64_t total_steps = 0;  // the schedule's length; 0: this run's last step
+  float label_smoothing = 0.0f;
+
+  void add_to(CLI::App& app);
+  // Replaces the "auto" values (lr -1, lr_warmup -1) by what they mean for a schedule of
+  // total_steps steps; the resolved values are the ones stored in a checkpoint.
+  void resolve_defaults(int64_t total_steps);
+  // The backend options alone (train and eval share them).
+  void add_backend_options(CLI::App& app);
+  // The BackendConfig fields these options decide (not batch, size, input).
+  void apply(BackendConfig& bc) const;
+  SgdConfig sgd() const;
+  LrSchedule schedule(int64_t batch, int64_t run_end_step) const;
+};
+
+// The group of the backend options in train_option_table() (train and eval register them).
+constexpr uint32_t kBackendOption = 1;
+
+// Every training option, one row each (tools/options/option_table.h): registration, the JSON a
+// checkpoint stores, and what --resume does with each.
+const std::vector<OptionRow<TrainOptions>>& train_option_table();
+
+// The algorithm vocabulary of train/backend.h, with the words of older versions (stored in
+// their checkpoints) mapped: auto -> heuristic, direct -> fixed:direct, winograd ->
+// fixed:winograd. Other words pass unchanged (the backend judges them).
+std::string canonical_conv_algo(const std::string& word);
+
+// The options that decide a run's numbers (the rows of both tables that are not per_run).
+// `world`: the ranks training together; "global_batch" (world x --batch) is what a resume
+// keeps.
+nlohmann::json train_options_json(const TrainOptions& t, const LoaderOptions& l, int world = 1);
+// Overwrites them from a checkpoint's stored config, by one rule for every row (a key an
+// older checkpoint lacks is that option's default: restore_rows). stoker::Error naming `path`
+// when the config is unreadable, or when an option given on the command line contradicts it;
+// except --total-steps, which may change the schedule's length (a resumed run extended: the
+// caller says so). On `world` ranks the per-rank --batch becomes the stored global batch / world (a
+// run resumes on another number of ranks with the same global batch); stoker::Error when the
+// global batch does not divide, or a --batch given contradicts it.
+void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string& config,
+                           const std::string& path, const CLI::App& app, int world = 1);
+
+}  // namespace stoker
