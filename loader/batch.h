@@ -21,7 +21,7 @@ namespace stoker {
 struct SampleTiming {
   int64_t read_ns = 0, decode_ns = 0, augment_ns = 0, collate_ns = 0;
   int64_t start_ns = 0;   // steady clock when the last attempt started (for traces)
-  int32_t worker = 0;     // the loader thread that ran it: its OS thread id (processes:N: the pid)
+  int32_t thread = 0;     // the loader thread that ran it: its OS thread id (processes:N: the pid)
   uint64_t bytes = 0;     // bytes read from storage for this sample (replacements included)
   uint32_t attempts = 1;  // 1, or more when failed samples were replaced by later ones
 };

@@ -16,14 +16,14 @@ void add_sample_tracks(TraceWriter& w, int pid, const std::string& process_name,
     for (size_t i = 0; i < batches[k].size(); ++i) {
       const SampleTiming& t = batches[k][i];
       if (t.start_ns == 0) continue;
-      threads.insert(t.worker);
+      threads.insert(t.thread);
       const std::string n = fmt::format(" {}/{}", k < numbers.size() ? numbers[k] : int64_t(k), i);
       int64_t at = t.start_ns;
       for (const auto& [stage, ns] : {std::pair{"read", t.read_ns},
                                       {"decode", t.decode_ns},
                                       {"augment", t.augment_ns},
                                       {"collate", t.collate_ns}}) {
-        if (ns > 0) w.event(pid, t.worker, stage + n, at, at + ns, "loader");
+        if (ns > 0) w.event(pid, t.thread, stage + n, at, at + ns, "loader");
         at += ns;
       }
     }

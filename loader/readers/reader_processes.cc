@@ -233,7 +233,7 @@ class ProcessesReader final : public Reader {
     t.collate_ns += r.timing.collate_ns;
     t.bytes += r.timing.bytes;
     t.start_ns = r.timing.start_ns;
-    t.worker = r.timing.worker;
+    t.thread = r.timing.thread;
     std::string reason(r.reason, r.reason_size);
     if (r.status == SampleStatus::bad_input) return candidate_failed(id, reason);
     if (r.status == SampleStatus::internal) {

@@ -128,7 +128,7 @@ uint64_t attempt_sample(const SampleRecipe& recipe, const Normalizer& normalizer
                            size_t(recipe.transform.out_height()) * normalizer.spec.element_bytes();
   const int64_t t0 = now_ns();
   t.start_ns = t0;
-  t.worker = static_cast<int32_t>(gettid());
+  t.thread = static_cast<int32_t>(gettid());
   std::span<const uint8_t> bytes;
   if (pre_read) {
     if (!pre_read->error.empty()) fail("{}", pre_read->error);

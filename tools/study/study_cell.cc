@@ -77,7 +77,7 @@ nlohmann::json step_trace(const Step& s, size_t number, std::map<int32_t, int>& 
   const double ms = 1e-6;
   for (const SampleTiming& t : s.samples) {
     if (t.start_ns == 0) continue;
-    const auto [it, added] = workers.emplace(t.worker, int(workers.size()));
+    const auto [it, added] = workers.emplace(t.thread, int(workers.size()));
     int64_t at = t.start_ns - s.begin_ns;
     const std::pair<const char*, int64_t> stages[] = {{"read", t.read_ns},
                                                       {"decode", t.decode_ns},
