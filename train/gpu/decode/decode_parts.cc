@@ -5,14 +5,23 @@
 
 namespace stoker::gpu {
 
+namespace {
+
+// The resize's intermediate rows of a sample: at most every row of its window, out_w wide.
+size_t rows_bytes(const DecodedPlace& place, const EncodedSample& e) {
+  return decode_aligned(size_t(place.h) * size_t(e.out_w) * 3 + 16);
+}
+
+}  // namespace
+
 size_t part_bytes(const DecodedPlace& place, const EncodedSample& e) {
-  return decode_aligned(place.bytes()) + decode_aligned(size_t(place.h) * size_t(e.out_w) * 3 + 16);
+  return decode_aligned(place.bytes()) + rows_bytes(place, e);
 }
 
 void add_to_part(DecodePart& part, size_t i, Route r, DecodedPlace place, const EncodedSample& e) {
   place.offset = int64_t(part.window_bytes);
   part.window_bytes += decode_aligned(place.bytes());
-  part.temp_bytes += decode_aligned(size_t(place.h) * size_t(e.out_w) * 3 + 16);
+  part.temp_bytes += rows_bytes(place, e);
   EncodedSample planned = e;
   // The loader's pixels are flipped already; everything else is flipped by the resize.
   planned.on = r == Route::loader_pixels ? e.on : DecodedOn::gpu;
