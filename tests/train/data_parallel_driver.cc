@@ -5,11 +5,14 @@
 // of both runs starts from the same state (the one-process run's state after step k-1), so
 // each step is compared on its own and a rounding difference of one step (a ReLU input near
 // zero taking the other side) cannot grow over the next ones. Rank 0 writes, per step, the
-// state both started from, the global batch, and both runs' loss and state after the step.
+// state both started from, the global batch, both runs' loss and state after the step, and
+// both runs' ReLU outputs (the 2-rank ones gathered from every rank's slice): the script
+// tells a ReLU that took the other side within rounding of zero from a fault by them.
 // Not a test by itself.
 // Usage: data_parallel_driver OUTDIR STEPS PER_RANK_BATCH LR
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,6 +61,28 @@ Checkpoint batch_tensors(const GlobalBatch& g, int64_t global) {
   return c;
 }
 
+// Every ReLU's output of the last training forward, [global, C, H, W], as "relu.<prefix><layer>".
+// Each rank holds rows [rank * b, (rank + 1) * b) of the global batch; a sum of zero-padded
+// copies gathers them exactly (x + 0 is x).
+Checkpoint relu_outputs(Backend& backend, const Network& net, Collective* coll, int64_t b,
+                        int64_t global, const std::string& prefix) {
+  Checkpoint out;
+  const int rank = coll == nullptr ? 0 : coll->rank();
+  for (const Layer& l : net.layers) {
+    if (l.kind != LayerKind::relu) continue;
+    const std::vector<float> mine = backend.debug_tensor(l.output, false);
+    STOKER_CHECK(!mine.empty() && mine.size() % size_t(b) == 0);
+    const size_t per_sample = mine.size() / size_t(b);
+    std::vector<float> all(per_sample * size_t(global), 0.0f);
+    std::copy(mine.begin(), mine.end(), all.begin() + std::ptrdiff_t(rank * b * per_sample));
+    if (coll != nullptr && coll->world() > 1) coll->allreduce_sum(all.data(), all.size());
+    // The shape as the script reads it: [global, per-sample values] (it knows C, H, W).
+    out.tensors.push_back(make_f32_tensor("relu." + prefix + l.name,
+                                          {global, int64_t(per_sample)}, all));
+  }
+  return out;
+}
+
 int run(int argc, char** argv) {
   if (argc != 5) {
     fmt::print(stderr, "usage: {} OUTDIR STEPS PER_RANK_BATCH LR\n", argv[0]);
@@ -95,8 +120,10 @@ int run(int argc, char** argv) {
         test::step(*dp, g.images.data() + rank * b * image, g.labels.data() + rank * b, b);
     dp->update(sgd, lr);
     coll->allreduce_sum(&dp_loss, 1);  // the global batch's mean: the mean of the ranks' means
+    const Checkpoint dp_relu = relu_outputs(*dp, net, coll.get(), b, global, "dp.");
     const float one_loss = test::step(*one, g.images.data(), g.labels.data(), global);
     one->update(sgd, lr);
+    const Checkpoint one_relu = relu_outputs(*one, net, nullptr, global, global, "one.");
     Checkpoint after = one->save();
     if (rank == 0) {
       Checkpoint out = batch_tensors(g, global);
@@ -106,6 +133,8 @@ int run(int argc, char** argv) {
       append(out, start, "start.");
       append(out, dp->save(), "dp.");
       append(out, after, "one.");
+      append(out, dp_relu, "");
+      append(out, one_relu, "");
       save_checkpoint(fmt::format("{}/step{}.safetensors", dir, k), out);
     }
     start = std::move(after);
