@@ -30,10 +30,10 @@ rc=0
 url=$("$serve" start "$tmp/d" --port auto --mount-port auto --state "$tmp/nfs" 2> "$tmp/serve.txt") || rc=$?
 [ $rc = 77 ] && skip "no NFS server here: $(cat "$tmp/serve.txt")"
 [ $rc = 0 ] || fail "nfs_serve: $(cat "$tmp/serve.txt")"
-nfs="${url%%\?*}/64px?${url#*\?}"
+nfs=$url  # one size: gen writes the classes straight into d
 
 # probe: the same rows by default, each naming storage and cache; NFS warmed, said loudly.
-"$stoker" probe "$tmp/d/64px" --json "$tmp/pl.json" > "$tmp/pl.txt" 2>&1
+"$stoker" probe "$tmp/d" --json "$tmp/pl.json" > "$tmp/pl.txt" 2>&1
 "$stoker" probe "$nfs" --json "$tmp/pn.json" > "$tmp/pn.txt" 2>&1
 grep -q '^# WARNING: nfs:// cannot be probed cold' "$tmp/pn.txt" || fail "no warning: $(cat "$tmp/pn.txt")"
 "$python" - "$tmp/pl.json" "$tmp/pn.json" <<'PY'
@@ -47,11 +47,11 @@ PY
 grep -Eq '^nfs +warm +shuffled +serial' "$tmp/pn.txt" || fail "probe row: $(cat "$tmp/pn.txt")"
 grep -Eq '^local +cold +shuffled +serial' "$tmp/pl.txt" || fail "probe row: $(cat "$tmp/pl.txt")"
 
-# bench: a local path and its nfs:// twin, both "64px", told apart by their storage column.
-"$stoker" bench "$tmp/d/64px" "$nfs" --reader serial --batch 8 --size 32 --json "$tmp/b.json" \
+# bench: a local path and its nfs:// twin, both "d", told apart by their storage column.
+"$stoker" bench "$tmp/d" "$nfs" --reader serial --batch 8 --size 32 --json "$tmp/b.json" \
   > "$tmp/b.txt" 2>&1
-grep -Eq '^64px +local +serial' "$tmp/b.txt" || fail "bench rows: $(cat "$tmp/b.txt")"
-grep -Eq '^64px +nfs +serial' "$tmp/b.txt" || fail "bench rows: $(cat "$tmp/b.txt")"
+grep -Eq '^d +local +serial' "$tmp/b.txt" || fail "bench rows: $(cat "$tmp/b.txt")"
+grep -Eq '^d +nfs +serial' "$tmp/b.txt" || fail "bench rows: $(cat "$tmp/b.txt")"
 grep -q 'through the NFS server: its page cache is warm' "$tmp/b.txt" || fail "nfs not warmed"
 "$python" -c "import json; r=json.load(open('$tmp/b.json'))['results']; \
 assert [(x['storage'], x['page_cache']) for x in r] == [('local','warm'), ('nfs','warm')], r"
