@@ -307,6 +307,15 @@ struct MountCall {
   std::string error;
 };
 
+// The reason in a failure's message without the URL that broken() puts in front of it.
+std::string mount_failure(const std::string& what, const std::string& url) {
+  const std::string prefix = url + ": ";
+  std::string why = what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+  const std::string lost = "lost the connection to the NFS server: ";
+  if (why.rfind(lost, 0) == 0) why = "connecting failed: " + why.substr(lost.size());
+  return why;
+}
+
 }  // namespace
 
 void NfsClient::connect() {
@@ -349,12 +358,18 @@ void NfsClient::connect() {
     try {
       run_until(call.done, "mount");
       pending_rpcs_ = 0;
-    } catch (const Error&) {
+    } catch (const Error& e) {
       nfs_ = nullptr;
       pending_rpcs_ = 0;
       broken_.clear();
       nfs_destroy_context(n);
-      throw;
+      // Nothing was mounted yet: a socket that fails here (POLLHUP on a refused connect,
+      // with ?nfsport=&mountport= and no portmapper to ask) never reached a server, so
+      // "lost the connection" would mislead. Say what was tried, and the likely cause.
+      throw SourceBroken(fmt::format(
+          "{}: cannot mount {}: no NFS server answered at {} ({}; is an NFS server exporting "
+          "it running there, on those ports? scripts/nfs_serve.sh starts one)",
+          text, candidate, url_.server, mount_failure(e.what(), text)));
     }
     if (call.err == 0) {
       export_ = candidate;

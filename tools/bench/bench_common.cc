@@ -50,8 +50,10 @@ std::string short_name(const std::string& root) {
 }
 
 WarmStats warm_samples(const Index& index, std::span<const uint32_t> samples) {
-  if (index.root.rfind("nfs://", 0) == 0) return {};
-  const std::unique_ptr<Source> source = make_pread_source({});
+  // Local files through pread (the page cache is ours); nfs:// through its own source, a
+  // connection per thread, so that the server's cache holds them as ours would.
+  const std::unique_ptr<Source> source =
+      is_nfs_url(index.root) ? make_source(index, SourceOptions{}) : make_pread_source({});
   std::atomic<uint64_t> bytes{0};
   tbb::parallel_for(size_t{0}, samples.size(), [&](size_t k) {
     thread_local std::unique_ptr<Source> mine;
@@ -60,6 +62,8 @@ WarmStats warm_samples(const Index& index, std::span<const uint32_t> samples) {
     std::string scratch;
     try {
       bytes += mine->read(locate_sample(index, samples[k], scratch), buf).size();
+    } catch (const SourceBroken&) {
+      throw;  // the storage itself: no run could read it either
     } catch (const Error&) {
       // Reported by the run itself, under the on-error policy.
     }

@@ -27,8 +27,9 @@ struct WarmStats {
   uint64_t bytes = 0;  // bytes read
 };
 // Reads each of `samples` once so a warm run measures the loader, not the first touch of
-// storage. Local data only: a remote source (nfs://) has no page cache of ours to warm (then
-// nothing is read). Unreadable samples are left to the run's on-error policy.
+// storage: into our page cache for local data, into the NFS server's for nfs:// (read
+// through it, as the runs will), so that local and NFS runs are warm alike. Unreadable
+// samples are left to the run's on-error policy; a broken source (no server) throws.
 WarmStats warm_samples(const Index& index, std::span<const uint32_t> samples);
 // Every sample of the dataset (stoker study, whose cells differ in what they read).
 WarmStats warm_page_cache(const Index& index);

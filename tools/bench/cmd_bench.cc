@@ -91,16 +91,25 @@ struct SteadyRate {
   size_t warmup = 0;
   int64_t t0 = 0;
   uint64_t images = 0;
+  size_t batches = 0;
   void add(size_t done, int64_t arrived, size_t batch_images) {
     if (done + 1 == warmup) t0 = arrived;
-    if (done + 1 > warmup) images += batch_images;
+    if (done + 1 > warmup) {
+      images += batch_images;
+      ++batches;
+    }
   }
-  nlohmann::json json(int64_t last_arrival) const {
+  // Too short a window is measured but not called a rate (not_enough_data).
+  nlohmann::json json(int64_t last_arrival, size_t prefetch) const {
     const double secs = 1e-9 * double(last_arrival - t0);
-    return {{"warmup", warmup},
-            {"images", images},
-            {"seconds", secs},
-            {"images_per_s", double(images) / secs}};
+    nlohmann::json j = {{"warmup", warmup},
+                        {"batches", batches},
+                        {"images", images},
+                        {"seconds", secs},
+                        {"images_per_s", double(images) / secs}};
+    if (const std::string why = not_enough_data(batches, secs, prefetch); !why.empty())
+      j["not_enough_data"] = why;
+    return j;
   }
 };
 
@@ -132,87 +141,110 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   ConsumerRun run;
   run.batches = total;
   run.deadline_ns = o.seconds > 0 ? t0 + int64_t(o.seconds * 1e9) : INT64_MAX;
-  const ConsumerResult consumed = consume(
-      it, o.accelerator, run,
-      [&](const ConsumedBatch& c) {
-        const Batch& b = *c.batch;
-        stats.add_batch(b, c.arrived_ns - c.asked_ns);
-        SizeCost& z = size_cost(sizes, b.spec.height, b.spec.width);
-        ++z.steps;
-        z.add_timed(1e-9 * double(c.released_ns - c.asked_ns),
-                    1e-9 * double(c.arrived_ns - c.asked_ns), 0,
-                    1e-9 * double(c.released_ns - c.arrived_ns), int64_t(b.size));
-        last_arrival = c.arrived_ns;
-        steady.add(c.number, c.arrived_ns, b.size);
-        if (trace != nullptr && o.trace_window.contains(int64_t(c.number))) {
-          trace->numbers.push_back(int64_t(c.number));
-          trace->waits.push_back({c.asked_ns, c.arrived_ns});
-          trace->computes.push_back({c.arrived_ns, c.released_ns});
-          trace->samples.emplace_back(b.timing.begin(), b.timing.begin() + ptrdiff_t(b.size));
-        }
-        uint64_t bytes = 0;
-        for (size_t i = 0; i < b.size; ++i) bytes += b.timing[i].bytes;
-        progress.add(b.size, bytes);
-      },
-      // A checksum covers a whole epoch; a run cut short by --max-batches has none for it.
-      [&](uint64_t, uint64_t checksum) { stats.epoch_checksums.push_back(hex64(checksum)); });
+  // A failure mid-run (the NFS server gone, a bad sample under --on-error fail) ends the
+  // run, but what was measured until then is kept as a row marked incomplete (issue 47);
+  // run_bench fails with the reason once the rows and the JSON are written.
+  std::string failure;
+  ConsumerResult consumed;
+  try {
+    consumed = consume(
+        it, o.accelerator, run,
+        [&](const ConsumedBatch& c) {
+          const Batch& b = *c.batch;
+          stats.add_batch(b, c.arrived_ns - c.asked_ns);
+          SizeCost& z = size_cost(sizes, b.spec.height, b.spec.width);
+          ++z.steps;
+          z.add_timed(1e-9 * double(c.released_ns - c.asked_ns),
+                      1e-9 * double(c.arrived_ns - c.asked_ns), 0,
+                      1e-9 * double(c.released_ns - c.arrived_ns), int64_t(b.size));
+          last_arrival = c.arrived_ns;
+          steady.add(c.number, c.arrived_ns, b.size);
+          if (trace != nullptr && o.trace_window.contains(int64_t(c.number))) {
+            trace->numbers.push_back(int64_t(c.number));
+            trace->waits.push_back({c.asked_ns, c.arrived_ns});
+            trace->computes.push_back({c.arrived_ns, c.released_ns});
+            trace->samples.emplace_back(b.timing.begin(), b.timing.begin() + ptrdiff_t(b.size));
+          }
+          uint64_t bytes = 0;
+          for (size_t i = 0; i < b.size; ++i) bytes += b.timing[i].bytes;
+          progress.add(b.size, bytes);
+        },
+        // A checksum covers a whole epoch; a run cut short by --max-batches has none for it.
+        [&](uint64_t, uint64_t checksum) { stats.epoch_checksums.push_back(hex64(checksum)); });
+  } catch (const Error& e) {
+    failure = e.what();
+  }
   const int64_t t_end = now_ns();
   stats.wall_ns = t_end - t0;
   progress.finish();
   result = stats.to_json(it);
   result["per_size"] = per_size_json(sizes);
-  if (steady.images > 0) result["steady"] = steady.json(last_arrival);
+  if (steady.images > 0) result["steady"] = steady.json(last_arrival, config.prefetch);
   if (consumed.interrupted) result["interrupted"] = true;
+  if (!failure.empty()) result["incomplete"] = failure;
   if (consumed.out_of_time) result["stopped_after_seconds"] = o.seconds;
   iterator.reset();  // reaps worker processes, so their CPU time is counted
   stats.cpu_seconds = process_cpu_seconds() - cpu0;
   result["cpu_seconds"] = stats.cpu_seconds;
   result["cpu_cores_used"] = stats.cpu_seconds / (stats.wall_ns * 1e-9);
-  if (o.accelerator.enabled()) {
+  if (o.accelerator.enabled() && failure.empty()) {  // a failed run's account is lost with it
     const Utilisation& use = consumed.use;
-    result["emulation"] = {{"spec", o.accelerator.spec},
-                           {"images_per_s", o.accelerator.images_per_s()},
-                           {"compute_s", use.compute_ns * 1e-9},
-                           {"data_wait_s", use.wait_ns * 1e-9},
-                           {"window_s", use.window_ns * 1e-9},
-                           {"held_s", use.held_ns * 1e-9},
-                           {"au", use.au()},
-                           {"idle_share", use.idle_share()},
-                           {"au_target", o.au_target},
-                           {"meets_target", use.au() >= o.au_target}};
+    nlohmann::json& e = result["emulation"];
+    e = {{"spec", o.accelerator.spec},        {"images_per_s", o.accelerator.images_per_s()},
+         {"batches", consumed.batches},       {"compute_s", use.compute_ns * 1e-9},
+         {"data_wait_s", use.wait_ns * 1e-9}, {"window_s", use.window_ns * 1e-9},
+         {"held_s", use.held_ns * 1e-9},      {"au", use.au()},
+         {"idle_share", use.idle_share()},    {"au_target", o.au_target}};
+    // No verdict from too little data: AU is measured, but neither met nor not met.
+    const std::string why =
+        not_enough_data(consumed.batches, use.window_ns * 1e-9, config.prefetch);
+    const bool met = use.au() >= o.au_target;
+    e["verdict"] = !why.empty() ? "not enough data" : met ? "met" : "not met";
+    e["meets_target"] = why.empty() ? nlohmann::json(met) : nlohmann::json(nullptr);
+    if (!why.empty()) e["not_enough_data"] = why;
   }
   return stats;
 }
 
-void print_row(const std::string& dataset, const std::string& reader, const LoaderStats& s,
-               const nlohmann::json& r) {
+// A row's storage: "local" or "nfs", so that a local path and an nfs:// URL to the same
+// folder (both "512px") are told apart on the row itself (issue 47).
+std::string storage_of(const std::string& root) {
+  return is_nfs_url(root) ? "nfs" : "local";
+}
+
+void print_row(const std::string& dataset, const std::string& storage, const std::string& reader,
+               const LoaderStats& s, const nlohmann::json& r) {
   const double n = s.images ? static_cast<double>(s.images) : 1.0;
   const auto& w = s.batch_wait;
   const std::string checksum =
       s.epoch_checksums.empty() ? "-" : s.epoch_checksums.front().substr(0, 12);
   fmt::print(
-      "{:<12} {:<11} {:>9.1f} {:>8.1f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>8.1f} {:>8.1f} "
-      "{:>8.1f} {:>6.2f} {:>6} {}\n",
-      dataset, reader, s.images_per_s(), s.mb_per_s(), s.read_ns / 1e6 / n, s.decode_ns / 1e6 / n,
-      s.augment_ns / 1e6 / n, s.collate_ns / 1e6 / n, w.quantile_ns(0.5) / 1e6,
-      w.quantile_ns(0.9) / 1e6, w.quantile_ns(0.99) / 1e6, r["cpu_cores_used"].get<double>(),
-      r["errors"]["files"].get<size_t>(), checksum);
+      "{:<12} {:<7} {:<11} {:>9.1f} {:>8.1f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>8.1f} "
+      "{:>8.1f} {:>8.1f} {:>6.2f} {:>6} {}\n",
+      dataset, storage, reader, s.images_per_s(), s.mb_per_s(), s.read_ns / 1e6 / n,
+      s.decode_ns / 1e6 / n, s.augment_ns / 1e6 / n, s.collate_ns / 1e6 / n,
+      w.quantile_ns(0.5) / 1e6, w.quantile_ns(0.9) / 1e6, w.quantile_ns(0.99) / 1e6,
+      r["cpu_cores_used"].get<double>(), r["errors"]["files"].get<size_t>(), checksum);
   if (r.contains("per_size") && r["per_size"].size() > 1) {
     std::string line;
     for (const auto& z : r["per_size"])
       line += fmt::format("  {}x{}: {} batches, {:.1f} img/s;", z["height"].get<int>(),
                           z["width"].get<int>(), z["steps"].get<size_t>(),
                           z["images_per_s"].get<double>());
-    fmt::print("{:<12} {:<11} per size (from asking for a batch to its release):{}\n", "", "",
-               line);
+    fmt::print("{:<12} {:<7} {:<11} per size (from asking for a batch to its release):{}\n", "", "",
+               "", line);
   }
   if (r.contains("emulation")) {
     const auto& e = r["emulation"];
+    const std::string verdict = e["verdict"].get<std::string>();
     fmt::print(
-        "{:<12} {:<11} emulated accelerator {:.0f} img/s: AU {:.1f}% (target {:.0f}%: {}), "
+        "{:<12} {:<7} {:<11} emulated accelerator {:.0f} img/s: AU {:.1f}% (target {:.0f}%: {}), "
         "data wait {:.2f} s of {:.2f} s\n",
-        "", "", e["images_per_s"].get<double>(), 100 * e["au"].get<double>(),
-        100 * e["au_target"].get<double>(), e["meets_target"].get<bool>() ? "met" : "NOT met",
+        "", "", "", e["images_per_s"].get<double>(), 100 * e["au"].get<double>(),
+        100 * e["au_target"].get<double>(),
+        verdict == "met"       ? "met"
+        : verdict == "not met" ? "NOT met"
+                               : e["not_enough_data"].get<std::string>(),
         e["data_wait_s"].get<double>(), e["window_s"].get<double>());
   }
   std::fflush(stdout);
@@ -328,12 +360,12 @@ void print_bench_context(const BenchOptions& o, const LoaderConfig& base,
 }
 
 void print_header() {
-  fmt::print("{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
-             "dataset", "reader", "img/s", "MB/s", "read", "decode", "augment", "collate", "wait50",
-             "wait90", "wait99", "cores", "errors", "checksum");
-  fmt::print("{:<12} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n",
-             "", "", "", "", "ms/img", "ms/img", "ms/img", "ms/img", "ms", "ms", "ms", "", "",
-             "(epoch 0)");
+  constexpr const char* kHead =
+      "{:<12} {:<7} {:<11} {:>9} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {}\n";
+  fmt::print(kHead, "dataset", "storage", "reader", "img/s", "MB/s", "read", "decode", "augment",
+             "collate", "wait50", "wait90", "wait99", "cores", "errors", "checksum");
+  fmt::print(kHead, "", "", "", "", "", "ms/img", "ms/img", "ms/img", "ms/img", "ms", "ms", "ms",
+             "", "", "(epoch 0)");
 }
 
 // One dataset as the runs see it: indexed, and warmed unless the page cache is cold.
@@ -360,18 +392,23 @@ BenchDataset open_bench_dataset(const std::string& root, const BenchOptions& o,
                index.empty_classes.size(), index.empty_classes.front());
   }
   if (is_nfs_url(index.root)) {
-    // The page cache that matters is the NFS server's: not ours to evict or to fill.
+    // The page cache that matters is the NFS server's: not ours to evict, so no cold run.
     if (o.cold) fail("--cold with {}: the page cache is the NFS server's; evict it there", root);
     fmt::print(
-        "# nfs: page cache on the server, not evicted; one libnfs connection per "
+        "# nfs: page cache on the server, warmed below; one libnfs connection per "
         "thread or process\n");
-  } else if (!o.cold && index.size() > 0) {  // an empty dataset: the run names it below
+  }
+  if (!o.cold && index.size() > 0) {  // an empty dataset: the run names it below
     // Only what the runs read: the samples of their batches in the sampler's order (with
     // --seconds, all they could read within --epochs and --max-batches), not the dataset.
     const int64_t w0 = now_ns();
     d.warm = warm_samples(index, run_samples(index, base.sampler, o.epochs, o.max_batches));
-    fmt::print("# warm-up: read {} samples, {:.1f} MB in {:.2f} s (those the runs' batches read)\n",
-               d.warm.files, d.warm.bytes / 1e6, (now_ns() - w0) * 1e-9);
+    fmt::print(
+        "# warm-up: read {} samples, {:.1f} MB in {:.2f} s (those the runs' batches read{})\n",
+        d.warm.files, d.warm.bytes / 1e6, (now_ns() - w0) * 1e-9,
+        is_nfs_url(index.root) ? ", through the NFS server: its page cache is warm, as ours is "
+                                 "for a local run"
+                               : "");
     std::fflush(stdout);
   }
   return d;
@@ -393,17 +430,31 @@ nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base, const 
   if (!o.trace.empty())
     add_run_trace(trace_writer, run, fmt::format("{} {}", short_name(d.root), reader.text()),
                   run_trace);
-  print_row(short_name(d.root), reader.text(), s, r);
-  if (r.contains("steady"))
-    fmt::print("# steady state (after {} batches): {:.0f} img/s over {:.2f} s\n",
-               r["steady"]["warmup"].get<size_t>(), r["steady"]["images_per_s"].get<double>(),
-               r["steady"]["seconds"].get<double>());
+  print_row(short_name(d.root), storage_of(d.root), reader.text(), s, r);
+  if (r.contains("steady")) {
+    const auto& st = r["steady"];
+    if (st.contains("not_enough_data"))
+      fmt::print("# steady state (after {} batches): {}\n", st["warmup"].get<size_t>(),
+                 st["not_enough_data"].get<std::string>());
+    else
+      fmt::print("# steady state (after {} batches): {:.0f} img/s over {:.2f} s\n",
+                 st["warmup"].get<size_t>(), st["images_per_s"].get<double>(),
+                 st["seconds"].get<double>());
+  }
   if (r.contains("stopped_after_seconds"))
     fmt::print("# stopped after {} s (--seconds) at a batch boundary: {} images\n", o.seconds,
                s.images);
   if (r.contains("interrupted"))
     fmt::print("# interrupted: the row above covers the first {} images of the run\n", s.images);
+  if (r.contains("incomplete"))
+    fmt::print(
+        "# INCOMPLETE: the row above covers the first {} images of the run, which failed: {}\n",
+        s.images, r["incomplete"].get<std::string>());
   r["dataset"] = d.root;
+  r["storage"] = storage_of(d.root);
+  // Each row's own cache state: local runs warmed or evicted; nfs:// runs warmed through the
+  // server (its cache cannot be evicted from here, so --cold refuses an nfs:// dataset).
+  r["page_cache"] = o.cold ? "cold" : "warm";
   r["dataset_images"] = d.index.size();
   r["dataset_bytes"] = d.index.total_bytes();
   r["index_seconds"] = d.index_s;
@@ -438,21 +489,29 @@ void run_bench(BenchOptions& o) {
 
   nlohmann::json results = nlohmann::json::array();
   TraceWriter trace_writer;
+  std::string failure;  // the run that failed: the rows before it and its own are kept
   for (const std::string& root : o.data) {
     const BenchDataset d = open_bench_dataset(root, o, base);
     for (const ReaderSpec& reader : readers) {
       if (interrupted()) break;
       if (results.empty()) print_header();
       results.push_back(bench_run(d, base, reader, o, results.size(), trace_writer));
-      if (interrupted()) break;
+      if (results.back().contains("incomplete"))
+        failure = results.back()["incomplete"].get<std::string>();
+      if (interrupted() || !failure.empty()) break;
     }
-    if (interrupted()) break;
+    if (interrupted() || !failure.empty()) break;
   }
   if (interrupted()) {
     context["interrupted"] = true;
     fmt::print("# interrupted: {} run(s) kept\n", results.size());
   }
+  if (!failure.empty()) context["incomplete"] = true;
   write_bench_outputs(o, context, results, trace_writer);
+  if (!failure.empty())
+    fail("{} (the row{} measured until then {} kept{}, the last marked incomplete)", failure,
+         results.size() == 1 ? "" : "s", results.size() == 1 ? "is" : "are",
+         o.json.empty() ? "" : " in " + o.json);
   if (interrupted())
     throw Interrupted(fmt::format("bench: interrupted; {} row(s) above{}", results.size(),
                                   o.json.empty() ? "" : " and in " + o.json));

@@ -1,11 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/bench/emulated_consumer.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/interrupt.h"
 
 namespace stoker {
+
+std::string not_enough_data(size_t batches, double seconds, size_t prefetch) {
+  const size_t least = std::max(kMinJudgedBatches, kPrefetchMultiple * prefetch);
+  if (batches >= least && seconds >= kMinJudgedSeconds) return "";
+  return fmt::format(
+      "not enough data: {} batch{} over {:.2f} s; a verdict needs at least {} batches and "
+      "{:.1f} s (run more: --epochs, --seconds, a larger dataset or a smaller --batch)",
+      batches, batches == 1 ? "" : "es", seconds, least, kMinJudgedSeconds);
+}
 
 ConsumerResult consume(Iterator& it, const EmulatedAccelerator& accelerator, const ConsumerRun& run,
                        const std::function<void(const ConsumedBatch&)>& on_batch,

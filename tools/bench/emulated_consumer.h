@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "loader/iterator.h"
 #include "train/emulated_accelerator.h"
@@ -39,6 +40,18 @@ struct ConsumerResult {
   // being start-up) and closes at the last release.
   Utilisation use;
 };
+
+// The least data a verdict needs, defined here once: bench calls AU "met" or "not met", or
+// its steady state a rate, only over a window of at least max(kMinJudgedBatches,
+// kPrefetchMultiple x prefetch) batches and kMinJudgedSeconds. Fewer, and the batches the
+// loader prepared during start-up (its prefetch) arrive without a wait and hide its real
+// rate: one batch of 64 gave AU 100% where 5 epochs gave 44% (issue 47).
+constexpr size_t kMinJudgedBatches = 10;
+constexpr size_t kPrefetchMultiple = 4;
+constexpr double kMinJudgedSeconds = 0.5;
+// "" when `batches` over `seconds` are enough for a verdict; else "not enough data: ..."
+// saying what there was and what a verdict needs.
+std::string not_enough_data(size_t batches, double seconds, size_t prefetch);
 
 // Pulls up to `run.batches` batches from `it`, each held by `accelerator` when enabled.
 // `on_batch` sees every batch after its release; `on_epoch` each finished epoch and its

@@ -116,6 +116,14 @@ std::string iterations_chart(const Json& study) {
     const auto pc = where(where(cs, "storage", storage), "consumer", consumer);
     double ymax = 0;
     for (const Json* c : pc) ymax = std::max(ymax, num_or(*c, "wall_s", 0));
+    // The accelerator's own rate as a time: the timed steps' images at its rate, the floor
+    // a fed accelerator reaches (emulated consumers, whose rate the context gives).
+    double floor_s = 0, rate = 0;
+    for (const auto& k : arr(obj(study, "context"), "consumers"))
+      if (str(k, "name") == consumer) rate = num_or(k, "images_per_s", 0);
+    const double batch = num_or(obj(study, "context"), "batch", num_or(*pc.front(), "batch", 0));
+    if (rate > 0 && iterations > 0 && batch > 0) floor_s = iterations * batch / rate;
+    ymax = std::max(ymax, floor_s);
     const auto yt = nice_ticks(0, ymax * 1.05);
     const Scale y{0, yt.back(), H - B, T};
     const Scale x{0.5, max_threads + 0.5, L, W - R};
@@ -129,6 +137,11 @@ std::string iterations_chart(const Json& study) {
     svg += panel_title(storage + " \u00b7 " + consumer, L);
     y_axis(svg, y, yt, L, W - R, y_title);
     x_axis(svg, x, xt, H - B, T, "readers (threads; processes:N: N; uring: decode threads)");
+    if (floor_s > 0)
+      svg += fmt::format(
+          R"(<g data-line="accelerator"><line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#009E73" stroke-width="1.5" stroke-dasharray="6 3"/><text x="{:.1f}" y="{:.1f}" text-anchor="end" style="fill:#00704f">accelerator alone: {} s ({} img/s)</text></g>)",
+          L, y(floor_s), W - R, y(floor_s), W - R - 2, y(floor_s) - 4, short_num(floor_s),
+          short_num(rate));
     for (size_t d = 0; d < datasets.size(); ++d) {
       for (const auto& kind : kinds) {
         std::vector<const Json*> pts;
@@ -166,7 +179,7 @@ std::string iterations_chart(const Json& study) {
     html += R"(<div class="panel">)" + svg + "</div>";
   }
   html += fmt::format(
-      R"(</div><figcaption>Time for the timed steps against the number of reader threads, one panel per storage and consumer. Lower is better. Colour: dataset; marker: reader kind (serial is the square at 1; dashed lines join readers other than processes).</figcaption></figure>)");
+      R"(</div><figcaption>Time for the timed steps against the number of reader threads, one panel per storage and consumer. Lower is better. Colour: dataset; marker: reader kind (serial is the square at 1; dashed lines join readers other than processes). The green dashed line is the accelerator's own rate: the time a fed accelerator takes; a point on it is fed, the height above it is time spent waiting for data.</figcaption></figure>)");
   return html;
 }
 

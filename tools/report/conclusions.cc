@@ -151,10 +151,16 @@ std::string scaling(const std::vector<const Json*>& group) {
       break;
     }
   const auto last = std::prev(sweep->end());
-  if (enough != last->second)
+  if (enough != last->second) {
+    const double n = report::reader_threads(*enough);
+    // Within the run-to-run spread is not "nothing": it is noise larger than the effect.
+    if (noise(enough, best) > kSame)
+      return fmt::format(
+          "{} readers beyond {}: can't tell at this spread ({} runs apart; {} faster at best)",
+          kind, n, pct(noise(enough, best)), times(wall(enough) / wall(best)));
     return fmt::format("{} stops improving at {} reader{}: more buy nothing (within {:.0f}%)", kind,
-                       report::reader_threads(*enough),
-                       report::reader_threads(*enough) == 1 ? "" : "s", 100 * noise(enough, best));
+                       n, n == 1 ? "" : "s", 100 * kSame);
+  }
   const auto before = std::prev(last);
   return fmt::format("{} still improves at {} readers ({} faster than {})", kind, last->first,
                      times(wall(before->second) / wall(last->second)),
@@ -185,6 +191,12 @@ std::string group_sentence(const std::vector<const Json*>& group, double online_
           fmt::format("the serial reader waits {} of the time; {} cuts it to {} ({} faster)",
                       pct(num_or(*s, "data_wait_share", 0)), str(*p, "reader"),
                       pct(num_or(*p, "data_wait_share", 0)), times(ratio)));
+    } else if (noise(s, p) > kSame) {
+      parts.push_back(fmt::format(
+          "serial against parallel readers: can't tell at this spread ({}; best: {}, {} the time "
+          "of serial; serial waits {})",
+          pct(noise(s, p)), str(*p, "reader"), times(1 / ratio),
+          pct(num_or(*s, "data_wait_share", 0))));
     } else {
       parts.push_back(fmt::format(
           "no parallel reader beats serial by more than {:.0f}% (best: {}, {} the time of serial; "
@@ -245,10 +257,13 @@ std::vector<std::string> storage_sentences(const std::vector<const Json*>& cs) {
         const double r = wall(by_storage.at(st)) / t_base;
         const double same = noise(by_storage.at(st), by_storage.at(base));
         std::string item =
-            std::fabs(r - 1) <= same
-                ? fmt::format("{} is as fast as {} (within {:.0f}%)", st, base, 100 * same)
-                : fmt::format("{} is {} {} than {}", st, times(r > 1 ? r : 1 / r),
-                              r > 1 ? "slower" : "faster", base);
+            std::fabs(r - 1) > same
+                ? fmt::format("{} is {} {} than {}", st, times(r > 1 ? r : 1 / r),
+                              r > 1 ? "slower" : "faster", base)
+            : same > kSame
+                ? fmt::format("{} against {}: can't tell at this spread ({} apart, spread {})", st,
+                              base, pct(std::fabs(r - 1)), pct(same))
+                : fmt::format("{} is as fast as {} (within {:.0f}%)", st, base, 100 * same);
         const std::string suffix = "-shards";
         const std::string twin = st.size() > suffix.size() && st.ends_with(suffix)
                                      ? st.substr(0, st.size() - suffix.size())
@@ -258,9 +273,11 @@ std::vector<std::string> storage_sentences(const std::vector<const Json*>& cs) {
           const double t_st = wall(by_storage.at(st));
           // A share of the loss only means something when the shards are faster than the
           // per-file twin; slower shards are said as such, not as a negative recovery.
+          // Shards at least as fast as the base recover all of the loss, never "110%" of it.
           if (t_twin > t_base * (1 + kSame) && t_st < t_twin)
-            item += fmt::format(", recovering {:.0f}% of what per-file {} loses",
-                                100 * (t_twin - t_st) / (t_twin - t_base), twin);
+            item += t_st <= t_base ? fmt::format(", recovering all of what per-file {} loses", twin)
+                                   : fmt::format(", recovering {:.0f}% of what per-file {} loses",
+                                                 100 * (t_twin - t_st) / (t_twin - t_base), twin);
           else if (t_st > t_twin * (1 + kSame))
             item += fmt::format(" (and {} slower than per-file {})", times(t_st / t_twin), twin);
         }

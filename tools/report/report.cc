@@ -33,6 +33,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bott
 .banner.running{border-color:#0072B2;background:#eef6fc}
 .summary{display:flex;flex-wrap:wrap;gap:8px 24px;margin:8px 0}.summary div b{display:block;font-size:20px}
 ul.conclusions li{margin:4px 0}
+.answer{border:2px solid #0072B2;background:#eef6fc;padding:4px 14px;margin:12px 0}.answer h2{border:0;margin:6px 0 2px}.answer li{margin:4px 0}
 figure.chart{margin:8px 0 16px}figcaption,.note{color:#555;font-size:13px;margin:4px 0}
 .panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}.trace-cell .panels{grid-template-columns:repeat(auto-fill,minmax(480px,1fr))}
 .panel svg{width:100%;max-width:600px;height:auto;display:block}.legend-strip{display:flex;flex-wrap:wrap;gap:4px 16px;font-size:12.5px;margin:4px 0 8px}.legend-strip .key{display:inline-flex;align-items:center;gap:5px}
@@ -227,6 +228,16 @@ std::string render_report(const nlohmann::json& study) {
       num(ctx, "online_cpus") ? fmt::format(", {} cores", str(ctx, "online_cpus")) : "",
       str(ctx, "date").empty() ? "" : " \u00b7 " + esc(str(ctx, "date")));
   html += banner(ctx, all.size(), failed.size());
+  // The answer first: what a reader came for, before any detail.
+  html += R"(<section class="answer" id="answer"><h2>The answer</h2><ul>)";
+  for (const auto& s : answer(study)) {
+    const auto colon = s.find(": ");
+    html +=
+        colon == std::string::npos || colon > 60
+            ? "<li>" + esc(s) + "</li>"
+            : "<li><b>" + esc(s.substr(0, colon)) + "</b>: " + esc(s.substr(colon + 2)) + "</li>";
+  }
+  html += "</ul></section>";
   html += R"(<div class="summary">)";
   html += fmt::format("<div><b>{}</b>cells finished</div>", all.size());
   if (const auto p = num(ctx, "planned_cells"))

@@ -13,6 +13,12 @@ namespace stoker {
 
 std::string render_report(const nlohmann::json& study);
 
+// The answer the report opens with (headline.cc): per size and storage, what bounds training
+// (the storage, the decode CPU, the accelerator), the cores one accelerator needs and what
+// more readers buy ("can't tell at this spread" where the spread is larger), then how
+// loaded the machine was.
+std::vector<std::string> answer(const nlohmann::json& study);
+
 // Sentences a person can act on ("256px: more than 4 readers buy nothing: compute-bound").
 std::vector<std::string> conclusions(const nlohmann::json& study);
 

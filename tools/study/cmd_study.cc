@@ -27,6 +27,7 @@
 #include "tools/gen/gen_dataset.h"
 #include "tools/options/loader_options.h"
 #include "tools/report/report.h"
+#include "tools/study/machine_load.h"
 #include "tools/study/study_cell.h"
 #include "tools/study/study_spec.h"
 #include "tools/study/study_storage.h"
@@ -188,6 +189,7 @@ class StudyRun {
     prepare_out(o_.out, o_.force);
     exports_ = std::make_unique<NfsExports>(o_.nfs, (fs::path(o_.out) / "nfs").string());
     t0_ = now_ns();
+    load0_ = load_mark();
     if (o_.quick) make_quick_datasets();
     if (interrupted()) stop("interrupted before the first cell");
     open_datasets();
@@ -581,7 +583,8 @@ class StudyRun {
                     {"left_out", left_out_},
                     {"finished_cells", results_.size()},
                     {"state", state},
-                    {"elapsed_s", (now_ns() - t0_) * 1e-9}});
+                    {"elapsed_s", (now_ns() - t0_) * 1e-9},
+                    {"machine_load", machine_load_json(load0_)}});
     return context;
   }
 
@@ -630,6 +633,7 @@ class StudyRun {
   nlohmann::json results_ = nlohmann::json::array();
   size_t failed_ = 0;
   int64_t t0_ = now_ns();
+  LoadMark load0_ = load_mark();  // how loaded the machine was, from here on
   std::string date_ = utc_now(), command_ = command_line();
 };
 
