@@ -77,8 +77,8 @@ Checkpoint relu_outputs(Backend& backend, const Network& net, Collective* coll, 
     std::copy(mine.begin(), mine.end(), all.begin() + std::ptrdiff_t(rank * b * per_sample));
     if (coll != nullptr && coll->world() > 1) coll->allreduce_sum(all.data(), all.size());
     // The shape as the script reads it: [global, per-sample values] (it knows C, H, W).
-    out.tensors.push_back(make_f32_tensor("relu." + prefix + l.name,
-                                          {global, int64_t(per_sample)}, all));
+    out.tensors.push_back(
+        make_f32_tensor("relu." + prefix + l.name, {global, int64_t(per_sample)}, all));
   }
   return out;
 }
