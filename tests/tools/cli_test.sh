@@ -25,7 +25,7 @@ cmp -s "$tmp/d/64px/class_001/img_000002.jpg" "$tmp/e/class_001/img_000002.jpg" 
 "$stoker" bench "$tmp/d/64px" "$tmp/list.txt" --reader serial,threads:2 --batch 5 --size 32 \
   --epochs 2 --json "$tmp/b.json" > "$tmp/bench.txt" 2>/dev/null
 grep -q '^# loader: ' "$tmp/bench.txt" || fail "bench context lines"
-grep -q '^64px  *threads:2 ' "$tmp/bench.txt" || fail "bench table row"
+grep -q '^64px  *local  *threads:2 ' "$tmp/bench.txt" || fail "bench table row"
 python3 - "$tmp/b.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
