@@ -9,8 +9,9 @@
 # No CAP: every cap this CPU supports, then the default (uncapped). --other: one cap below
 # the best this CPU has (AVX2 on an AVX-512 CPU, else SSE41), which scripts/test.sh runs.
 # Caps (oneDNN's ONEDNN_MAX_CPU_ISA): SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI
-# AVX512_CORE_BF16, and default. A cap above what the CPU has changes nothing (not run), nor
-# does its best one beside the default (run once).
+# AVX512_CORE_BF16 AVX512_CORE_AMX (a Sapphire Rapids' own: its default run is AMX, so its
+# BF16 cap is another set of kernels, issue 40), and default. A cap above what the CPU has
+# changes nothing (not run), nor does its best one beside the default (run once).
 # Each cap's full output is kept in BUILD/isas/CAP.log. Exits 1 if any run fails, 2 on a usage
 # error.
 set -euo pipefail
@@ -20,10 +21,10 @@ caps=()
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) build=${2:?--build-dir needs a directory}; shift 2 ;;
-    -h|--help) sed -n '3,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
     --other) caps+=(other); shift ;;
-    SSE41|AVX|AVX2|AVX512_CORE|AVX512_CORE_VNNI|AVX512_CORE_BF16|default) caps+=("$1"); shift ;;
-    *) echo "test_isas.sh: usage error: unknown cap or option '$1' (caps: SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16 default, or --other)" >&2; exit 2 ;;
+    SSE41|AVX|AVX2|AVX512_CORE|AVX512_CORE_VNNI|AVX512_CORE_BF16|AVX512_CORE_AMX|default) caps+=("$1"); shift ;;
+    *) echo "test_isas.sh: usage error: unknown cap or option '$1' (caps: SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16 AVX512_CORE_AMX default, or --other)" >&2; exit 2 ;;
   esac
 done
 [ -f "$build/CTestTestfile.cmake" ] || { echo "test_isas.sh: no built tree in '$build' (run scripts/test.sh first)" >&2; exit 1; }
@@ -40,13 +41,14 @@ supported() {
     AVX512_CORE) has avx512f avx512bw avx512vl avx512dq ;;
     AVX512_CORE_VNNI) has avx512f avx512bw avx512vl avx512dq avx512_vnni ;;
     AVX512_CORE_BF16) has avx512f avx512bw avx512vl avx512dq avx512_vnni avx512_bf16 ;;
+    AVX512_CORE_AMX) has avx512f avx512bw avx512vl avx512dq avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8 ;;
   esac
 }
 if [ ${#caps[@]} -eq 0 ]; then
-  caps=(SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16 default)
+  caps=(SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16 AVX512_CORE_AMX default)
 fi
 best=default
-for cap in SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16; do
+for cap in SSE41 AVX AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16 AVX512_CORE_AMX; do
   if supported "$cap"; then best=$cap; fi
 done
 for i in "${!caps[@]}"; do
