@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/histogram.h"
+#include "common/measures.h"
 #include "loader/batch.h"
 
 namespace stoker {
@@ -29,7 +30,8 @@ struct LoaderStats {
   void add_batch(const Batch& batch, int64_t wait_ns);
   // Summary as JSON; `iterator` supplies the bad-sample list and configuration.
   nlohmann::json to_json(const Iterator& iterator) const;
-  double images_per_s() const { return wall_ns ? images / (wall_ns * 1e-9) : 0.0; }
+  // common/measures.h's images/s, over the run's wall time.
+  double images_per_s() const { return stoker::images_per_s(double(images), wall_ns * 1e-9); }
   double mb_per_s() const { return wall_ns ? bytes / 1e6 / (wall_ns * 1e-9) : 0.0; }
 };
 

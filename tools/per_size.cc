@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/measures.h"
 #include "common/stats.h"
 
 namespace stoker {
@@ -24,8 +25,7 @@ double SizeCost::seconds() const {
 }
 
 double SizeCost::images_per_s() const {
-  const double s = seconds();
-  return s > 0 ? double(images) / s : 0;
+  return stoker::images_per_s(double(images), seconds());
 }
 
 double SizeCost::median_step_s() const {
@@ -61,7 +61,7 @@ nlohmann::json per_size_json(const std::vector<SizeCost>& sizes) {
           {"wait", c.wait_s * ms},
           {"copy", c.copy_s * ms},
           {"compute", c.compute_s * ms},
-          {"gap", std::max(0.0, seconds - c.wait_s - c.copy_s - c.compute_s) * ms}}}};
+          {"gap", gap_remainder(seconds, c.wait_s, c.copy_s, c.compute_s) * ms}}}};
     if (c.reshape_s >= 0) z["reshape_s"] = c.reshape_s;
     if (c.flop_per_image >= 0) z["flop_per_image"] = c.flop_per_image;
     out.push_back(std::move(z));

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // An emulated accelerator (the MLPerf Storage / DLIO idea): it "computes" on each batch by
 // holding it for a fixed time per image, so a loader and a storage system can be judged
-// against a target compute rate without owning the accelerator. Accelerator utilisation
-// (AU) and the idle share: Utilisation below.
+// against a target compute rate without owning the accelerator. Its account over a window:
+// Utilisation below; AU and the idle share are common/measures.h's.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "common/measures.h"
 
 namespace stoker {
 
@@ -28,25 +30,19 @@ struct EmulatedAccelerator {
 // Throws stoker::Error naming the valid forms.
 EmulatedAccelerator parse_emulation(const std::string& spec);
 
-// The accelerator's account over a run's window (tools/bench/emulated_consumer.h: from the end of
-// the warm-up, or the first batch's arrival, to the end of the last compute).
+// The accelerator's account over a run's window (tools/bench/emulated_consumer.h: from the
+// first timed batch, or with no warm-up its arrival, to the end of the last compute). Its
+// figures are common/measures.h's, defined there once.
 struct Utilisation {
   int64_t compute_ns = 0;  // emulated compute of the window's batches
   int64_t held_ns = 0;     // measured time compute() held them: compute_ns plus oversleep
   int64_t wait_ns = 0;     // time blocked waiting for data inside the window
   int64_t window_ns = 0;
-  // AU: the emulated compute's share of the window (MLPerf Storage's accelerator
-  // utilisation); a loaded host's oversleep lowers it.
-  double au() const { return window_ns > 0 ? static_cast<double>(compute_ns) / window_ns : 0.0; }
-  // The accelerator's idle share, the one definition bench and study report: the share of
-  // the window in which it held no batch, 1 - held / window: its waits for data and the
-  // consumer's own bookkeeping. Oversleep is time it held a batch, so it is not idle:
-  // au() + idle_share() + oversleep / window = 1.
-  double idle_share() const {
-    if (window_ns <= 0) return 0.0;
-    const double held = static_cast<double>(held_ns) / static_cast<double>(window_ns);
-    return held < 1.0 ? 1.0 - held : 0.0;
-  }
+  // AU: the nominal compute's share of the window; a loaded host's oversleep lowers it.
+  double au() const { return accelerator_utilisation(1e-9 * double(compute_ns), window_s()); }
+  // The share of the window in which the accelerator held no batch: oversleep is not idle.
+  double idle_share() const { return stoker::idle_share(1e-9 * double(held_ns), window_s()); }
+  double window_s() const { return 1e-9 * double(window_ns); }
 };
 
 }  // namespace stoker

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/interrupt.h"
+#include "common/measures.h"
 #include "common/rng.h"
 #include "models/normal.h"
 
@@ -311,7 +312,7 @@ class ProgressLine {
     line_.draw(
         fmt::format("{} step {}/{} loss {:.4f} lr {:.4g} {:.1f} img/s data wait {:.0f}% ETA {}",
                     c_.label, c_.first_step + k + 1, c_.first_step + c_.steps, loss, r.lr, rate,
-                    100.0 * wait_ / std::max(total_, 1e-12),
+                    100.0 * data_wait_share(wait_, total_),
                     duration_text(per_step * double(c_.steps - k - 1))),
         last);
   }

@@ -1,24 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/bench/emulated_consumer.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/interrupt.h"
 
 namespace stoker {
-
-std::string not_enough_data(size_t batches, double seconds, size_t prefetch) {
-  const size_t least = std::max(kMinJudgedBatches, kPrefetchMultiple * prefetch);
-  if (batches >= least && seconds >= kMinJudgedSeconds) return "";
-  return fmt::format(
-      "not enough data: {} batch{} over {:.2f} s; a verdict needs at least {} batches and "
-      "{:.1f} s (run more: --epochs, --seconds, a larger dataset or a smaller --batch)",
-      batches, batches == 1 ? "" : "es", seconds, least, kMinJudgedSeconds);
-}
 
 ConsumerResult consume(Iterator& it, const EmulatedAccelerator& accelerator, const ConsumerRun& run,
                        const std::function<void(const ConsumedBatch&)>& on_batch,
@@ -52,14 +39,10 @@ ConsumerResult consume(Iterator& it, const EmulatedAccelerator& accelerator, con
     c.arrived_ns = now_ns();
     if (accelerator.enabled()) accelerator.compute(c.batch->size);
     c.released_ns = accelerator.enabled() ? now_ns() : c.arrived_ns;
-    if (c.number + 1 == run.warmup) window_begin = c.released_ns;
+    if (c.number == run.warmup) window_begin = window_open_ns(run.warmup, c.asked_ns, c.arrived_ns);
     if (c.number >= run.warmup) {
-      // With no warm-up the window opens at the first arrival: its wait is start-up.
-      if (c.number == 0) {
-        window_begin = c.arrived_ns;
-      } else {
-        r.use.wait_ns += c.arrived_ns - c.asked_ns;
-      }
+      // With no warm-up the first batch's wait is start-up, outside the window.
+      if (c.number > 0) r.use.wait_ns += c.arrived_ns - c.asked_ns;
       r.use.compute_ns += accelerator.compute_ns(c.batch->size);
       r.use.held_ns += c.released_ns - c.arrived_ns;
       r.use.window_ns = c.released_ns - window_begin;

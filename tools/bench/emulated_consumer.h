@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "common/measures.h"  // not_enough_data: the least data a verdict needs
 #include "loader/iterator.h"
 #include "train/emulated_accelerator.h"
 
@@ -35,23 +36,11 @@ struct ConsumerResult {
   size_t batches = 0;        // delivered
   bool interrupted = false;  // an interrupt ended the run at a batch boundary
   bool out_of_time = false;  // the deadline did
-  // The accelerator over the batches after the warm-up: its window opens when the warm-up
-  // ends (the last warm-up batch's release; with none, the first batch's arrival, its wait
-  // being start-up) and closes at the last release.
+  // The accelerator over the batches after the warm-up: its window opens at the first timed
+  // batch (window_open_ns, common/measures.h: its request, or with no warm-up its arrival,
+  // its wait being start-up) and closes at the last release.
   Utilisation use;
 };
-
-// The least data a verdict needs, defined here once: bench calls AU "met" or "not met", or
-// its steady state a rate, only over a window of at least max(kMinJudgedBatches,
-// kPrefetchMultiple x prefetch) batches and kMinJudgedSeconds. Fewer, and the batches the
-// loader prepared during start-up (its prefetch) arrive without a wait and hide its real
-// rate: one batch of 64 gave AU 100% where 5 epochs gave 44% (issue 47).
-constexpr size_t kMinJudgedBatches = 10;
-constexpr size_t kPrefetchMultiple = 4;
-constexpr double kMinJudgedSeconds = 0.5;
-// "" when `batches` over `seconds` are enough for a verdict; else "not enough data: ..."
-// saying what there was and what a verdict needs.
-std::string not_enough_data(size_t batches, double seconds, size_t prefetch);
 
 // Pulls up to `run.batches` batches from `it`, each held by `accelerator` when enabled.
 // `on_batch` sees every batch after its release; `on_epoch` each finished epoch and its

@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/interrupt.h"
+#include "common/measures.h"
 #include "common/stats.h"
 #include "common/system_info.h"
 #include "loader/iterator.h"
@@ -100,6 +102,17 @@ nlohmann::json step_trace(const Step& s, size_t number, std::map<int32_t, int>& 
           {"samples", samples}};
 }
 
+// With no warm-up the first step's wait is start-up (the iterator's first fill): the
+// window opens at its batch's arrival instead (window_open_ns, common/measures.h), so the
+// wait is left out of every figure of the window, as bench leaves it out.
+void leave_out_start_up(std::vector<Step>& steps, size_t warmup) {
+  if (steps.empty()) return;
+  Step& first = steps.front();
+  const int64_t arrived = first.begin_ns + std::llround(first.wait * 1e9);
+  first.begin_ns = window_open_ns(warmup, first.begin_ns, arrived);
+  if (warmup == 0) first.wait = 0;
+}
+
 // The measured fields of a cell from its timed steps. `gap_share`: the engine's idle share
 // of the window, as the consumer measured it.
 nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double gap_share,
@@ -127,7 +140,7 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
     images += s.samples.empty() ? batch : s.samples.size();
   }
   const double n = images ? double(images) : 1.0;
-  const double wait_share = wall > 0 ? wait / wall : 0;
+  const double wait_share = data_wait_share(wait, wall);
   const double read_ms = read / 1e6 / n, decode_ms = decode / 1e6 / n,
                augment_ms = augment / 1e6 / n, collate_ms = collate / 1e6 / n;
   // The slowest and the fastest step (by their window), for the trace excerpt.
@@ -143,17 +156,17 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
       {"batch", batch},
       {"wall_s", wall},
       {"images", images},
-      {"images_per_s", wall > 0 ? double(images) / wall : 0.0},
+      {"images_per_s", images_per_s(double(images), wall)},
       {"read_mb_per_s", wall > 0 ? double(bytes) / 1e6 / wall : 0.0},
       {"data_wait_share", wait_share},
-      {"accelerator_utilisation", wall > 0 ? compute / wall : 0.0},
+      {"accelerator_utilisation", accelerator_utilisation(compute, wall)},
       {"gap_share", gap_share},
       {"gap_kind", gap_kind},
       {"step_s",
        {{"wait", wait},
         {"copy", copy},
         {"compute", compute},
-        {"gap", std::max(0.0, wall - wait - copy - compute)}}},
+        {"gap", gap_remainder(wall, wait, copy, compute)}}},
       {"cpu_ms_per_image",
        {{"read", read_ms},
         {"decode", decode_ms},
@@ -196,9 +209,10 @@ nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
         s.begin_ns = c.asked_ns;
         s.end_ns = c.released_ns;
         s.wait = double(c.arrived_ns - c.asked_ns) * 1e-9;
-        // What the emulated engine actually held the batch for: a loaded machine oversleeps,
-        // and that time is the engine's, not idle.
-        s.compute = double(c.released_ns - c.arrived_ns) * 1e-9;
+        // The emulated accelerator's nominal compute (common/measures.h, AU): its oversleep
+        // on a loaded machine is not compute; it stays in the step (gap), and is not idle
+        // either (the idle share counts it held: gap_share below).
+        s.compute = double(consumer.accelerator.compute_ns(b.size)) * 1e-9;
         s.height = b.spec.height;
         s.width = b.spec.width;
         s.samples.assign(b.timing.begin(), b.timing.begin() + ptrdiff_t(b.size));
@@ -210,6 +224,7 @@ nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
   if (consumed.interrupted) stop_for_interrupt();
   iterator.reset();  // reaps worker processes, so their CPU time is counted
   const double elapsed = double(now_ns() - t0) * 1e-9;
+  leave_out_start_up(steps, measured.warmup);
   nlohmann::json cell = summarise(steps, config.sampler.batch_size, consumed.use.idle_share(),
                                   "emulated", process_cpu_seconds() - cpu0, elapsed);
   if (!checksum.empty()) cell["checksum"] = checksum;
@@ -263,7 +278,7 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
     s.height = int(r.height);
     s.width = int(r.width);
     // The engine's busy time when it was recorded; the backend's phase times otherwise.
-    s.compute = r.busy > 0 ? r.busy : r.forward + r.backward + r.update;
+    s.compute = step_compute(r.busy, r.forward, r.backward, r.update);
     if (auto it = timings.find(int64_t(k)); it != timings.end()) s.samples = *it->second;
     steps.push_back(std::move(s));
   }
@@ -279,6 +294,7 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   data.iterator.reset();
   backend.reset();
   const double elapsed = double(now_ns() - t0) * 1e-9;
+  leave_out_start_up(steps, size_t(run.warmup));
   nlohmann::json cell =
       summarise(steps, size_t(batch), result.gaps.share(), cuda ? "kernel" : "primitive",
                 process_cpu_seconds() - cpu0, elapsed);

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/measures.h"
 #include "common/stats.h"
 #include "common/system_info.h"
 #include "loader/loader_stats.h"
@@ -146,7 +147,7 @@ struct Rate {
 Rate rate_of(const TrainRun& run, const LoopResult& result, const StepSummary& s) {
   Rate r;
   // Every rank's images: the job's throughput (each rank's steps are the same steps).
-  r.images_per_s = double(run.global_batch) * double(s.total.size()) / s.wall;
+  r.images_per_s = images_per_s(double(run.global_batch) * double(s.total.size()), s.wall);
   // Under a size schedule the work per image changes: the timed steps' mean.
   r.flop_per_image = mean_flop_per_image(sizes_of(run, result, s.skipped));
   const DeviceReport dev = run.backend->device_report();
@@ -191,7 +192,7 @@ nlohmann::json timing_json(const TrainRun& run, const LoopResult& result) {
           {"flop_per_image", rate.flop_per_image},
           {"achieved_gflop_per_s", unless_withheld(rate.images_per_s * rate.flop_per_image / 1e9)},
           {"rate_check", rate_check_json(rate)},
-          {"data_wait_fraction", s.wait_s / s.host_wall},
+          {"data_wait_fraction", data_wait_share(s.wait_s, s.host_wall)},
           {"accounting", accounting_json(s)},
           {"totals_s",
            {{"wall", s.wall},

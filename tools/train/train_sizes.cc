@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/measures.h"
 #include "common/stats.h"
 #include "models/flops.h"
 #include "models/shapes.h"
@@ -46,7 +47,7 @@ std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size
     c.reshape_s += r.reshape;
     if (k >= timing_warmup)
       c.add_timed(seconds.empty() ? r.total - r.reshape : seconds[k], r.wait, r.stage,
-                  r.busy > 0 ? r.busy : r.forward + r.backward + r.update, images_per_step);
+                  step_compute(r.busy, r.forward, r.backward, r.update), images_per_step);
   }
   return out;
 }
