@@ -47,21 +47,20 @@ nlohmann::json per_size_json(const std::vector<SizeCost>& sizes) {
   for (const SizeCost& c : sizes) {
     const double seconds = c.seconds();
     const double ms = c.timed_steps > 0 ? 1e3 / double(c.timed_steps) : 0;
-    nlohmann::json z = {
-        {"height", c.height},
-        {"width", c.width},
-        {"steps", c.steps},
-        {"timed_steps", c.timed_steps},
-        {"images", c.images},
-        {"seconds", seconds},
-        {"images_per_s", c.images_per_s()},
-        {"step_ms",
-         {{"median", 1e3 * c.median_step_s()},
-          {"total", seconds * ms},
-          {"wait", c.wait_s * ms},
-          {"copy", c.copy_s * ms},
-          {"compute", c.compute_s * ms},
-          {"gap", gap_remainder(seconds, c.wait_s, c.copy_s, c.compute_s) * ms}}}};
+    nlohmann::json z = {{"height", c.height},
+                        {"width", c.width},
+                        {"steps", c.steps},
+                        {"timed_steps", c.timed_steps},
+                        {"images", c.images},
+                        {"seconds", seconds},
+                        {"images_per_s", c.images_per_s()},
+                        {"step_ms",
+                         {{"median", 1e3 * c.median_step_s()},
+                          {"total", seconds * ms},
+                          {"wait", c.wait_s * ms},
+                          {"copy", c.copy_s * ms},
+                          {"compute", c.compute_s * ms},
+                          {"gap", gap_remainder(seconds, c.wait_s, c.copy_s, c.compute_s) * ms}}}};
     if (c.reshape_s >= 0) z["reshape_s"] = c.reshape_s;
     if (c.flop_per_image >= 0) z["flop_per_image"] = c.flop_per_image;
     out.push_back(std::move(z));
