@@ -19,6 +19,26 @@ from . import _stoker
 __version__ = _stoker.__version__
 Error = _stoker.Error
 
+# Labels and indices cross into Python through the buffer protocol (python/src/batch_export.h):
+# pybind11's own NumPy arrays, under pybind11 < 2.12 and NumPy 2, came out with a stride of 0
+# and every label the batch's last (issue 47). Checked once here, so that no combination of
+# pybind11, NumPy and torch versions trains on wrong labels without a word.
+_PROBE = [0, 1, -1, 7, 2**40 + 3, -(2**62)]
+
+
+def _check_int_export():
+    import numpy
+    got = numpy.asarray(_stoker.int64s_probe(_PROBE))
+    if got.dtype != numpy.int64 or got.strides != (8,) or got.tolist() != _PROBE:
+        raise ImportError(
+            f"stoker: NumPy {numpy.__version__} reads the module's int64 labels as "
+            f"{got.tolist()} (dtype {got.dtype}, strides {got.strides}), not {_PROBE}; the "
+            f"module was built with pybind11 {_stoker.pybind11_version}: rebuild it against "
+            "this NumPy (pip install .), or use the NumPy it was built for")
+
+
+_check_int_export()
+
 # pip install puts stoker-worker (the processes:N worker) beside this file; the build tree
 # leaves it where it was built, which the library knows.
 _worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stoker-worker")
@@ -244,13 +264,17 @@ class Loader:
             images, labels = self._copy_out(lease)
         elif self._torch is not None:
             images = self._torch.from_dlpack(lease)
-            labels = self._torch.from_numpy(lease.labels)
+            labels = self._torch.from_numpy(self._labels(lease))
         else:
             images = self._numpy.asarray(lease)
-            labels = lease.labels
+            labels = self._labels(lease)
         if self._pinned:
             self._last = images
         return images, labels
+
+    def _labels(self, lease):
+        """The batch's labels as a writable int64 array of its own (a few bytes a sample)."""
+        return self._numpy.array(lease.labels, dtype=self._numpy.int64)
 
     # A non_blocking copy from pinned memory reads it after .to() returns, and torch does not
     # know the pool's buffers (it tracks only memory it pinned itself): a batch dropped right
@@ -293,7 +317,7 @@ class Loader:
             del source
         else:
             images = self._numpy.array(lease, copy=True)
-        labels = lease.labels
+        labels = self._labels(lease)
         self._copies[0] += 1
         weakref.finalize(images, _copy_freed, self._copies)  # views keep `images` alive
         del lease
