@@ -194,13 +194,22 @@ class Loader:
         return self._live().batches_per_epoch()
 
     def set_epoch(self, epoch):
-        """The epoch the next ``iter()`` runs (shuffle and crops are a function of it)."""
+        """The epoch the next ``iter()`` runs (shuffle and crops are a function of it). After
+        ``load_state_dict(state)``, ``set_epoch(state["epoch"])`` keeps the loaded position
+        (the loop ``for e in range(start, E): loader.set_epoch(e)`` resumes exactly); another
+        epoch drops it, with a warning: that epoch starts from its first batch."""
         if not isinstance(epoch, int) or isinstance(epoch, bool):
             raise TypeError(f"epoch must be an int, not {type(epoch).__name__}")
         if epoch < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
+        if self._start and epoch != self._epoch:
+            warnings.warn(
+                f"stoker.Loader.set_epoch({epoch}): the position loaded by load_state_dict "
+                f"(epoch {self._epoch}, sample {self._start}) is dropped; set_epoch("
+                f"{self._epoch}) would resume there", UserWarning, stacklevel=2)
+        if epoch != self._epoch:
+            self._start = 0
         self._epoch = epoch
-        self._start = 0
         self._active = False
 
     def __iter__(self):
