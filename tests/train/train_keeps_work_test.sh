@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # A training run keeps its work: without --save it writes a checkpoint under runs/ (named at
-# the start), --no-save keeps none and excludes --save/--save-every, a Ctrl-C's resume hint
+# the start), a resumed run writes back to its file unless --save names another, --no-save
+# keeps none and excludes --save/--save-every, a Ctrl-C's resume hint
 # names a file that exists; the checkpoint stores the dataset's class names, and eval,
 # train --val and train --resume refuse a dataset whose classes differ, naming both (a list
 # file from `stoker index --out` keeps the names; one without them is checked by count).
@@ -52,6 +53,28 @@ with open(sys.argv[1], "rb") as f:
 assert json.loads(meta["class_names"]) == ["class_000", "class_001"], meta.get("class_names")
 assert meta["step"] == "2", meta["step"]
 PY
+
+# A resumed run writes back to the file it resumed from (issue 47: --save F, --resume F
+# --epochs 10, eval --checkpoint F evaluated the shorter run), said at the start; --save
+# NEW leaves F as it was.
+step_of() {
+  python3 -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+print(json.loads(f.read(n))["__metadata__"]["step"])' "$1"
+}
+cp "$ck" "$tmp/r.safetensors"
+mkdir "$tmp/r"
+(cd "$tmp/r" && "$stoker" train "$tmp/d" --resume "$tmp/r.safetensors" --total-steps 4 \
+  --reader threads:2 > "$tmp/r.txt" 2>&1) || { cat "$tmp/r.txt"; fail "resume without --save"; }
+grep -q "^# save: $tmp/r.safetensors at the end and on Ctrl-C (the file resumed from" "$tmp/r.txt" ||
+  { cat "$tmp/r.txt"; fail "the resumed run does not say it writes back"; }
+[ "$(step_of "$tmp/r.safetensors")" = 4 ] || fail "the resumed file is at step $(step_of "$tmp/r.safetensors"), not 4"
+[ -z "$(ls -A "$tmp/r")" ] || { ls -R "$tmp/r"; fail "the resumed run wrote elsewhere too"; }
+cp "$tmp/r.safetensors" "$tmp/r4.safetensors"
+"$stoker" train "$tmp/d" --resume "$tmp/r.safetensors" --total-steps 6 --reader threads:2 \
+  --save "$tmp/r6.safetensors" > "$tmp/r6.txt" 2>&1 || { cat "$tmp/r6.txt"; fail "resume --save"; }
+cmp -s "$tmp/r.safetensors" "$tmp/r4.safetensors" || fail "--save NEW changed the file resumed from"
+[ "$(step_of "$tmp/r6.safetensors")" = 6 ] || fail "--save NEW is not at step 6"
 
 # --no-save: none, said at the start; it excludes --save and --save-every (usage, exit 2).
 mkdir "$tmp/n"

@@ -246,7 +246,9 @@ void print_context(const TrainRun& run, const TrainCommand& o) {
   fmt::print("{}", run.schedule_change);
   if (!o.save.empty())
     fmt::print("# save: {} at the end and on Ctrl-C{}\n", o.save,
-               run.default_save ? " (--save chooses the file, --no-save keeps none)" : "");
+               run.default_save      ? " (--save chooses the file, --no-save keeps none)"
+               : run.save_to_resumed ? " (the file resumed from, replaced: --save FILE keeps it)"
+                                     : "");
   else
     fmt::print("# save: none ({})\n",
                o.no_save ? "--no-save" : "--synthetic keeps none unless --save names one");

@@ -131,6 +131,11 @@ void start_run(TrainRun& run, TrainCommand& o, const CLI::App& app) {
 
   // Every run keeps its work (random tensors teach nothing: --synthetic keeps one if asked).
   // Each rank names it (only rank 0 writes): all agree that there is one.
+  // A resumed run writes back to the file it resumed from, unless --save or --no-save says
+  // otherwise: `--save F`, `--resume F --epochs 10`, `eval --checkpoint F` evaluates the
+  // extended run (issue 47), as one expects of a file one continues.
+  run.save_to_resumed = run.resumed && o.save.empty() && !o.no_save;
+  if (run.save_to_resumed) o.save = o.resume;
   run.default_save = o.save.empty() && !o.no_save && !o.synthetic;
   if (run.default_save) o.save = default_checkpoint_path(o.train.arch);
   // Every output is checked before the first step: a typo costs a second, not the run.
