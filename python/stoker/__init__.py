@@ -177,7 +177,8 @@ class Loader:
             warnings.warn(
                 f"stoker.Loader: {len(empty)} class directories of {os.fspath(source)} hold no "
                 f"image: {', '.join(empty[:3])}{', ...' if len(empty) > 3 else ''} (their labels "
-                "are kept, as torchvision's ImageFolder keeps them)", UserWarning, stacklevel=2)
+                "are kept, outputs no sample trains; torchvision's ImageFolder refuses such a "
+                "folder with FileNotFoundError)", UserWarning, stacklevel=2)
         self._epoch = 0
         self._start = 0  # position to resume from (load_state_dict), used by the next iter()
         self._generation = 0  # which iter() is current: an older iterator must not go on

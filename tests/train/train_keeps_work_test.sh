@@ -3,7 +3,7 @@
 # A training run keeps its work: without --save it writes a checkpoint under runs/ (named at
 # the start), a resumed run writes back to its file unless --save names another, --no-save
 # keeps none and excludes --save/--save-every, a Ctrl-C's resume hint
-# names a file that exists; the checkpoint stores the dataset's class names, and eval,
+# names a file that exists; an empty class folder is warned of; the checkpoint stores the dataset's class names, and eval,
 # train --val and train --resume refuse a dataset whose classes differ, naming both (a list
 # file from `stoker index --out` keeps the names; one without them is checked by count).
 set -euo pipefail
@@ -109,6 +109,15 @@ expect 1 "train: --val: .*other has 3 classes.* but .*/d was trained on 2 classe
   train "$tmp/d" "${common[@]}" --steps 1 --no-save --val "$tmp/other"
 expect 1 "train: --resume: .*other has 3 classes.* but .*safetensors was trained on 2 classes" \
   train "$tmp/other" --resume "$ck" --steps 1 --no-save --total-steps 9
+# An empty class folder: its label is kept (one more output), and train, its --val and eval
+# say so, as bench does (issue 47: train was silent; torchvision's ImageFolder refuses it).
+mkdir -p "$tmp/e/zz_empty" && cp -r "$tmp/d/class_000" "$tmp/d/class_001" "$tmp/e/"
+"$stoker" train "$tmp/e" "${common[@]}" --steps 1 --no-save --val "$tmp/e" > "$tmp/e.txt" 2>&1 ||
+  { cat "$tmp/e.txt"; fail "train with an empty class"; }
+warned="^# warning: 1 class directory of $tmp/e holds no image (first: zz_empty): its label is kept"
+[ "$(grep -c "$warned" "$tmp/e.txt")" = 2 ] || { cat "$tmp/e.txt"; fail "train (and its --val) did not warn of the empty class"; }
+"$stoker" bench "$tmp/e" --reader serial --size 32 > "$tmp/eb.txt" 2>&1 || fail "bench with an empty class"
+grep -q "$warned" "$tmp/eb.txt" || { cat "$tmp/eb.txt"; fail "bench did not warn of the empty class"; }
 # The same names pass: the folder, its list file with names, and one without (by count).
 "$stoker" eval "$tmp/d" --checkpoint "$ck" --batch 4 > /dev/null 2>&1 || fail "eval, same folder"
 "$stoker" index "$tmp/d" --out "$tmp/d/list.txt" > /dev/null

@@ -96,6 +96,7 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
   const Network net = trainer_network(o.compute);
 
   const Index index = open_index(o.data);
+  warn_empty_classes(index.empty_classes, o.data);
   if (const auto names = stored_class_names(ckpt, o.checkpoint))
     check_class_names("eval", *names, o.checkpoint, index.classes, o.data);
   if (int(index.classes.size()) > classes)

@@ -153,6 +153,7 @@ void open_data(TrainRun& run, TrainCommand& o) {
   TrainOptions& t = o.train;
   if (!o.synthetic) {
     run.index = open_index(o.data);
+    if (run.rank0) warn_empty_classes(run.index->empty_classes, o.data);
     if (t.classes == 0) t.classes = int(run.index->classes.size());
   }
   if (t.classes == 0) t.classes = 1000;
@@ -169,7 +170,10 @@ void open_data(TrainRun& run, TrainCommand& o) {
   }
   // Indexed before the backend exists: indexing scans with more threads than the backend
   // later allows TBB (a scan after it would only draw TBB's "limited workers" warning).
-  if (!o.val.empty()) run.val_index = open_index(o.val);
+  if (!o.val.empty()) {
+    run.val_index = open_index(o.val);
+    if (run.rank0) warn_empty_classes(run.val_index->empty_classes, o.val);
+  }
 }
 
 void plan_model(TrainRun& run, TrainCommand& o) {
