@@ -57,6 +57,8 @@ grep -q "size schedule 32:96@0-2" "$tmp/whole.txt" || fail "train header lacks t
 grep -q "^# val: .*centre crop 48x48 of the short side resized to 56" "$tmp/whole.txt" ||
   { cat "$tmp/whole.txt"; fail "train --val-size header"; }
 grep -q "^# per size" "$tmp/whole.txt" || fail "train prints no per-size table"
+# The re-plans are the per-size table's, not time the account cannot explain (issue 47).
+! grep -q "^# accounting:" "$tmp/whole.txt" || { cat "$tmp/whole.txt"; fail "re-plans counted as unexplained"; }
 python3 - "$tmp/whole.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
