@@ -117,7 +117,14 @@ def main():
     if args.numpy_major is not None and major != args.numpy_major:
         print(f"FAIL: numpy {numpy.__version__} imports, not NumPy {args.numpy_major}")
         return 1
-    check_all(args.stoker_cli, ["numpy"])
+    kinds = ["numpy"]
+    try:  # a venv with PyPI's torch too (the benchmarks'): its DLPack and from_numpy path
+        import torch  # noqa: F401
+        kinds.append("torch")
+    except ImportError:
+        pass
+    check_all(args.stoker_cli, kinds)
+    print(f"tensors: {', '.join(kinds)}")
     print("labels and indices exact")
     return 0
 

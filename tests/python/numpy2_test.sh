@@ -16,8 +16,8 @@ CLI=${2:?usage: numpy2_test.sh BUILD_DIR STOKER_CLI}
 VENV=$BUILD/numpy2-venv
 PY=${STOKER_NUMPY2_PYTHON:-$VENV/bin/python}
 
-numpy2() { "$PY" -c 'import numpy, sys; sys.exit(int(numpy.__version__.split(".")[0]) < 2)' 2>/dev/null; }
-if [ -z "${STOKER_NUMPY2_PYTHON:-}" ] && ! numpy2; then
+numpy2() { "$1" -c 'import numpy, sys; sys.exit(int(numpy.__version__.split(".")[0]) < 2)' 2>/dev/null; }
+if [ -z "${STOKER_NUMPY2_PYTHON:-}" ] && ! numpy2 "$PY"; then
   log=$BUILD/numpy2-venv.log
   echo "== making $VENV (python3 -m venv, pip install 'numpy>=2'; log $log)"
   if ! { /usr/bin/python3 -m venv --clear "$VENV" &&
@@ -27,5 +27,12 @@ if [ -z "${STOKER_NUMPY2_PYTHON:-}" ] && ! numpy2; then
     skip "cannot make a NumPy 2 venv at $VENV (python3-venv and PyPI; scripts/deps.sh --test)"
   fi
 fi
-numpy2 || { echo "FAIL: $PY does not import NumPy 2"; exit 1; }
+numpy2 "$PY" || { echo "FAIL: $PY does not import NumPy 2"; exit 1; }
 PYTHONPATH=$BUILD/python PYTHONDONTWRITEBYTECODE=1 "$PY" "$HERE/labels_exact.py" "$CLI" --numpy-major 2
+# The benchmarks' venv (bench/peers.sh: PyPI's torch, torchvision and NumPy 2), where it
+# exists: torch tensors under NumPy 2 too, as issue 47 trained.
+BENCH_PY=${STOKER_BENCH_VENV:-$HOME/.cache/stoker-bench/venv}/bin/python
+if [ -z "${STOKER_NUMPY2_PYTHON:-}" ] && numpy2 "$BENCH_PY"; then
+  PYTHONPATH=$BUILD/python PYTHONDONTWRITEBYTECODE=1 "$BENCH_PY" "$HERE/labels_exact.py" "$CLI" \
+    --numpy-major 2
+fi
