@@ -2,11 +2,13 @@
 // `stoker`: parse, run, map errors to exit codes (0 ok, 1 failure, 2 usage).
 #include <csignal>
 #include <cstdio>
+#include <string>
 
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "tools/commands.h"
 #include "tools/options/idle_options.h"
+#include "tools/usage_hint.h"
 
 int main(int argc, char** argv) {
   // Writing past a file-size limit should be an error (EFBIG) that names the checkpoint,
@@ -35,9 +37,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    // CLI11's own messages ("The following arguments were not expected") as ours.
-    std::fprintf(stderr, "stoker: usage error: %s\nRun with --help for more information.\n",
-                 e.what());
+    // CLI11's own messages ("The following arguments were not expected") as ours, with the
+    // nearest name for a mistyped subcommand or option.
+    const std::string hint = stoker::usage_hint(app, argc, argv);
+    std::fprintf(stderr, "stoker: usage error: %s\n%s%sRun with --help for more information.\n",
+                 e.what(), hint.c_str(), hint.empty() ? "" : "\n");
     return 2;
   } catch (const stoker::Interrupted& e) {
     // What was finished has been written; the handler already said so on stderr.

@@ -42,8 +42,8 @@ StepAccount account_step(const StepRecord& r, bool asynchronous, bool activity) 
     return a;
   }
   if (!asynchronous) {
-    a.wall = r.total;
-    a.wait = r.wait;  // the engine is the host's thread: idle while it waits
+    a.wall = r.total - r.reshape;  // as the records' host window: the re-plan left out
+    a.wait = r.wait;               // the engine is the host's thread: idle while it waits
   } else if (r.engine_wall > 0) {
     a.wall = r.engine_wall;
     a.wall_from = StepAccount::WallFrom::device_clock;

@@ -16,7 +16,8 @@ namespace stoker {
 
 struct StepAccount {
   // Seconds. `wall`: the step's window on the engine's timeline (a CPU: the loop's host
-  // window; a device: its own records' window, else its own clock, else the host's).
+  // window less its re-plan, StepRecord::reshape; a device: its own records' window, else its own
+  // clock, else the host's).
   double wall = 0, wait = 0, stage = 0, compute = 0, gaps = 0;
   // The backend's own timers for forward + backward + update + exposed all-reduce (events on a
   // GPU): with records, the check on them; without, `compute` itself.

@@ -104,7 +104,8 @@ struct StepRecord {
   // window of this step (its first record to the next step's first, every stream; busy =
   // the union of its kernels; activity.h device_step_gaps), with gap_during_wait the idle
   // time that coincides with any of the loop's data waits.
-  // `window`: the length of the window analysed (busy + gap).
+  // `window`: the length of the window analysed (busy + gap); on a CPU the step's window
+  // less its re-plan (`reshape`, which runs no primitive).
   double window = 0, busy = 0, gap = 0, gap_during_wait = 0, longest_gap = 0;
   uint64_t gaps = 0;
 };

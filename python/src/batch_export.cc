@@ -53,6 +53,15 @@ pybind11::buffer_info images_buffer(const BatchLease& lease) {
   return pybind11::buffer_info(b.data, item, format, 4, dims, strides, /*readonly=*/false);
 }
 
+pybind11::buffer_info int64s_buffer(const Int64s& v) {
+  const auto item = static_cast<pybind11::ssize_t>(sizeof(int64_t));
+  // const_cast: the buffer is exported read-only (the last argument), nothing writes to it.
+  return pybind11::buffer_info(const_cast<int64_t*>(v.values.data()), item,
+                               pybind11::format_descriptor<int64_t>::format(), 1,
+                               {static_cast<pybind11::ssize_t>(v.values.size())}, {item},
+                               /*readonly=*/true);
+}
+
 pybind11::object images_dlpack(std::shared_ptr<BatchLease> lease) {
   const Batch& b = lease->batch();
   auto* e = new Exported;

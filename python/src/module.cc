@@ -3,7 +3,6 @@
 // the batch lease (its images as a buffer and a DLPack capsule, its labels), the option
 // conversion and the error type. The iteration protocol, state_dict and the friendly names
 // live in python/stoker/__init__.py.
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -16,9 +15,18 @@
 
 namespace pyb = pybind11;
 using stoker::py::BatchLease;
+using stoker::py::Int64s;
 using stoker::py::LoaderCore;
 
 namespace {
+
+// The batch's labels (or indices): one int64 per sample.
+template <typename T>
+Int64s copy_ints(const T* values, size_t n) {
+  Int64s out;
+  out.values.assign(values, values + n);
+  return out;
+}
 
 [[noreturn]] void buffer_error(const char* what) {
   PyErr_SetString(PyExc_BufferError, what);
@@ -94,19 +102,25 @@ PYBIND11_MODULE(_stoker, m) {
       .def_property_readonly("epoch", [](const BatchLease& l) { return l.batch().epoch; })
       .def_property_readonly("number", [](const BatchLease& l) { return l.batch().number; })
       .def_property_readonly("checksum", [](const BatchLease& l) { return l.batch().checksum; })
-      // Labels and dataset indices are copied: a few bytes per sample, int64 as PyTorch's
-      // cross-entropy wants.
+      // Labels and dataset indices are copied: a few bytes per sample (Int64s, through the
+      // buffer protocol; python/src/batch_export.h says why not pybind11's NumPy arrays).
       .def_property_readonly("labels",
                              [](const BatchLease& l) {
                                const stoker::Batch& b = l.batch();
-                               pyb::array_t<int64_t> a(static_cast<pyb::ssize_t>(b.size));
-                               for (size_t i = 0; i < b.size; ++i) a.mutable_at(i) = b.labels[i];
-                               return a;
+                               return copy_ints(b.labels.data(), b.size);
                              })
       .def_property_readonly("indices", [](const BatchLease& l) {
         const stoker::Batch& b = l.batch();
-        pyb::array_t<int64_t> a(static_cast<pyb::ssize_t>(b.size));
-        for (size_t i = 0; i < b.size; ++i) a.mutable_at(i) = b.indices[i];
-        return a;
+        return copy_ints(b.indices.data(), b.size);
       });
+
+  pyb::class_<Int64s>(m, "Int64s", pyb::buffer_protocol())
+      .def_buffer([](const Int64s& v) { return stoker::py::int64s_buffer(v); })
+      .def("__len__", [](const Int64s& v) { return v.values.size(); });
+  // Python's ints exported as the labels are: stoker/__init__.py checks at import that NumPy
+  // (and torch) read them back exactly, whatever their versions and pybind11's.
+  m.def("int64s_probe", [](std::vector<int64_t> values) { return Int64s{std::move(values)}; });
+  m.attr("pybind11_version") = std::to_string(PYBIND11_VERSION_MAJOR) + "." +
+                               std::to_string(PYBIND11_VERSION_MINOR) + "." +
+                               std::to_string(PYBIND11_VERSION_PATCH);
 }

@@ -19,6 +19,26 @@ from . import _stoker
 __version__ = _stoker.__version__
 Error = _stoker.Error
 
+# Labels and indices cross into Python through the buffer protocol (python/src/batch_export.h):
+# pybind11's own NumPy arrays, under pybind11 < 2.12 and NumPy 2, came out with a stride of 0
+# and every label the batch's last (issue 47). Checked once here, so that no combination of
+# pybind11, NumPy and torch versions trains on wrong labels without a word.
+_PROBE = [0, 1, -1, 7, 2**40 + 3, -(2**62)]
+
+
+def _check_int_export():
+    import numpy
+    got = numpy.asarray(_stoker.int64s_probe(_PROBE))
+    if got.dtype != numpy.int64 or got.strides != (8,) or got.tolist() != _PROBE:
+        raise ImportError(
+            f"stoker: NumPy {numpy.__version__} reads the module's int64 labels as "
+            f"{got.tolist()} (dtype {got.dtype}, strides {got.strides}), not {_PROBE}; the "
+            f"module was built with pybind11 {_stoker.pybind11_version}: rebuild it against "
+            "this NumPy (pip install .), or use the NumPy it was built for")
+
+
+_check_int_export()
+
 # pip install puts stoker-worker (the processes:N worker) beside this file; the build tree
 # leaves it where it was built, which the library knows.
 _worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stoker-worker")
@@ -157,7 +177,8 @@ class Loader:
             warnings.warn(
                 f"stoker.Loader: {len(empty)} class directories of {os.fspath(source)} hold no "
                 f"image: {', '.join(empty[:3])}{', ...' if len(empty) > 3 else ''} (their labels "
-                "are kept, as torchvision's ImageFolder keeps them)", UserWarning, stacklevel=2)
+                "are kept, outputs no sample trains; torchvision's ImageFolder refuses such a "
+                "folder with FileNotFoundError)", UserWarning, stacklevel=2)
         self._epoch = 0
         self._start = 0  # position to resume from (load_state_dict), used by the next iter()
         self._generation = 0  # which iter() is current: an older iterator must not go on
@@ -174,13 +195,22 @@ class Loader:
         return self._live().batches_per_epoch()
 
     def set_epoch(self, epoch):
-        """The epoch the next ``iter()`` runs (shuffle and crops are a function of it)."""
+        """The epoch the next ``iter()`` runs (shuffle and crops are a function of it). After
+        ``load_state_dict(state)``, ``set_epoch(state["epoch"])`` keeps the loaded position
+        (the loop ``for e in range(start, E): loader.set_epoch(e)`` resumes exactly); another
+        epoch drops it, with a warning: that epoch starts from its first batch."""
         if not isinstance(epoch, int) or isinstance(epoch, bool):
             raise TypeError(f"epoch must be an int, not {type(epoch).__name__}")
         if epoch < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
+        if self._start and epoch != self._epoch:
+            warnings.warn(
+                f"stoker.Loader.set_epoch({epoch}): the position loaded by load_state_dict "
+                f"(epoch {self._epoch}, sample {self._start}) is dropped; set_epoch("
+                f"{self._epoch}) would resume there", UserWarning, stacklevel=2)
+        if epoch != self._epoch:
+            self._start = 0
         self._epoch = epoch
-        self._start = 0
         self._active = False
 
     def __iter__(self):
@@ -244,13 +274,17 @@ class Loader:
             images, labels = self._copy_out(lease)
         elif self._torch is not None:
             images = self._torch.from_dlpack(lease)
-            labels = self._torch.from_numpy(lease.labels)
+            labels = self._torch.from_numpy(self._labels(lease))
         else:
             images = self._numpy.asarray(lease)
-            labels = lease.labels
+            labels = self._labels(lease)
         if self._pinned:
             self._last = images
         return images, labels
+
+    def _labels(self, lease):
+        """The batch's labels as a writable int64 array of its own (a few bytes a sample)."""
+        return self._numpy.array(lease.labels, dtype=self._numpy.int64)
 
     # A non_blocking copy from pinned memory reads it after .to() returns, and torch does not
     # know the pool's buffers (it tracks only memory it pinned itself): a batch dropped right
@@ -293,7 +327,7 @@ class Loader:
             del source
         else:
             images = self._numpy.array(lease, copy=True)
-        labels = lease.labels
+        labels = self._labels(lease)
         self._copies[0] += 1
         weakref.finalize(images, _copy_freed, self._copies)  # views keep `images` alive
         del lease

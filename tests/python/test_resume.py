@@ -62,3 +62,39 @@ def test_state_from_another_configuration_is_refused(photos):
         b.load_state_dict(state)
     with pytest.raises(ValueError, match="position"):
         a.load_state_dict(dict(state, position=5))
+
+
+def test_set_epoch_keeps_the_loaded_position(photos):
+    """The README's loop calls set_epoch every epoch: after load_state_dict, set_epoch of the
+    state's epoch resumes where the state was taken (issue 47: it replayed the whole epoch)."""
+    full = stoker.Loader(photos, reader="serial", **OPTS)
+    epochs = []
+    for epoch in range(2, 4):
+        full.set_epoch(epoch)
+        epochs.append(batches(full))
+
+    first = stoker.Loader(photos, reader="serial", **OPTS)
+    first.set_epoch(2)
+    head = batches(first, 4)
+    state = first.state_dict()
+    del first
+
+    second = stoker.Loader(photos, reader="serial", **OPTS)
+    second.load_state_dict(state)
+    got = []
+    for epoch in range(state["epoch"], 4):
+        second.set_epoch(epoch)
+        assert epoch != 2 or second.state_dict()["position"] == 24
+        got.append(batches(second))
+    assert len(got[0]) == 6  # the 10 - 4 batches left of epoch 2
+    assert same(head + got[0], epochs[0]) and same(got[1], epochs[1])
+
+
+def test_set_epoch_of_another_epoch_drops_the_position(photos):
+    a = stoker.Loader(photos, reader="serial", **OPTS)
+    a.set_epoch(5)
+    whole = batches(a)
+    a.load_state_dict(dict(a.state_dict(), epoch=3, position=24))
+    with pytest.warns(UserWarning, match=r"set_epoch\(5\).*epoch 3, sample 24.*dropped"):
+        a.set_epoch(5)
+    assert a.state_dict()["position"] == 0 and same(batches(a), whole)

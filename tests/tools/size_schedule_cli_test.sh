@@ -57,6 +57,8 @@ grep -q "size schedule 32:96@0-2" "$tmp/whole.txt" || fail "train header lacks t
 grep -q "^# val: .*centre crop 48x48 of the short side resized to 56" "$tmp/whole.txt" ||
   { cat "$tmp/whole.txt"; fail "train --val-size header"; }
 grep -q "^# per size" "$tmp/whole.txt" || fail "train prints no per-size table"
+# The re-plans are the per-size table's, not time the account cannot explain (issue 47).
+! grep -q "^# accounting:" "$tmp/whole.txt" || { cat "$tmp/whole.txt"; fail "re-plans counted as unexplained"; }
 python3 - "$tmp/whole.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
@@ -97,4 +99,16 @@ assert a.keys() == b.keys()
 bad = [k for k in a if a[k] != b[k]]
 assert not bad, bad[:5]
 PY
-echo "size schedules: usage errors, bench per size, train per step, val size, resume mid-ramp: ok"
+
+# eval of a --size-schedule checkpoint: at the schedule's largest size, as train's --val is
+# (issue 47: it took the unused default --size 224 from the checkpoint), unless --size.
+"$stoker" eval "$d" --checkpoint "$tmp/whole.safetensors" --batch 8 --reader threads:2 \
+  --json "$tmp/eval.json" > "$tmp/eval.txt" 2>&1 || { cat "$tmp/eval.txt"; fail "eval"; }
+grep -q "^# input: 96x96 centre crop of a 109 resize (the checkpoint's --size-schedule 32:96@0-2, its largest size)" \
+  "$tmp/eval.txt" || { cat "$tmp/eval.txt"; fail "eval of a schedule's checkpoint: input line"; }
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['context']['image_size']==96, d['context']" \
+  "$tmp/eval.json" || fail "eval --json image_size"
+"$stoker" eval "$d" --checkpoint "$tmp/whole.safetensors" --batch 8 --reader threads:2 \
+  --size 64 > "$tmp/eval64.txt" 2>&1 || { cat "$tmp/eval64.txt"; fail "eval --size 64"; }
+grep -q "^# input: 64x64 .*(--size size)" "$tmp/eval64.txt" || { cat "$tmp/eval64.txt"; fail "eval --size"; }
+echo "size schedules: usage errors, bench per size, train per step, val size, resume mid-ramp, eval: ok"

@@ -47,6 +47,12 @@ expect 2 "--epochs: '-1' is not an integer from 1" bench "$tmp/d" --epochs -1
 expect 2 "--seed: '-1' is not an integer >= 0" train "$tmp/d" --seed -1
 expect 2 "--seed: '-1' is not an integer >= 0" bench "$tmp/d" --seed -1
 expect 2 "--seed: '-1' is not an integer >= 0" gen "$tmp/x" --seed -1
+# A mistyped subcommand or option gets the nearest name (issue 47).
+expect 2 "'bnech' is not a subcommand: did you mean 'bench'\? \(they are: gen, bench," bnech "$tmp/d"
+expect 2 "'--reder' is not an option of bench: did you mean '--reader'\?" bench "$tmp/d" --reder serial
+expect 2 "'--epoch' is not an option of train: did you mean '--epochs'\?" train "$tmp/d" --epoch 2
+expect 2 "'ini' is not a checkpoint subcommand: did you mean 'init'\?" checkpoint ini
+expect 2 "'zzzzzz' is not a subcommand \(they are:" zzzzzz
 expect 2 "--batch: '0' is not an integer from 1 to" bench "$tmp/d" --batch 0
 expect 2 "--batch: 'x' is not an integer" train "$tmp/d" --batch x
 expect 2 "--size: '0' is not an integer from 8 to 8192" bench "$tmp/d" --size 0

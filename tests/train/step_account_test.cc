@@ -117,6 +117,18 @@ TEST(StepAccount, ACpuStepWithoutRecordsIsTheHostsWindow) {
   EXPECT_TRUE(a.balanced());
 }
 
+// A size schedule's re-plan (StepRecord::reshape) is the per-size table's cost, not the
+// step's: the host window leaves it out, as the loop's activity window does (issue 47).
+TEST(StepAccount, ACpuStepsReplanIsLeftOutOfItsWindow) {
+  StepRecord r;
+  r.total = 0.900, r.reshape = 0.800, r.wait = 0.020, r.stage_compute = 0.005;
+  r.forward = 0.030, r.backward = 0.040, r.update = 0.004;
+  const StepAccount a = account_step(r, false, false);
+  EXPECT_DOUBLE_EQ(a.wall, 0.100);
+  EXPECT_NEAR(a.gaps, 0.001, 1e-12);
+  EXPECT_TRUE(a.balanced());
+}
+
 TEST(StepAccount, BalancedMeansWithinTwoPercentOfWall) {
   StepAccount a;
   a.wall = 1.0, a.timed_compute = 0.979;

@@ -92,11 +92,11 @@ grep -q "complete (6 of 6 steps)" "$tmp/x.txt" || { cat "$tmp/x.txt"; fail "no '
 "$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --steps 2 --reader threads:2 \
   > "$tmp/x.txt" 2>&1 && fail "--steps past the schedule's end"
 grep -q "past the end" "$tmp/x.txt" || { cat "$tmp/x.txt"; fail "no 'past the end'"; }
-"$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --total-steps 10 --reader threads:2 \
+"$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --total-steps 10 --reader threads:2 --no-save \
   --json "$tmp/ext.json" > "$tmp/ext.txt" 2>/dev/null || fail "--total-steps on --resume"
 grep -q "^# resume: the schedule is now 10 steps, not 6" "$tmp/ext.txt" ||
   { cat "$tmp/ext.txt"; fail "the change is not stated"; }
-"$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --epochs 2 --reader threads:2 \
+"$stoker" train "$tmp/d" --resume "$tmp/whole.safetensors" --epochs 2 --reader threads:2 --no-save \
   --json "$tmp/ext_epochs.json" > /dev/null 2>&1 || fail "--epochs on --resume"
 python3 - "$tmp/ext.json" "$tmp/ext_epochs.json" <<'PY'
 import json, sys

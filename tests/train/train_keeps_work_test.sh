@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # A training run keeps its work: without --save it writes a checkpoint under runs/ (named at
-# the start), --no-save keeps none and excludes --save/--save-every, a Ctrl-C's resume hint
-# names a file that exists; the checkpoint stores the dataset's class names, and eval,
+# the start), a resumed run writes back to its file unless --save names another, --no-save
+# keeps none and excludes --save/--save-every, a Ctrl-C's resume hint
+# names a file that exists; an empty class folder is warned of; the checkpoint stores the dataset's class names, and eval,
 # train --val and train --resume refuse a dataset whose classes differ, naming both (a list
 # file from `stoker index --out` keeps the names; one without them is checked by count).
 set -euo pipefail
@@ -53,6 +54,28 @@ assert json.loads(meta["class_names"]) == ["class_000", "class_001"], meta.get("
 assert meta["step"] == "2", meta["step"]
 PY
 
+# A resumed run writes back to the file it resumed from (issue 47: --save F, --resume F
+# --epochs 10, eval --checkpoint F evaluated the shorter run), said at the start; --save
+# NEW leaves F as it was.
+step_of() {
+  python3 -c 'import json, struct, sys
+f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+print(json.loads(f.read(n))["__metadata__"]["step"])' "$1"
+}
+cp "$ck" "$tmp/r.safetensors"
+mkdir "$tmp/r"
+(cd "$tmp/r" && "$stoker" train "$tmp/d" --resume "$tmp/r.safetensors" --total-steps 4 \
+  --reader threads:2 > "$tmp/r.txt" 2>&1) || { cat "$tmp/r.txt"; fail "resume without --save"; }
+grep -q "^# save: $tmp/r.safetensors at the end and on Ctrl-C (the file resumed from" "$tmp/r.txt" ||
+  { cat "$tmp/r.txt"; fail "the resumed run does not say it writes back"; }
+[ "$(step_of "$tmp/r.safetensors")" = 4 ] || fail "the resumed file is at step $(step_of "$tmp/r.safetensors"), not 4"
+[ -z "$(ls -A "$tmp/r")" ] || { ls -R "$tmp/r"; fail "the resumed run wrote elsewhere too"; }
+cp "$tmp/r.safetensors" "$tmp/r4.safetensors"
+"$stoker" train "$tmp/d" --resume "$tmp/r.safetensors" --total-steps 6 --reader threads:2 \
+  --save "$tmp/r6.safetensors" > "$tmp/r6.txt" 2>&1 || { cat "$tmp/r6.txt"; fail "resume --save"; }
+cmp -s "$tmp/r.safetensors" "$tmp/r4.safetensors" || fail "--save NEW changed the file resumed from"
+[ "$(step_of "$tmp/r6.safetensors")" = 6 ] || fail "--save NEW is not at step 6"
+
 # --no-save: none, said at the start; it excludes --save and --save-every (usage, exit 2).
 mkdir "$tmp/n"
 (cd "$tmp/n" && "$stoker" train "$tmp/d" "${common[@]}" --steps 1 --no-save > "$tmp/n.txt" 2>&1) ||
@@ -86,6 +109,15 @@ expect 1 "train: --val: .*other has 3 classes.* but .*/d was trained on 2 classe
   train "$tmp/d" "${common[@]}" --steps 1 --no-save --val "$tmp/other"
 expect 1 "train: --resume: .*other has 3 classes.* but .*safetensors was trained on 2 classes" \
   train "$tmp/other" --resume "$ck" --steps 1 --no-save --total-steps 9
+# An empty class folder: its label is kept (one more output), and train, its --val and eval
+# say so, as bench does (issue 47: train was silent; torchvision's ImageFolder refuses it).
+mkdir -p "$tmp/e/zz_empty" && cp -r "$tmp/d/class_000" "$tmp/d/class_001" "$tmp/e/"
+"$stoker" train "$tmp/e" "${common[@]}" --steps 1 --no-save --val "$tmp/e" > "$tmp/e.txt" 2>&1 ||
+  { cat "$tmp/e.txt"; fail "train with an empty class"; }
+warned="^# warning: 1 class directory of $tmp/e holds no image (first: zz_empty): its label is kept"
+[ "$(grep -c "$warned" "$tmp/e.txt")" = 2 ] || { cat "$tmp/e.txt"; fail "train (and its --val) did not warn of the empty class"; }
+"$stoker" bench "$tmp/e" --reader serial --size 32 > "$tmp/eb.txt" 2>&1 || fail "bench with an empty class"
+grep -q "$warned" "$tmp/eb.txt" || { cat "$tmp/eb.txt"; fail "bench did not warn of the empty class"; }
 # The same names pass: the folder, its list file with names, and one without (by count).
 "$stoker" eval "$tmp/d" --checkpoint "$ck" --batch 4 > /dev/null 2>&1 || fail "eval, same folder"
 "$stoker" index "$tmp/d" --out "$tmp/d/list.txt" > /dev/null

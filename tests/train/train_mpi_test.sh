@@ -47,7 +47,7 @@ json.load(open(sys.argv[2]))  # one writer: a valid document
 PY
 
 # 2. Resume on one process: the same global batch (--batch becomes 8), the same position.
-"$stoker" train "$tmp/d" --resume "$tmp/ck.safetensors" --steps 2 --threads 1 --reader threads:1 \
+"$stoker" train "$tmp/d" --resume "$tmp/ck.safetensors" --steps 2 --threads 1 --reader threads:1 --no-save \
   --json "$tmp/r1.json" > "$tmp/out1.txt" 2>&1 || { cat "$tmp/out1.txt"; fail "resume on 1 rank"; }
 python3 - "$tmp/r1.json" <<'PY'
 import json, sys

@@ -29,6 +29,7 @@
 #include "tools/bench/emulated_consumer.h"
 #include "tools/cache_dir.h"
 #include "tools/commands.h"
+#include "tools/eval/class_names.h"
 #include "tools/gen/gen_dataset.h"
 #include "tools/options/loader_options.h"
 #include "tools/options/option_checks.h"
@@ -390,10 +391,7 @@ BenchDataset open_bench_dataset(const std::string& root, const BenchOptions& o,
       "# dataset {}: {} images, {} classes, {:.1f} MB (mean {:.1f} KB), indexed in {:.3f} s\n",
       root, index.size(), index.classes.size(), total / 1e6,
       index.size() ? total / 1e3 / index.size() : 0.0, d.index_s);
-  if (!index.empty_classes.empty()) {
-    fmt::print("# warning: {} class directories hold no image (first: {})\n",
-               index.empty_classes.size(), index.empty_classes.front());
-  }
+  warn_empty_classes(index.empty_classes, root);
   if (is_nfs_url(index.root)) {
     // The page cache that matters is the NFS server's: not ours to evict, so no cold run.
     if (o.cold) fail("--cold with {}: the page cache is the NFS server's; evict it there", root);

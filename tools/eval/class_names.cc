@@ -68,4 +68,13 @@ void check_class_names(std::string_view what, const std::vector<std::string>& mo
       what, data_from, summary(data), model_from, summary(model), first);
 }
 
+void warn_empty_classes(const std::vector<std::string>& empty, std::string_view data) {
+  if (empty.empty()) return;
+  fmt::print(
+      "# warning: {} class director{} of {} hold{} no image (first: {}): {} label{} kept, "
+      "an output no sample trains (torchvision's ImageFolder refuses such a folder)\n",
+      empty.size(), empty.size() == 1 ? "y" : "ies", data, empty.size() == 1 ? "s" : "",
+      empty.front(), empty.size() == 1 ? "its" : "their", empty.size() == 1 ? " is" : "s are");
+}
+
 }  // namespace stoker

@@ -29,4 +29,9 @@ void check_class_names(std::string_view what, const std::vector<std::string>& mo
                        std::string_view model_from, const std::vector<std::string>& data,
                        std::string_view data_from);
 
+// One "# warning:" line on stdout when `empty` (class directories of `data` that hold no
+// image) is not: their labels are kept, outputs no sample trains, where torchvision's
+// ImageFolder refuses such a folder (FileNotFoundError). bench, train and eval print it.
+void warn_empty_classes(const std::vector<std::string>& empty, std::string_view data);
+
 }  // namespace stoker

@@ -15,6 +15,7 @@
 #include "common/system_info.h"
 #include "loader/index/index.h"
 #include "loader/iterator.h"
+#include "loader/sampler/size_schedule.h"
 #include "models/resnet.h"
 #include "tools/commands.h"
 #include "tools/eval/class_names.h"
@@ -38,6 +39,32 @@ struct EvalCommand {
   LoaderOptions loader;
 };
 
+// The size a Stoker checkpoint was trained at, into `l` unless --size was given; what the
+// input line says it came from. A --size-schedule run is evaluated at the schedule's largest
+// size, as its own --val was (evaluation_loader): its "size" is the unused default.
+std::string checkpoint_size(const nlohmann::json& cfg, const std::string& path, LoaderOptions& l,
+                            const CLI::App& app) {
+  if (app.count("--size") > 0) return "--size";
+  if (!cfg.is_object()) return "default";
+  if (cfg.contains("size_schedule") && cfg["size_schedule"].is_string() &&
+      !cfg["size_schedule"].get<std::string>().empty()) {
+    const std::string text = cfg["size_schedule"].get<std::string>();
+    try {
+      l.size = parse_size_schedule(text, "size_schedule").max;
+    } catch (const UsageError& e) {  // the file's fault, not the command line's
+      fail("eval: {}: {}", path, e.what());
+    }
+    l.height = 0;
+    return fmt::format("the checkpoint's --size-schedule {}, its largest", text);
+  }
+  if (cfg.contains("size") && cfg["size"].is_number_integer()) {
+    l.size = cfg["size"].get<int>();
+    l.height = cfg.value("height", 0);
+    return "the checkpoint's";
+  }
+  return "default";
+}
+
 void run_eval(EvalCommand& o, const CLI::App& app) {
   install_interrupt_handlers();
   check_writable("--json", o.json);
@@ -46,16 +73,11 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
   int classes = o.classes;
   // A Stoker checkpoint says what it is, and the image size it was trained at (evaluated
   // at unless --size says otherwise); a converted torchvision one needs --arch.
-  const char* size_from = app.count("--size") > 0 ? "--size" : "default";
+  std::string size_from = app.count("--size") > 0 ? "--size" : "default";
   if (const auto it = ckpt.metadata.find("config"); it != ckpt.metadata.end()) {
     const nlohmann::json cfg = nlohmann::json::parse(it->second, nullptr, false);
     if (arch.empty() && cfg.is_object() && cfg.contains("arch")) arch = cfg["arch"];
-    if (app.count("--size") == 0 && cfg.is_object() && cfg.contains("size") &&
-        cfg["size"].is_number_integer()) {
-      o.loader.size = cfg["size"].get<int>();
-      o.loader.height = cfg.value("height", 0);
-      size_from = "the checkpoint's";
-    }
+    size_from = checkpoint_size(cfg, o.checkpoint, o.loader, app);
     // A run trained with its own normalisation is evaluated with it.
     for (const auto& [key, field] : {std::pair{"mean", &o.loader.mean}, {"std", &o.loader.std}}) {
       if (app.count(fmt::format("--{}", key)) == 0 && cfg.is_object() && cfg.contains(key))
@@ -74,6 +96,7 @@ void run_eval(EvalCommand& o, const CLI::App& app) {
   const Network net = trainer_network(o.compute);
 
   const Index index = open_index(o.data);
+  warn_empty_classes(index.empty_classes, o.data);
   if (const auto names = stored_class_names(ckpt, o.checkpoint))
     check_class_names("eval", *names, o.checkpoint, index.classes, o.data);
   if (int(index.classes.size()) > classes)

@@ -64,8 +64,9 @@ struct TrainRun {
   RunState state;
   std::optional<Checkpoint> start;
   bool resumed = false;
-  int64_t stored_total = 0;  // the resumed run's schedule length
-  bool default_save = false;
+  int64_t stored_total = 0;      // the resumed run's schedule length
+  bool default_save = false;     // --save is runs/<arch>-<time>.safetensors, named here
+  bool save_to_resumed = false;  // --save is the --resume file (neither --save nor --no-save)
   // open_data: the datasets and the model's class names.
   std::optional<Index> index, val_index;
   std::optional<std::vector<std::string>> class_names;

@@ -115,14 +115,12 @@ nlohmann::json device_json(const Backend& backend) {
           {"activity_records_lost", dev.activity_lost}};
 }
 
-// Each record's seconds on the engine's clock, re-plans left out (a host window holds its
-// step's re-plan; a device's does not: the device idles through it in the step before).
+// Each record's seconds on the engine's clock, re-plans left out (account_step leaves a
+// host window's out; a device's window holds none: it idles through it in the step before).
 std::vector<double> engine_seconds(const TrainRun& run, const LoopResult& result) {
   std::vector<double> out;
-  for (const StepRecord& r : result.records) {
-    const StepAccount a = account_step(r, result.asynchronous, run.loop.activity);
-    out.push_back(a.wall - (a.wall_from == StepAccount::WallFrom::host ? r.reshape : 0));
-  }
+  for (const StepRecord& r : result.records)
+    out.push_back(account_step(r, result.asynchronous, run.loop.activity).wall);
   return out;
 }
 
@@ -247,7 +245,9 @@ void print_context(const TrainRun& run, const TrainCommand& o) {
   fmt::print("{}", run.schedule_change);
   if (!o.save.empty())
     fmt::print("# save: {} at the end and on Ctrl-C{}\n", o.save,
-               run.default_save ? " (--save chooses the file, --no-save keeps none)" : "");
+               run.default_save      ? " (--save chooses the file, --no-save keeps none)"
+               : run.save_to_resumed ? " (the file resumed from, replaced: --save FILE keeps it)"
+                                     : "");
   else
     fmt::print("# save: none ({})\n",
                o.no_save ? "--no-save" : "--synthetic keeps none unless --save names one");

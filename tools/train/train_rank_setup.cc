@@ -131,6 +131,11 @@ void start_run(TrainRun& run, TrainCommand& o, const CLI::App& app) {
 
   // Every run keeps its work (random tensors teach nothing: --synthetic keeps one if asked).
   // Each rank names it (only rank 0 writes): all agree that there is one.
+  // A resumed run writes back to the file it resumed from, unless --save or --no-save says
+  // otherwise: `--save F`, `--resume F --epochs 10`, `eval --checkpoint F` evaluates the
+  // extended run (issue 47), as one expects of a file one continues.
+  run.save_to_resumed = run.resumed && o.save.empty() && !o.no_save;
+  if (run.save_to_resumed) o.save = o.resume;
   run.default_save = o.save.empty() && !o.no_save && !o.synthetic;
   if (run.default_save) o.save = default_checkpoint_path(o.train.arch);
   // Every output is checked before the first step: a typo costs a second, not the run.
@@ -148,6 +153,7 @@ void open_data(TrainRun& run, TrainCommand& o) {
   TrainOptions& t = o.train;
   if (!o.synthetic) {
     run.index = open_index(o.data);
+    if (run.rank0) warn_empty_classes(run.index->empty_classes, o.data);
     if (t.classes == 0) t.classes = int(run.index->classes.size());
   }
   if (t.classes == 0) t.classes = 1000;
@@ -164,7 +170,10 @@ void open_data(TrainRun& run, TrainCommand& o) {
   }
   // Indexed before the backend exists: indexing scans with more threads than the backend
   // later allows TBB (a scan after it would only draw TBB's "limited workers" warning).
-  if (!o.val.empty()) run.val_index = open_index(o.val);
+  if (!o.val.empty()) {
+    run.val_index = open_index(o.val);
+    if (run.rank0) warn_empty_classes(run.val_index->empty_classes, o.val);
+  }
 }
 
 void plan_model(TrainRun& run, TrainCommand& o) {
