@@ -130,7 +130,7 @@ TEST(GpuDecodeLoader, AnRgbJpegIsDecodedByTheCpu) {
   const Index index = open_index(root);
   LoaderConfig c = base_config("threads:2");
   c.decode_device = DecodeDevice::gpu;
-  const Epoch gpu = run(index, c);
+  Epoch gpu = run(index, c);
   EXPECT_EQ(gpu.bad, 0u);
   EXPECT_EQ(gpu.on[DecodedOn::rgb], 1);
   EXPECT_GT(gpu.on[DecodedOn::gpu], 0);
