@@ -92,6 +92,7 @@ bool JpegDecoder::open(std::span<const uint8_t> bytes, ImageInfo& info) {
   info.jpeg.progressive = c->progressive_mode != 0;
   info.jpeg.arithmetic = c->arith_code != 0;
   info.jpeg.cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
+  info.jpeg.rgb = c->jpeg_color_space == JCS_RGB;
   info.jpeg.components = c->num_components;
   info.jpeg.precision = c->data_precision;
   s_->has_eoi = ends_with_eoi(bytes);

@@ -26,6 +26,9 @@ struct ImageInfo {
     bool progressive = false;  // SOF2 / SOF6 / SOF10 (several scans)
     bool arithmetic = false;   // arithmetic entropy coding instead of Huffman
     bool cmyk = false;         // Adobe CMYK or YCCK (four components)
+    // Three components stored as RGB, not YCbCr (an Adobe APP14 marker with transform 0, or
+    // component ids 'R', 'G', 'B'): libjpeg converts no colour; nothing says nvJPEG does not.
+    bool rgb = false;
     int components = 0;
     int precision = 8;    // bits per sample (12-bit JPEGs exist)
     bool has_eoi = true;  // ends with an end-of-image marker (else truncated, or trailing data)

@@ -214,6 +214,23 @@ def scaling_rows(w):
     return rows
 
 
+def study_of(w):
+    """The short study (the study step): its state and each cell's figures, GPU decode's cells
+    beside the readers' (study.json: docs/FORMATS.md)."""
+    doc = load(os.path.join(w, "study", "study.json"))
+    if not doc:
+        return None
+    ctx = doc.get("context", {})
+    cells = [{"resolution": c.get("resolution"), "reader": c.get("reader"), "consumer": c.get("consumer"),
+              "status": c.get("status"), "images_per_s": rnd(c.get("images_per_s")),
+              "data_wait_share": rnd(c.get("data_wait_share"), 4), "gap_share": rnd(c.get("gap_share"), 4),
+              "cores_used": rnd(c.get("cores_used"), 2), "bound": c.get("bound"),
+              "gpu_decode": c.get("gpu_decode"), "error": c.get("error")}
+             for c in doc.get("results", [])]
+    return {"state": ctx.get("state"), "planned_cells": ctx.get("planned_cells"),
+            "finished_cells": ctx.get("finished_cells"), "elapsed_s": ctx.get("elapsed_s"), "cells": cells}
+
+
 def context_of(w):
     env = dict(ln.split(" ", 1) for ln in lines(os.path.join(w, "env.txt")) if " " in ln)
     idle = env.get("gpu_idle_mib", "").strip()
@@ -264,6 +281,7 @@ def build(a):
         "fastest_mode": best["run"][len("stoker_"):] if best else None,
         "rate_to_feed": rate,
         "loader": {"train": loader, "scaling": scaling_rows(w)},
+        "study": study_of(w),
         "runs": [{"step": r[0], "run": r[1], "exit": num(r[2]), "seconds": round(int(r[3]) / 1000, 1),
                   "command": r[4]} for r in runs.values()],
     }
@@ -306,6 +324,13 @@ def print_tables(doc):
         print(f"  {r['size']:>7} {r['reader']:15} {fmt(r['images_per_s']):>8} {fmt(r['images_per_s_per_worker']):>8}/worker "
               f"{fmt(r.get('cpu_cores_used')):>5} cores  " +
               " ".join(fmt(st.get(k), '{:.3f}') for k in ("read", "decode", "augment", "collate")))
+    st = doc["study"]
+    if st:
+        print(f"study ({st['state']}, {st['finished_cells']} of {st['planned_cells']} cells; report: study_report.html)")
+        for c in st["cells"]:
+            print(f"  {fmt(c['resolution'], '{}'):>5} {c['reader'] or '-':28} {fmt(c['images_per_s']):>8} img/s "
+                  f"wait {pct(c['data_wait_share']):>5}% gap {pct(c['gap_share']):>5}%  {c['bound'] or ''}"
+                  f"{(c['error'] or '')[:80]}")
     if doc["plan_check"]:
         p = doc["plan_check"]
         print(f"plan check: budgets {p['budget_s']}s + {p['reserve_s']}s <= {p['limit_s']}s: {p['fits']}; "

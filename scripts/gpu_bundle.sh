@@ -52,12 +52,20 @@ if [ "$do_build" = 1 ]; then
 fi
 
 rm -rf "$out"
-mkdir -p "$out"/{bin,lib,tests,scripts,bench}
+mkdir -p "$out"/{bin,lib,tests,scripts,bench,data/photos}
 for p in "${programs[@]}"; do install -m 755 "$build/$p" "$out/bin/"; done
 for p in "${tests[@]}"; do install -m 755 "$build/$p" "$out/tests/"; done
 install -m 755 "$root/scripts/gpu_check.sh" "$out/scripts/"
 install -m 755 "$root/bench/torch_gpu_bench.py" "$root/bench/gpu_check_summary.py" "$out/bench/"
 install -m 755 "$root/scripts/gpu_run.sh" "$out/bin/run"
+# A few real photos (opencv-doc's; about 240 KB), so that gpu_decode_test's oracle runs on real
+# JPEGs on the bare GPU machine too (tests/train/gpu/gpu_decode_test.cc: kPhotos, the same list).
+photos=/usr/share/doc/opencv-doc/examples/data
+for p in HappyFish.jpg butterfly.jpg home.jpg messi5.jpg squirrel_cls.jpg Blender_Suzanne1.jpg; do
+  if [ -f "$photos/$p" ]; then install -m 644 "$photos/$p" "$out/data/photos/"
+  else echo "gpu_bundle.sh: no $photos/$p (scripts/deps.sh --test installs opencv-doc)" >&2
+  fi
+done
 
 # Libraries the target has or must bring itself: the C and C++ runtimes (every Linux with
 # a CUDA driver has them; a copy of glibc cannot be carried), and CUDA's (bin/run finds them).

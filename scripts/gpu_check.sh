@@ -4,10 +4,10 @@
 # on a lent GPU machine, most important first: the CUDA tests (GPU decode's among them);
 # Stoker's synthetic ResNet-50 against the machine's PyTorch (eager); the trainer fed by CPU
 # decode and by GPU decode (nvJPEG) at 256/512/1024 px; the loader alone, every reader at 1..16
-# workers (the scaling figures); one CUPTI trace.
+# workers (the scaling figures); one CUPTI trace; a short `stoker study --decode cpu,gpu`.
 # Every step and every command in it has a time budget; a failed step is reported and the rest
 # goes on. Under --out (default $OUT) at most 7 files, rewritten after every step so a kill loses
-# one step at most: gpu_check.log, gpu_check.json, tests.log, gpu_check_raw.tar.gz, 2 traces.
+# one step at most: gpu_check.log, .json, tests.log, _raw.tar.gz, 2 traces, study_report.html.
 #   gpu_check.sh [--dry-run] [--plan] [--out DIR] [--build DIR] [--python PY] [--steps a,b,...]
 # --dry-run: the plan check (budgets fit; every GPU command line parses), then every step on
 #   the CPU backend with tiny sizes. --plan: print the steps, budgets and GPU commands; run none.
@@ -17,15 +17,16 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/.." && pwd)
 dry=0 print_plan=0 build="" python=${PYTHON:-python3} only="" out=${OUT:-}
-usage_line() { sed -n '10p' "$0" | sed 's/^# //'; }
+usage_line() { sed -n '11p' "$0" | sed 's/^# //'; }
 
 # The plan, most important first: step:budget in seconds. Each step must end by the sum of
 # its budget and those before it (time an early step leaves passes to the next ones); the
 # sum plus $reserve (the summary and the tarball after each step) fits $limit.
 # decode: the trainer fed by CPU decode against GPU decode (issue 34); scaling: every reader
-# at 1..16 workers, the loader alone. `compile` (torch.compile, 6,668 img/s bf16 on the H200
-# of 2026-11-26) runs only when --steps names it.
-plan=(env:15 tests:90 stoker:55 torch:55 decode:100 scaling:105 trace:8)
+# at 1..16 workers, the loader alone; study: `stoker study --consumer cuda:resnet50 --decode
+# cpu,gpu`, short (docs/GPU.md says which budgets were cut for it, and why). `compile`
+# (torch.compile, 6,668 img/s bf16 on the H200 of 2026-11-26) runs only when --steps names it.
+plan=(env:15 tests:90 stoker:45 torch:50 decode:80 scaling:105 trace:8 study:60)
 limit=${STOKER_CHECK_SECONDS:-480} reserve=20
 all_steps="$(printf '%s ' "${plan[@]%%:*}")compile "
 
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --build) build=$(realpath "${2:?--build needs a build folder}"); shift 2 ;;
     --python) python=${2:?--python needs an interpreter}; shift 2 ;;
     --steps) only=${2:?--steps needs a list of: $all_steps}; shift 2 ;;
-    -h | --help) sed -n '10,13p' "$0" | sed 's/^# //'; exit 0 ;;
+    -h | --help) sed -n '11,14p' "$0" | sed 's/^# //'; exit 0 ;;
     *) echo "gpu_check.sh: unknown option '$1'" >&2; usage_line >&2; exit 2 ;;
   esac
 done
@@ -87,6 +88,10 @@ params() {
     scale_readers="serial,threads:1,2,4,8,16,processes:1,2,4,8,16,uring:64:1,uring:64:2,uring:64:4,uring:64:8,uring:64:16"
     scale_batch=64 scale_seconds=1 scale_cap=34
     trace_steps=6:8
+    # The seed study's figure, short: serial against threads:16, CPU and GPU decode, 3 sizes
+    # (12 cells), the trainer's defaults at batch 64, 2 warm-up and 8 timed steps, run once.
+    study_consumer=cuda:resnet50 study_decode=cpu,gpu study_readers=serial,threads:16
+    study_batch=64 study_steps=8 study_warmup=2 study_cap=55
   else
     backend=cpu arch=resnet18 batch=2 size=32 device=cpu steps=3 warmup=1
     modes="f32" run_cap=60 fallback_mode=f32
@@ -96,6 +101,8 @@ params() {
     decode_reader=threads:2 decode_cap=60 decode_kinds=cpu  # the CPU backend has no GPU decode
     scale_readers="serial,threads:1,2,processes:1,2,uring:8:1" scale_batch=2 scale_seconds=0.5 scale_cap=60
     trace_steps=1:3
+    study_consumer=cpu:resnet18 study_decode=cpu study_readers=serial,threads:2
+    study_batch=2 study_steps=2 study_warmup=1 study_cap=120
   fi
 }
 
@@ -256,7 +263,7 @@ step_tests() {
 # are not timed), so that the loader step spends its budget measuring. Its exit: gen.rc.
 gen_pid=""
 start_gen() {
-  [ "$mode" = run ] && { [ -z "$only" ] || { [[ ",$only," == *",decode,"* ]] || [[ ",$only," == *",scaling,"* ]]; }; } || return 0
+  [ "$mode" = run ] && { [ -z "$only" ] || [[ ",$only," =~ ,(decode|scaling|study), ]]; } || return 0
   cmd_of stoker
   say "-- gen $gen_sizes: $classes x $per_class images each, in the background"
   (
@@ -381,6 +388,25 @@ step_trace() {
     --trace-steps "$trace_steps"
   local rc=$?
   steps=$saved
+  return $rc
+}
+
+# A short `stoker study` (the seed's figure on this GPU): the trainer fed by serial and
+# parallel readers, with CPU decode and with GPU decode as one more reader, at every size:
+# study.json in the work folder (the tarball), its report beside the logs. A study stopped at
+# its cap keeps its finished cells (written after each).
+step_study() {
+  local rc px data=()
+  need_data || return 1
+  cmd_of stoker
+  for px in ${gen_sizes//,/ }; do data+=("$data_root/${px}px"); done
+  x study "$study_cap" "${cmd[@]}" study "${data[@]}" --consumer "$study_consumer" \
+    --decode "$study_decode" --reader "$study_readers" --storage local --batch "$study_batch" \
+    --size "$size" --steps "$study_steps" --warmup "$study_warmup" --repeats 1 --out "$work/study"
+  rc=$?
+  [ "$mode" = run ] || return 0
+  [ -f "$work/study/report.html" ] && cp "$work/study/report.html" "$out/study_report.html"
+  grep -vE '^\[' "$work/study.out" | tail -n 20 | sed 's/^/  /'
   return $rc
 }
 

@@ -169,6 +169,17 @@ struct DeviceStage {
   bool nhwc = false;
 };
 
+// What a producer on the device needs before its first batch: the device the backend runs on
+// (the producer creates its handles and memory there and leaves the thread's current device
+// as it found it), and how it waits for device work: the backend's own wait on an event (a
+// cudaEvent_t), which under a data-parallel collective polls its asynchronous error and the
+// interrupt path (a peer that died mid all-reduce holds the copy stream forever). device -1:
+// the backend takes host batches only.
+struct DeviceProducer {
+  int device = -1;
+  std::function<void(void* event)> wait;
+};
+
 // Where the loop finds the compute engine's work among take_activity()'s records, and how
 // it windows each step for the gap figures. Synchronous (a CPU): the engine works inside the
 // loop's calls, so the host's step windows bound it. Asynchronous (a device): the engine runs
@@ -223,6 +234,8 @@ class Backend {
   // The slot the next stage() of a HostBatch with on_device takes (above): the producer's work
   // on the returned stream fills it, and stage() follows. A device backend only.
   virtual DeviceStage device_stage() { return {}; }
+  // The device and wait of device_stage()'s producer (above). A device backend only.
+  virtual DeviceProducer device_producer() const { return {}; }
   // Blocks until the memory of the last staged batch may be reused by its owner. The loop
   // calls this before asking its feed for the next batch (the loader reuses the buffer).
   virtual void release_input() = 0;

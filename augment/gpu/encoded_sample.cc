@@ -13,6 +13,8 @@ std::string_view decoded_on_name(DecodedOn d) {
       return "progressive";
     case DecodedOn::cmyk:
       return "cmyk";
+    case DecodedOn::rgb:
+      return "rgb";
     case DecodedOn::unusual:
       return "unusual_jpeg";
     case DecodedOn::no_eoi:
@@ -30,6 +32,7 @@ std::string_view decoded_on_name(DecodedOn d) {
 DecodedOn gpu_decode_refusal(const ImageInfo& info) {
   if (info.format != ImageFormat::jpeg) return DecodedOn::not_jpeg;
   if (info.jpeg.cmyk) return DecodedOn::cmyk;
+  if (info.jpeg.rgb) return DecodedOn::rgb;
   if (info.jpeg.progressive) return DecodedOn::progressive;
   if (info.jpeg.arithmetic || info.jpeg.precision != 8 ||
       (info.jpeg.components != 1 && info.jpeg.components != 3))

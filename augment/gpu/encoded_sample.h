@@ -20,6 +20,7 @@ enum class DecodedOn : uint8_t {
   not_jpeg,     // another format (PNG, WebP, ...): nvJPEG decodes JPEG only
   progressive,  // several scans: the hardware engine takes baseline JPEG only
   cmyk,         // four components
+  rgb,          // stored as RGB (Adobe transform 0): nvJPEG may convert it as YCbCr
   unusual,      // arithmetic coding, 12-bit samples or 2 / 4+ components
   no_eoi,       // no end-of-image marker: the CPU decodes what there is, or names the damage
   arena_full,   // the batch's byte arena had no room left (--decode-arena)
@@ -39,7 +40,7 @@ struct EncodedSample {
 };
 
 // Why the GPU decoder does not take an image with this header (DecodedOn::gpu: it does). JPEG
-// with Huffman coding, 8-bit samples, one (grey) or three (YCbCr) components, baseline or
+// with Huffman coding, 8-bit samples, one (grey) or three YCbCr (not RGB) components, baseline or
 // extended sequential: what nvJPEG's hardware engine and its hybrid backend both decode.
 DecodedOn gpu_decode_refusal(const ImageInfo& info);
 

@@ -65,6 +65,7 @@ const Variant kVariants[] = {
     {"grayscale", "-quality 90 -grayscale"},
     {"restart", "-quality 75 -restart 2"},
     {"optimized", "-quality 95 -optimize"},
+    {"rgb", "-quality 90 -rgb"},  // stored as RGB: Adobe APP14 with transform 0
 };
 
 class DjpegOracle : public ::testing::Test {
@@ -160,15 +161,12 @@ std::vector<uint8_t> encode_cmyk(int w, int h, J_COLOR_SPACE stored) {
 // What the header tells the GPU decoder (--decode gpu) before it takes a file: libjpeg's own
 // reading of every cjpeg mode, CMYK, a PNG and a truncated file.
 TEST_F(DjpegOracle, HeaderTraitsDecideWhatTheGpuDecodes) {
-  const std::pair<const char*, DecodedOn> expected[] = {{"baseline420", DecodedOn::gpu},
-                                                        {"baseline444", DecodedOn::gpu},
-                                                        {"baseline422", DecodedOn::gpu},
-                                                        {"baseline440", DecodedOn::gpu},
-                                                        {"progressive", DecodedOn::progressive},
-                                                        {"arithmetic", DecodedOn::unusual},
-                                                        {"grayscale", DecodedOn::gpu},
-                                                        {"restart", DecodedOn::gpu},
-                                                        {"optimized", DecodedOn::gpu}};
+  const std::pair<const char*, DecodedOn> expected[] = {
+      {"baseline420", DecodedOn::gpu},         {"baseline444", DecodedOn::gpu},
+      {"baseline422", DecodedOn::gpu},         {"baseline440", DecodedOn::gpu},
+      {"progressive", DecodedOn::progressive}, {"arithmetic", DecodedOn::unusual},
+      {"grayscale", DecodedOn::gpu},           {"restart", DecodedOn::gpu},
+      {"optimized", DecodedOn::gpu},           {"rgb", DecodedOn::rgb}};
   Decoder d;
   for (const Variant& v : kVariants) {
     const auto bytes = test::read_bytes(make_jpeg(dir, v.name, 97, 61, v.flags));

@@ -115,6 +115,27 @@ TEST(GpuDecodeLoader, OnTheHostEqualsCpuDecodeBitForBitWhateverTheReader) {
   }
 }
 
+// A JPEG stored as RGB (Adobe APP14, transform 0; cjpeg -rgb, a real libjpeg-turbo file) is
+// decoded by the CPU, counted as `rgb`: nvJPEG is not known to honour the transform and would
+// then convert its channels as YCbCr (issue 41 item c).
+TEST(GpuDecodeLoader, AnRgbJpegIsDecodedByTheCpu) {
+  if (!test::have_tool("cjpeg")) {
+    STOKER_SKIP_IF_OPTIONAL("cjpeg not installed (Debian: libjpeg-turbo-progs)");
+  }
+  TempDir d;
+  const std::string root = test::make_dataset(d, GenPattern::photo, 64, 2, 3);
+  const std::string ppm = d / "rgb.ppm";
+  cv::imwrite(ppm, render_photo_like({80, 60, 2, 10, 7}));
+  ASSERT_EQ(test::run("cjpeg -rgb -quality 90 -outfile " + root + "/class_001/rgb.jpg " + ppm), 0);
+  const Index index = open_index(root);
+  LoaderConfig c = base_config("threads:2");
+  c.decode_device = DecodeDevice::gpu;
+  Epoch gpu = run(index, c);
+  EXPECT_EQ(gpu.bad, 0u);
+  EXPECT_EQ(gpu.on[DecodedOn::rgb], 1);
+  EXPECT_GT(gpu.on[DecodedOn::gpu], 0);
+}
+
 TEST(GpuDecodeLoader, RefusesWhatItCannotDoByName) {
   TempDir d;
   const Index index = open_index(test::make_dataset(d, GenPattern::photo, 64, 2, 3));

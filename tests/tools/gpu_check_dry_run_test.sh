@@ -32,9 +32,9 @@ entries = os.listdir(out)
 assert all(os.path.isfile(os.path.join(out, f)) for f in entries), f"folders under $OUT: {entries}"
 # (The GPU decode run's trace, trace_decode_1024_gpu.json, comes only from a GPU.)
 assert set(entries) == {"gpu_check.log", "gpu_check.json", "tests.log", "gpu_check_raw.tar.gz",
-                        "trace_synthetic.json"}, entries
+                        "trace_synthetic.json", "study_report.html"}, entries
 doc = json.load(open(os.path.join(out, "gpu_check.json")))
-plan = ["env", "tests", "stoker", "torch", "decode", "scaling", "trace"]
+plan = ["env", "tests", "stoker", "torch", "decode", "scaling", "trace", "study"]
 steps = {s["step"]: s["status"] for s in doc["steps"]}
 assert steps == dict.fromkeys(plan, "ok"), steps
 assert [s["step"] for s in doc["steps"]] == plan, "steps out of the plan's order"
@@ -42,12 +42,15 @@ p = doc["plan_check"]
 assert p["fits"] and p["budget_s"] + p["reserve_s"] <= p["limit_s"] <= 480, p
 assert sum(s["budget_s"] for s in doc["steps"]) == p["budget_s"], (doc["steps"], p)
 # Every GPU command was checked: 7 tests, 4 synthetic modes, eager torch, gen, 6 decode runs
-# (CPU and GPU decode at 3 sizes), 3 scaling sweeps, the trace.
-assert p["commands"] == 23 and not p["not_parsing"], p
+# (CPU and GPU decode at 3 sizes), 3 scaling sweeps, the trace, the study.
+assert p["commands"] == 24 and not p["not_parsing"], p
 checked = {c["run"] for c in p["checked"]}
 assert {"stoker_f16-nhwc-graph", "torch", "gen", "loader_1024_gpu-threads16",
         "loader_256_cpu-threads16", "scaling_512", "stoker_traced",
-        "test_gpu_decode_test"} <= checked, checked
+        "test_gpu_decode_test", "study"} <= checked, checked
+study_cmd = next(c["command"] for c in p["checked"] if c["run"] == "study")
+for part in ("--consumer cuda:resnet50", "--decode cpu,gpu", "--reader serial,threads:16", "256px", "1024px"):
+    assert part in study_cmd, (part, study_cmd)
 assert "--decode gpu" in " ".join(c["command"] for c in p["checked"])
 gpu_cmds = " ".join(c["command"] for c in p["checked"])
 assert "--backend cuda" in gpu_cmds and "--arch resnet50 --batch 256 --size 224" in gpu_cmds, gpu_cmds[:300]
@@ -81,14 +84,22 @@ assert [r["reader"] for r in sc][:6] == ["serial", "threads:1", "threads:2", "pr
                                          "processes:2", "uring:8:1"], sc
 for r in sc:
     assert r["images_per_s"] > 0 and r["workers"] in (1, 2) and r["stage_ms_per_image"]["decode"] > 0, r
+st = doc["study"]
+assert st["state"] == "complete" and st["finished_cells"] == st["planned_cells"] == 6, st
+assert [(c["resolution"], c["reader"]) for c in st["cells"]] == [
+    (px, r) for px in (256, 512, 1024) for r in ("serial", "threads:2")], st["cells"]
+for c in st["cells"]:
+    assert c["status"] == "ok" and c["images_per_s"] > 0 and c["consumer"] == "cpu:resnet18", c
+assert "<svg" in open(os.path.join(out, "study_report.html")).read()
 with tarfile.open(os.path.join(out, "gpu_check_raw.tar.gz")) as t:
     names = set(os.path.basename(n) for n in t.getnames())
 for f in ("runs.tsv", "steps.tsv", "check.tsv", "stoker_f32.json", "torch.json",
-          "loader_1024_cpu-threads2.json", "scaling_256.json", "gtest_cuda_backend_test.json"):
+          "loader_1024_cpu-threads2.json", "scaling_256.json", "gtest_cuda_backend_test.json",
+          "study.json"):
     assert f in names, (f, sorted(names))
 assert not any(n.endswith(".jpg") for n in names), "the datasets went into the tarball"
 print(f"ok: plan check ({p['commands']} GPU commands, {p['budget_s']} s + {p['reserve_s']} s <= {p['limit_s']} s),",
-      "7 steps in order, tests.log, 2 stoker + 2 torch rows, 3 loader-fed runs, 18 scaling rows,",
+      "8 steps in order, tests.log, 2 stoker + 2 torch rows, 3 loader-fed runs, 18 scaling rows, 6 study cells,",
       len(entries), "files")
 PY
 
@@ -189,7 +200,7 @@ PY
 
 # --plan prints every step with its budget and every GPU command, and runs none.
 "$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
-grep -q '^stoker (55 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+grep -q '^stoker (45 s)$' "$tmp/plan" && grep -q '^study (60 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
   grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
   { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
 echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"

@@ -4,6 +4,7 @@
 // that differs from the run being resumed is refused, the same for every kept option
 // (--jitter as --lr); --total-steps alone may change. The command line is `stoker train`'s own
 // registration, so each row is checked as a user would give it.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,8 +14,12 @@
 
 #include "augment/crop.h"
 #include "common/error.h"
+#include "test_util.h"
+#include "tools/gen/gen_dataset.h"
 #include "tools/options/loader_options.h"
+#include "tools/train/decode_choice.h"
 #include "tools/train/train_options.h"
+#include "train/gpu_decode.h"
 
 namespace stoker {
 namespace {
@@ -241,6 +246,45 @@ TEST(LoaderOptions, JsonHasEveryRowAndTheAugmentationOptions) {
   EXPECT_EQ(j.at("jitter"), "0.4,0.4,0.4,0.1");
   EXPECT_EQ(j.at("grayscale"), 0.2);
   EXPECT_EQ(j.at("resize_filter"), "antialias");
+}
+
+// --decode auto decides by the stored images' size, not the output's: a 1024 px dataset
+// trained at 224 px is where the CPU falls short (issue 41 item 5). With the CPU backend the
+// reason is the backend, whatever the size; --decode gpu there says what to add.
+TEST(DecodeChoice, AutoGoesByTheStoredImagesThenTheBackendSaysWhy) {
+  test::TempDir d;
+  GenConfig g;
+  g.out = d / "data";
+  g.sizes = {1024};
+  g.classes = 1;
+  g.per_class = 3;
+  g.progress = false;
+  const Index big = open_index(generate_dataset(g).roots.at(0));
+  const int side = stored_image_side(big);
+  EXPECT_GE(side, 1024);
+  EXPECT_LE(side, 1200);
+  LoaderConfig lc;
+  lc.transform.size = 224;
+  const DecodeChoice cuda = choose_decode("auto", lc, "cuda", side);
+  EXPECT_NE(cuda.reason.find(fmt::format("{} px stored images", side)), std::string::npos)
+      << cuda.reason;
+  EXPECT_EQ(cuda.reason.find("keeps up"), std::string::npos) << cuda.reason;
+  EXPECT_EQ(cuda.device == DecodeDevice::gpu, gpu_decode_unavailable().empty()) << cuda.reason;
+  const DecodeChoice small = choose_decode("auto", lc, "cuda", 256);
+  EXPECT_EQ(small.device, DecodeDevice::cpu);
+  EXPECT_NE(small.reason.find("256 px stored images, where the CPU keeps up"), std::string::npos)
+      << small.reason;
+  const DecodeChoice cpu = choose_decode("auto", lc, "cpu", side);
+  EXPECT_EQ(cpu.device, DecodeDevice::cpu);
+  EXPECT_EQ(cpu.reason,
+            "auto: the cpu backend trains on the CPU (GPU decode feeds --backend cuda)");
+  EXPECT_EQ(choose_decode("auto", lc, "cuda", 0).device, DecodeDevice::cpu);
+  try {
+    choose_decode("gpu", lc, "cpu", side);
+    FAIL() << "--decode gpu on the cpu backend was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("add --backend cuda"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

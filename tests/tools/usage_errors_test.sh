@@ -83,7 +83,7 @@ expect 2 "--milestones: '-3' is not an integer" train "$tmp/d" --milestones 10 -
 expect 2 "--threads: '0' is not an integer from 1" train "$tmp/d" --threads 0
 expect 2 "--trace-steps: .*expected A:B" train "$tmp/d" --trace-steps 5
 expect 2 "--decode: unknown decode 'tpu': expected cpu, gpu or auto" train "$tmp/d" --decode tpu
-expect 2 "--decode gpu: the cpu backend trains on the CPU" train "$tmp/d" --decode gpu
+expect 2 "--decode gpu: the cpu backend trains on the CPU \\(GPU decode feeds --backend cuda\\): add --backend cuda" train "$tmp/d" --decode gpu
 expect 2 "--decode gpu: reader processes:2 decodes in other processes" train "$tmp/d" \
   --decode gpu --backend cuda --reader processes:2
 expect 2 "train: --decode-memory means nothing with --decode cpu" train "$tmp/d" --decode-memory 64

@@ -304,8 +304,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--decode", o->decode,
                   "Where images are decoded: cpu; gpu (nvJPEG's hardware engine or hybrid "
                   "backend, the crop window alone; resize and normalise on the GPU; the CPU "
-                  "reads, parses and plans crops); auto (gpu above 512 px with the cuda backend, "
-                  "where the CPU falls short)")
+                  "reads, parses and plans crops); auto (gpu where the stored images are "
+                  "above 512 px, with the cuda backend: where the CPU falls short)")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& s) { check_decode_mode(s); }, "WHERE"));
   cmd->add_option("--decode-arena", o->decode_arena_mib,

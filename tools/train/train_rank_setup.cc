@@ -188,7 +188,9 @@ void plan_model(TrainRun& run, TrainCommand& o) {
   if (!o.synthetic) {
     run.lc.sampler.rank = uint32_t(run.world.rank());
     run.lc.sampler.world = uint32_t(run.world.world());
-    run.decode = choose_decode(o.decode, run.lc, o.train.backend);
+    // auto decides by the stored images' size: a few headers read.
+    const int stored = o.decode == "auto" && run.index ? stored_image_side(*run.index) : 0;
+    run.decode = choose_decode(o.decode, run.lc, o.train.backend, stored);
     run.lc.decode_device = run.decode.device;
     run.lc.decode_arena = size_t(o.decode_arena_mib) << 20;
   }

@@ -196,6 +196,10 @@ class CudaBackend final : public Backend {
             net_->nhwc()};
   }
 
+  DeviceProducer device_producer() const override {
+    return {config_.device, [this](void* event) { wait_event(static_cast<cudaEvent_t>(event)); }};
+  }
+
   void stage(const HostBatch& batch) override {
     check_batch(batch, net_->network(), config_.batch);
     if (batch.on_device && !device_slot_)
@@ -205,8 +209,9 @@ class CudaBackend final : public Backend {
     const size_t slot = size_t(next_stage_);
     next_stage_ ^= 1;
     // The pinned labels of this slot were copied two batches ago (long done): wait for that
-    // copy before they are overwritten.
-    STOKER_GPU(cudaEventSynchronize(copied_[slot]));
+    // copy before they are overwritten. Polling, as every wait: the copy stream waits on the
+    // compute stream, which a dead peer's all-reduce can hold forever.
+    wait_event(copied_[slot]);
     std::memcpy(pinned_labels_[slot].get(), batch.labels, size_t(batch.count) * sizeof(int32_t));
     auto& times = copy_events_[size_t(stages_ % kStageRing)];
     if (batch.on_device) {
@@ -231,7 +236,7 @@ class CudaBackend final : public Backend {
   }
 
   void release_input() override {
-    if (staged_ >= 0) STOKER_GPU(cudaEventSynchronize(copied_[size_t(staged_)]));
+    if (staged_ >= 0) wait_event(copied_[size_t(staged_)]);
   }
 
   void forward_backward() override {
@@ -354,7 +359,7 @@ class CudaBackend final : public Backend {
     // Every stream that ran recorded work, so that CUPTI's buffers hold complete records.
     wait_stream(compute_);
     if (net_->comm_stream()) wait_stream(net_->comm_stream());
-    STOKER_GPU(cudaStreamSynchronize(copy_));
+    wait_stream(copy_);
     std::vector<ActivityRecord> records = cupti_->take();
     const size_t used = assign_steps(records, marker_steps_);
     marker_steps_.erase(marker_steps_.begin(), marker_steps_.begin() + ptrdiff_t(used));
@@ -387,7 +392,7 @@ class CudaBackend final : public Backend {
   void reshape(int64_t height, int64_t width) override {
     if (height == config_.height && width == config_.width) return;
     const Checkpoint state = save();  // runs a pending graph step, waits for the device
-    STOKER_GPU(cudaStreamSynchronize(copy_));
+    wait_stream(copy_);
     BackendConfig c = config_;
     c.height = height;
     c.width = width;

@@ -59,6 +59,14 @@ STOKER_HD void pool_outputs_containing(I i, I k, I s, I p, I out, I* lo, I* hi) 
   *hi = last;
 }
 
+// Whether a grid-stride loop over `total` elements, `stride` threads in the grid, may count in
+// int32: every index it forms, the last one past the end included (i + stride for the largest
+// i < total), stays at most INT32_MAX. Below 2^31 elements alone is not enough: the index past
+// the end would wrap negative and pass `i < total`.
+STOKER_HD bool grid_stride_fits_int32(int64_t total, int64_t stride) {
+  return total + stride <= (int64_t(1) << 31);
+}
+
 // Whether a value read later in a max-pool window's scan replaces the best so far: larger, or
 // NaN (torch's CUDA max_pool2d rule: NaN propagates; among equal values the first wins).
 STOKER_HD bool pool_takes(float value, float best) {

@@ -5,6 +5,7 @@
 // sample that opens a new part.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <vector>
 
 #include "common/error.h"
@@ -77,6 +78,57 @@ TEST(DecodeParts, EveryPartFitsEverySampleOnceInOrderPlacesApart) {
                    },
                    [](DecodePart&) {}),
                Error);
+}
+
+// After the engine fails a part's batch, every one of its samples is still decoded: the
+// hybrid backend where it parses, else libjpeg-turbo into its place (issue 41: a sample that
+// took Route::cpu there was never decoded, and trained on stale bytes). A hybrid sample that
+// nvJPEG refuses late goes the same way; one libjpeg-turbo refuses too is bad.
+TEST(DecodeParts, ASampleTheEngineFailedIsDecodedSomewhere) {
+  DecodePart part;
+  const EncodedSample e = sample(640, 480, 224);
+  const Route routes[] = {Route::loader_pixels, Route::hardware, Route::hardware, Route::hardware,
+                          Route::cpu};
+  for (size_t i = 0; i < std::size(routes); ++i)
+    add_to_part(part, i, routes[i], image_place(e, 0), e);
+  // The engine failed the batch: samples 1 and 3 parse for the hybrid backend, 2 does not.
+  for (size_t k : {1, 2, 3}) part.route[k] = route_after_engine_failure(k != 2);
+  std::vector<size_t> hybrid, in_place;
+  std::vector<bool> bad;
+  finish_part(
+      part,
+      [&](size_t k) {
+        hybrid.push_back(k);
+        return k != 3;
+      },
+      [&](size_t k) {
+        in_place.push_back(k);
+        return k != 3;
+      },
+      bad);
+  EXPECT_EQ(hybrid, (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(in_place, (std::vector<size_t>{2, 3})) << "every sample nvJPEG refused late";
+  EXPECT_EQ(bad, (std::vector<bool>{false, false, false, true, false}));
+  EXPECT_EQ(part.route[1], Route::hybrid);
+  EXPECT_EQ(part.route[2], Route::cpu_in_place);
+  EXPECT_EQ(part.route[3], Route::cpu_in_place);
+  EXPECT_EQ(part.route[4], Route::cpu) << "decoded with the part's staging, before the engine";
+}
+
+// whole_image counts what nvJPEG decoded beyond the window: a crop as wide as the image but
+// not as tall is one; a sample libjpeg-turbo decoded in nvJPEG's place is not.
+TEST(DecodeParts, WholeImageCountsNvjpegDecodesBeyondTheWindow) {
+  EncodedSample e = sample(640, 480, 224);
+  e.region = {0, 100, 640, 200};  // the full width
+  EXPECT_TRUE(decoded_whole_image(Route::hardware, image_place(e, 0)));
+  EXPECT_TRUE(decoded_whole_image(Route::hybrid, image_place(e, 0)));
+  EXPECT_FALSE(decoded_whole_image(Route::hardware, window_place(e, 0)));
+  EXPECT_FALSE(decoded_whole_image(Route::cpu_in_place, image_place(e, 0)));
+  EXPECT_FALSE(decoded_whole_image(Route::cpu, pixels_place(e, 0)));
+  e.region = {10, 0, 300, 480};  // the full height
+  EXPECT_TRUE(decoded_whole_image(Route::hardware, image_place(e, 0)));
+  e.region = {0, 0, 640, 480};  // the image: its window and the image are the same pixels
+  EXPECT_FALSE(decoded_whole_image(Route::hardware, image_place(e, 0)));
 }
 
 }  // namespace

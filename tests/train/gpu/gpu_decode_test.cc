@@ -23,10 +23,15 @@
 #include <jpeglib.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <utility>
 #include <vector>
 
+#include "augment/decoder.h"
+#include "augment/gpu/encoded_sample.h"
 #include "augment/gpu/window_decode.h"
 #include "loader/index/index.h"
 #include "loader/iterator.h"
@@ -42,6 +47,10 @@ namespace stoker::gpu {
 namespace {
 
 constexpr double kMeanAbsBound = 3.5;  // levels, per channel (the header says why)
+// Decode memory that cuts every batch into parts (a batch of 8 of the tree's images needs
+// 1.3-4 MB) while each sample fits alone: one too large alone would go to libjpeg-turbo
+// and its bits would differ from nvJPEG's.
+constexpr size_t kPartsMemory = size_t(1) << 20;
 
 // A progressive JPEG of `rgb` through libjpeg's own writer.
 void write_progressive(const cv::Mat& rgb, const std::string& path) {
@@ -70,9 +79,23 @@ void write_progressive(const cv::Mat& rgb, const std::string& path) {
   free(mem);
 }
 
-// An ImageFolder tree of real photos where opencv-doc has them, generated ones and one
-// progressive JPEG (the loader's CPU decodes it).
-std::string make_tree(const test::TempDir& d) {
+// Real photos: a fixed few of opencv-doc's (colour, 4:2:0 and 4:4:4, one progressive), each
+// small enough that a sample fits the parts' decoder alone (kPartsMemory). Where the machine
+// has no opencv-doc (the GPU machine starts bare), the GPU bundle's copy of them (data/photos
+// beside tests/; scripts/gpu_bundle.sh), or $STOKER_TEST_PHOTOS.
+constexpr const char* kPhotos[] = {"HappyFish.jpg", "butterfly.jpg",    "home.jpg",
+                                   "messi5.jpg",    "squirrel_cls.jpg", "Blender_Suzanne1.jpg"};
+std::filesystem::path photo_dir() {
+  if (const char* env = std::getenv("STOKER_TEST_PHOTOS")) return env;
+  const std::filesystem::path doc = "/usr/share/doc/opencv-doc/examples/data";
+  if (std::filesystem::exists(doc / kPhotos[0])) return doc;
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "../data/photos";
+}
+
+// An ImageFolder tree of real photos where they are found, generated ones and one progressive
+// JPEG (the loader's CPU decodes it). Returns the root and the number of progressive files
+// in it (from their headers: which photos are progressive is theirs to say).
+std::pair<std::string, size_t> make_tree(const test::TempDir& d) {
   GenConfig g;
   g.out = d / "data";
   g.sizes = {200};
@@ -80,17 +103,23 @@ std::string make_tree(const test::TempDir& d) {
   g.per_class = 10;
   g.progress = false;
   const std::string root = generate_dataset(g).roots.at(0);
+  const std::filesystem::path photos = photo_dir();
   int n = 0;
-  const std::filesystem::path photos = "/usr/share/doc/opencv-doc/examples/data";
-  if (std::filesystem::exists(photos))
-    for (const auto& f : std::filesystem::directory_iterator(photos))
-      if (f.path().extension() == ".jpg" && n < 12) {
-        std::filesystem::copy_file(f.path(),
-                                   root + fmt::format("/class_00{}/photo{}.jpg", n % 2, n));
-        ++n;
-      }
+  for (const char* name : kPhotos)
+    if (std::filesystem::exists(photos / name))
+      std::filesystem::copy_file(photos / name,
+                                 root + fmt::format("/class_00{}/{}", n++ % 2, name));
+  std::printf("# real photos: %d of %zu from %s\n", n, std::size(kPhotos), photos.c_str());
   write_progressive(render_photo_like({300, 200, 2, 10, 9}), root + "/class_000/progressive.jpg");
-  return root;
+  size_t progressive = 0;
+  Decoder probe;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(root))
+    if (f.path().extension() == ".jpg") {
+      const std::vector<uint8_t> bytes = test::read_bytes(f.path().string());
+      progressive +=
+          gpu_decode_refusal(probe.open(bytes, f.path().string())) == DecodedOn::progressive;
+    }
+  return {root, progressive};
 }
 
 LoaderConfig gpu_config(int size) {
@@ -131,7 +160,8 @@ std::vector<float> to_host(const void* dev, size_t n, DeviceDType t) {
 TEST(GpuDecode, MatchesLibjpegTurboThenTheCpuResizeWithinTheDecodersSpread) {
   SKIP_WITHOUT_DEVICE();
   test::TempDir d;
-  const Index index = open_index(make_tree(d));
+  const auto [root, progressive] = make_tree(d);
+  const Index index = open_index(root);
   for (int size : {224, 96}) {
     const LoaderConfig c = gpu_config(size);
     Iterator it(index, c);
@@ -139,7 +169,7 @@ TEST(GpuDecode, MatchesLibjpegTurboThenTheCpuResizeWithinTheDecodersSpread) {
     ResizeOutput out;
     OutputSpec f32{DType::f32, Layout::nchw, size, size};
     out.lut = Normalizer(f32).lut;
-    GpuDecoder big({0, size_t(1) << 30, true}), small({0, size_t(24) << 20, true});
+    GpuDecoder big({0, size_t(1) << 30, true}), small({0, kPartsMemory, true});
     double worst = 0, sum = 0;
     size_t batches = 0;
     void* dev = nullptr;
@@ -196,15 +226,71 @@ TEST(GpuDecode, MatchesLibjpegTurboThenTheCpuResizeWithinTheDecodersSpread) {
     cudaFree(dev);
     const GpuDecodeCounts& k = big.counts();
     EXPECT_GT(k.hardware + k.hybrid, 0u);
-    EXPECT_EQ(k.loader_cpu[size_t(DecodedOn::progressive)], 3u);  // three dtypes' passes
-    EXPECT_GT(small.counts().parts, small.counts().batches);
+    if (big.describe().find("hardware engine") != std::string::npos) {
+      EXPECT_GT(k.hardware, 0u) << "an engine that decoded nothing";
+    }
+    // Three passes of every batch (f32, f16, bf16), each progressive file once a pass.
+    EXPECT_EQ(k.loader_cpu[size_t(DecodedOn::progressive)], 3 * progressive);
+    EXPECT_GT(small.counts().parts, small.counts().batches) << "no batch was cut into parts";
+    EXPECT_EQ(small.counts().engine_cpu, k.engine_cpu / 3)
+        << "a sample too large for the parts' memory alone went to libjpeg-turbo";
     std::printf(
         "# gpu decode %d px: %s; mean abs difference per channel %.3f levels (worst %.3f, "
-        "bound %.1f) over %zu batches; hardware %llu hybrid %llu whole %llu cpu %llu\n",
+        "bound %.1f) over %zu batches; hardware %llu hybrid %llu whole %llu cpu %llu; in parts "
+        "of %zu bytes: %llu parts for %llu batches\n",
         size, big.describe().c_str(), sum / double(3 * index.size()), worst, kMeanAbsBound, batches,
         (unsigned long long)k.hardware, (unsigned long long)k.hybrid,
-        (unsigned long long)k.whole_image, (unsigned long long)k.engine_cpu);
+        (unsigned long long)k.whole_image, (unsigned long long)k.engine_cpu, kPartsMemory,
+        (unsigned long long)small.counts().parts, (unsigned long long)small.counts().batches);
   }
+}
+
+// A JPEG cut inside its scan with an end marker appended passes the loader's header checks
+// (it has an EOI), and libjpeg-turbo refuses it (its warning is an error on the CPU path). GPU
+// decode must refuse it too, not train on what nvJPEG makes of the missing data (issue 41 b:
+// NVJPEG_FLAGS_BITSTREAM_STRICT).
+TEST(GpuDecode, AFileCutInsideItsScanIsRefusedAsOnTheCpu) {
+  SKIP_WITHOUT_DEVICE();
+  test::TempDir d;
+  GenConfig g;
+  g.out = d / "data";
+  g.sizes = {256};
+  g.classes = 1;
+  g.per_class = 1;
+  g.progress = false;
+  const Index index = open_index(generate_dataset(g).roots.at(0));
+  std::vector<uint8_t> bytes = test::read_bytes(index.path(0));
+  Decoder cpu;
+  const ImageInfo info = cpu.open(bytes, "whole");
+  bytes.resize(bytes.size() * 2 / 3);  // inside the scan: the headers are a few hundred bytes
+  bytes.push_back(0xFF);
+  bytes.push_back(0xD9);
+  EncodedSample e;
+  e.length = uint32_t(bytes.size());
+  e.image_w = info.width;
+  e.image_h = info.height;
+  e.region = {0, 0, info.width, info.height};
+  e.out_w = e.out_h = 64;
+  const auto on_cpu = [&] {
+    cpu.open(bytes, "cut");
+    cpu.decode(DecodeRequest{e.region, 64, 64});
+  };
+  ASSERT_THROW(on_cpu(), Error) << "libjpeg-turbo accepted the cut file: the test's premise";
+  ResizeOutput out;
+  out.lut = Normalizer(OutputSpec{DType::f32, Layout::nchw, 64, 64}).lut;
+  void* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, 3 * 64 * 64 * 4), cudaSuccess);
+  GpuDecoder decoder({0, size_t(64) << 20, true});
+  const std::vector<size_t> failed =
+      decoder.decode({&e, 1}, bytes.data(), nullptr, out, dev, nullptr);
+  cudaDeviceSynchronize();
+  cudaFree(dev);
+  const GpuDecodeCounts& k = decoder.counts();
+  std::printf("# cut file: %s; hardware %llu hybrid %llu cpu %llu failed %llu\n",
+              decoder.describe().c_str(), (unsigned long long)k.hardware,
+              (unsigned long long)k.hybrid, (unsigned long long)k.engine_cpu,
+              (unsigned long long)k.failed);
+  EXPECT_EQ(failed, std::vector<size_t>{0}) << "decoded on the GPU: nvJPEG is not strict";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -165,6 +166,21 @@ TEST(MaxPoolBackward, GatherEqualsScatter) {
 
 // The window rule is torch's (max_pool2d's indices, printed by Debian's torch): the first of
 // equal maxima; NaN wins, the last NaN in scan order.
+// The 32-bit max-pool kernels' loop: below 2^31 elements is not enough, the index one grid
+// stride past the last element must fit too (pool.cu; issue 41 item 7).
+TEST(MaxPoolBackward, Int32PathLeavesRoomForTheGridStride) {
+  const int64_t stride = int64_t(65535 * 4) * 256;  // blocks_for's largest grid, 256 threads
+  const int64_t limit = int64_t(1) << 31;
+  EXPECT_TRUE(grid_stride_fits_int32(limit - stride, stride));
+  EXPECT_FALSE(grid_stride_fits_int32(limit - stride + 1, stride));
+  EXPECT_FALSE(grid_stride_fits_int32(limit - 1000, stride)) << "i + stride would wrap negative";
+  EXPECT_TRUE(grid_stride_fits_int32(int64_t(256) * 64 * 112 * 112, stride));  // ResNet's stem
+  // What the loop does in int32 at the largest total allowed: its last index stays positive.
+  const int64_t total = limit - stride;
+  const int64_t last = total - 1 + stride;
+  EXPECT_LE(last, int64_t(INT32_MAX));
+}
+
 TEST(MaxPoolBackward, TiesAndNanAsTorch) {
   const float nan = std::nanf("");
   const std::vector<float> ties = {5, 5, 1, 5, 2, 0, 0, 0, 1};      // torch: index 0

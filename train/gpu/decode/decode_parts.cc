@@ -64,4 +64,22 @@ void cut_into_parts(std::span<const EncodedSample> samples, size_t capacity, con
   if (!part.index.empty()) run(part);
 }
 
+Route route_after_engine_failure(bool hybrid_parsed) {
+  return hybrid_parsed ? Route::hybrid : Route::cpu_in_place;
+}
+
+void finish_part(DecodePart& part, const std::function<bool(size_t k)>& hybrid,
+                 const std::function<bool(size_t k)>& in_place, std::vector<bool>& bad) {
+  bad.resize(part.route.size(), false);
+  for (size_t k = 0; k < part.route.size(); ++k)
+    if (part.route[k] == Route::hybrid && !hybrid(k)) part.route[k] = Route::cpu_in_place;
+  for (size_t k = 0; k < part.route.size(); ++k)
+    if (part.route[k] == Route::cpu_in_place && !in_place(k)) bad[k] = true;
+}
+
+bool decoded_whole_image(Route route, const DecodedPlace& place) {
+  const bool nvjpeg = route == Route::hardware || route == Route::hybrid;
+  return nvjpeg && (place.rows != place.h || place.pitch != int64_t(place.w) * 3);
+}
+
 }  // namespace stoker::gpu

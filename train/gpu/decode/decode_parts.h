@@ -21,6 +21,10 @@ enum class Route : uint8_t {
   hardware,       // nvJPEG's hardware engine, batched
   hybrid,         // nvJPEG's hybrid backend, one at a time
   cpu,            // nvJPEG refused it, or it is too large: libjpeg-turbo here, resized
+  // nvJPEG refused it after its place was laid out (the engine failed its batch and the
+  // hybrid backend cannot parse it, or the hybrid backend failed it): libjpeg-turbo decodes
+  // its window into that place, after the part's other decodes.
+  cpu_in_place,
 };
 
 constexpr size_t kDecodeAlign = 256;
@@ -55,5 +59,20 @@ using RouteFn = std::function<Route(const EncodedSample&, size_t k, DecodedPlace
 // routed to the CPU at its output size. stoker::Error when even that does not fit.
 void cut_into_parts(std::span<const EncodedSample> samples, size_t capacity, const RouteFn& route,
                     const std::function<void(DecodePart&)>& run);
+
+// The route of a hardware sample whose batch the engine failed: the hybrid backend where it
+// parses the file (`hybrid_parsed`), else libjpeg-turbo into its place.
+Route route_after_engine_failure(bool hybrid_parsed);
+
+// A part's decodes after its hardware batch is enqueued, in order: each hybrid sample through
+// `hybrid` (false: nvJPEG refused it, so it becomes Route::cpu_in_place), then every
+// cpu_in_place sample, those of the engine's failed batch included, through `in_place`
+// (false: libjpeg-turbo refused it too). Sets bad[k] for every sample no decoder took.
+void finish_part(DecodePart& part, const std::function<bool(size_t k)>& hybrid,
+                 const std::function<bool(size_t k)>& in_place, std::vector<bool>& bad);
+
+// Whether a sample counts as decoded whole (GpuDecodeCounts::whole_image): nvJPEG decoded it
+// (route, after finish_part) and more pixels than its window (the image's rows or width).
+bool decoded_whole_image(Route route, const DecodedPlace& place);
 
 }  // namespace stoker::gpu

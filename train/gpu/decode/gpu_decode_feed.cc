@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <utility>
 
 #include "common/error.h"
 #include "loader/iterator.h"
@@ -15,10 +16,18 @@
 namespace stoker {
 namespace {
 
+// The decoder on the backend's device, waiting as the backend waits.
+gpu::GpuDecodeConfig decoder_config(const Backend& backend, const GpuDecodeOptions& o) {
+  DeviceProducer p = backend.device_producer();
+  if (p.device < 0)
+    fail("--decode gpu: the {} backend takes no batches from the device", backend.describe());
+  return {p.device, o.decode_memory, o.hardware, std::move(p.wait)};
+}
+
 class DecodeFeed final : public GpuDecodeFeed {
  public:
   DecodeFeed(LoaderFeed& inner, Backend& backend, const GpuDecodeOptions& o)
-      : inner_(inner), backend_(backend), decoder_({0, o.decode_memory, o.hardware}) {
+      : inner_(inner), backend_(backend), decoder_(decoder_config(backend, o)) {
     const LoaderConfig& c = inner.iterator().config();
     if (c.decode_device != DecodeDevice::gpu)
       fail("GPU decode feed: the loader was not configured with --decode gpu");

@@ -20,11 +20,37 @@
 namespace stoker::gpu {
 namespace {
 
-// A device buffer that grows (never shrinks) after the stream has finished with it.
-void ensure(DeviceBuffer& b, size_t bytes, cudaStream_t stream) {
-  if (b.bytes() >= bytes) return;
-  STOKER_GPU(cudaStreamSynchronize(stream));
-  b = DeviceBuffer(bytes + bytes / 2);
+// The decoder's device made current for a scope, and the thread's previous one restored: the
+// trainer's thread keeps the backend's device whatever this one is.
+class OnDevice {
+ public:
+  explicit OnDevice(int device) : device_(device) {
+    STOKER_GPU(cudaGetDevice(&previous_));
+    if (previous_ != device_) STOKER_GPU(cudaSetDevice(device_));
+  }
+  ~OnDevice() {
+    if (previous_ != device_) cudaSetDevice(previous_);
+  }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  int device_ = 0, previous_ = 0;
+};
+
+// nvJPEG's flags, most wanted first: strict bitstreams (a corrupt file is refused, as the
+// CPU path refuses libjpeg's warnings, instead of decoding into garbage) and chroma upsampling
+// by interpolation (libjpeg-turbo's "fancy" upsampling, the CPU path's). A library that
+// refuses a flag gets the handle without it.
+constexpr unsigned kStrict = NVJPEG_FLAGS_BITSTREAM_STRICT;
+constexpr unsigned kInterpolate = NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION;
+constexpr unsigned kFlagChoices[] = {kStrict | kInterpolate, kStrict, kInterpolate, 0};
+
+std::string flag_names(unsigned flags) {
+  if (flags == 0) return "no flags";
+  std::string s = (flags & kStrict) ? "strict bitstreams" : "";
+  if (flags & kInterpolate) s += fmt::format("{}interpolated chroma", s.empty() ? "" : ", ");
+  return s;
 }
 
 }  // namespace
@@ -46,7 +72,14 @@ struct GpuDecoder::Impl {
   std::vector<nvjpegDecodeParams_t> params;
   DeviceBuffer work, jobs, taps, lut;
   PinnedBuffer staging;  // jobs, taps, lut and CPU-decoded pixels on their way up
-  cudaEvent_t staged = nullptr;
+  PinnedBuffer late;     // a window libjpeg-turbo decoded after nvJPEG refused it, on its way up
+  unsigned flags = 0;    // nvJPEG's, as its handle accepted them
+  cudaEvent_t staged = nullptr;     // recorded after the uploads from `staging`
+  cudaEvent_t late_sent = nullptr;  // recorded after the upload from `late`
+  cudaEvent_t decoded = nullptr;    // recorded after the last nvjpegDecodeBatchedEx
+  bool batch_in_flight = false;     // `decoded` is recorded and not yet waited for
+  cudaEvent_t drained = nullptr;    // recorded at the end of a stream the host drains
+  cudaEvent_t finished = nullptr;   // recorded after the last batch's work
   Decoder cpu{[] {
     DecodeOptions o;
     o.allow_dct_scaling = false;
@@ -56,16 +89,41 @@ struct GpuDecoder::Impl {
   GpuDecodeCounts counts;
 
   explicit Impl(const GpuDecodeConfig& c) : config(c), nj(nvjpeg()) {
-    STOKER_GPU(cudaSetDevice(c.device));
-    if (c.hardware)
-      hw = nj.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &handle) ==
-           NVJPEG_STATUS_SUCCESS;
-    if (!hw) STOKER_NVJPEG(nj.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handle));
+    const OnDevice on(c.device);
+    create_handles();
+    work = DeviceBuffer(c.decode_memory);
+    lut = DeviceBuffer(3 * 256 * sizeof(float));
+    for (cudaEvent_t* e : {&staged, &late_sent, &decoded, &drained, &finished})
+      STOKER_GPU(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+  }
+
+  // nvJPEG's handles and states, on the current device (they are bound to it).
+  void create_handles() {
+    for (unsigned f : kFlagChoices) {
+      if (!config.hardware) break;
+      if (nj.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, f, &handle) ==
+          NVJPEG_STATUS_SUCCESS) {
+        hw = true;
+        flags = f;
+        break;
+      }
+    }
+    for (unsigned f : kFlagChoices) {
+      if (hw) break;
+      const nvjpegStatus_t st =
+          nj.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, f, &handle);
+      if (st == NVJPEG_STATUS_SUCCESS) {
+        flags = f;
+        break;
+      }
+      if (f == 0) STOKER_NVJPEG(st);
+    }
     if (hw) STOKER_NVJPEG(nj.nvjpegJpegStateCreate(handle, &batched));
     // The hybrid decoder from the same handle where nvJPEG allows it, else from a default one.
     hybrid_handle = handle;
     if (nj.nvjpegDecoderCreate(handle, NVJPEG_BACKEND_HYBRID, &hybrid) != NVJPEG_STATUS_SUCCESS) {
-      STOKER_NVJPEG(nj.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &hybrid_handle));
+      STOKER_NVJPEG(
+          nj.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, flags, &hybrid_handle));
       STOKER_NVJPEG(nj.nvjpegDecoderCreate(hybrid_handle, NVJPEG_BACKEND_HYBRID, &hybrid));
     }
     STOKER_NVJPEG(nj.nvjpegDecoderStateCreate(hybrid_handle, hybrid, &hybrid_state));
@@ -73,13 +131,21 @@ struct GpuDecoder::Impl {
     STOKER_NVJPEG(nj.nvjpegBufferDeviceCreate(hybrid_handle, nullptr, &hybrid_device));
     STOKER_NVJPEG(nj.nvjpegStateAttachPinnedBuffer(hybrid_state, hybrid_pinned));
     STOKER_NVJPEG(nj.nvjpegStateAttachDeviceBuffer(hybrid_state, hybrid_device));
-    work = DeviceBuffer(c.decode_memory);
-    lut = DeviceBuffer(3 * 256 * sizeof(float));
-    STOKER_GPU(cudaEventCreateWithFlags(&staged, cudaEventDisableTiming));
   }
 
   ~Impl() {
-    if (staged) cudaEventSynchronize(staged);
+    const OnDevice on(config.device);
+    // Everything enqueued (the last batch's decode and resize, not only its uploads) ends
+    // before its state, handles and memory go. The polling wait first, so that a collective
+    // held by a dead peer is aborted and the plain wait after it returns.
+    if (finished) {
+      try {
+        wait(finished);
+      } catch (const Error&) {
+        // Destructors do not throw; the communicator is aborted and its kernels have ended.
+      }
+      cudaEventSynchronize(finished);
+    }
     for (auto s : streams) nj.nvjpegJpegStreamDestroy(s);
     for (auto p : params) nj.nvjpegDecodeParamsDestroy(p);
     if (hybrid_state) nj.nvjpegJpegStateDestroy(hybrid_state);
@@ -89,7 +155,29 @@ struct GpuDecoder::Impl {
     if (batched) nj.nvjpegJpegStateDestroy(batched);
     if (hybrid_handle && hybrid_handle != handle) nj.nvjpegDestroy(hybrid_handle);
     if (handle) nj.nvjpegDestroy(handle);
-    if (staged) cudaEventDestroy(staged);
+    // Freed while their device is current.
+    for (DeviceBuffer* b : {&work, &jobs, &taps, &lut}) *b = DeviceBuffer();
+    for (cudaEvent_t e : {staged, late_sent, decoded, drained, finished})
+      if (e) cudaEventDestroy(e);
+  }
+
+  // Host waits on device work go through the backend's wait (it polls a collective).
+  void wait(cudaEvent_t e) const {
+    if (config.wait) {
+      config.wait(e);
+      return;
+    }
+    STOKER_GPU(cudaEventSynchronize(e));
+  }
+  void drain(cudaStream_t stream) {
+    STOKER_GPU(cudaEventRecord(drained, stream));
+    wait(drained);
+  }
+  // A device buffer that grows (never shrinks) after the stream has finished with it.
+  void ensure(DeviceBuffer& b, size_t bytes, cudaStream_t stream) {
+    if (b.bytes() >= bytes) return;
+    drain(stream);
+    b = DeviceBuffer(bytes + bytes / 2);
   }
 
   // Stream and params objects for the k-th sample of a part.
@@ -152,8 +240,11 @@ struct GpuDecoder::Impl {
                        cudaStream_t stream);
   bool decode_hybrid(size_t k, const DecodedPlace& place, cudaStream_t stream);
   bool decode_on_cpu(const EncodedSample& e, const uint8_t* bytes, uint8_t* host);
-  void upload(const ResizePlan& plan, std::span<const uint8_t> pixels, size_t pixel_offset,
-              cudaStream_t stream);
+  bool decode_in_place(const EncodedSample& e, const uint8_t* bytes, const DecodedPlace& p,
+                       cudaStream_t stream);
+  void stage_part(const ResizePlan& plan, const Part& part, std::span<const EncodedSample> samples,
+                  const uint8_t* arena, const uint8_t* cpu_pixels, const ResizeOutput& out,
+                  size_t sample_pixels, cudaStream_t stream, std::vector<bool>& bad);
 };
 
 bool GpuDecoder::Impl::decode_on_cpu(const EncodedSample& e, const uint8_t* bytes, uint8_t* host) {
@@ -169,6 +260,28 @@ bool GpuDecoder::Impl::decode_on_cpu(const EncodedSample& e, const uint8_t* byte
   return true;
 }
 
+bool GpuDecoder::Impl::decode_in_place(const EncodedSample& e, const uint8_t* bytes,
+                                       const DecodedPlace& p, cudaStream_t stream) {
+  try {
+    decode_window_on_cpu(cpu, {bytes, e.length}, e, "sample", window);
+  } catch (const Error&) {
+    return false;
+  }
+  // Up from pinned memory (an asynchronous copy from pageable memory may return before it has
+  // read it), once the previous late window has left.
+  const size_t row = size_t(window.cols) * 3, bytes_up = row * size_t(window.rows);
+  wait(late_sent);
+  if (late.bytes() < bytes_up) late = PinnedBuffer(bytes_up + bytes_up / 2);
+  auto* host = static_cast<uint8_t*>(late.get());
+  for (int y = 0; y < window.rows; ++y)
+    std::memcpy(host + size_t(y) * row, window.ptr<uint8_t>(y), row);
+  auto* windows = static_cast<uint8_t*>(work.get());
+  STOKER_GPU(cudaMemcpy2DAsync(windows + p.offset + p.y * p.pitch + p.x * 3, size_t(p.pitch), host,
+                               row, row, size_t(window.rows), cudaMemcpyHostToDevice, stream));
+  STOKER_GPU(cudaEventRecord(late_sent, stream));
+  return true;
+}
+
 bool GpuDecoder::Impl::decode_hybrid(size_t k, const DecodedPlace& place, cudaStream_t stream) {
   nvjpegImage_t image{};
   image.channel[0] = static_cast<unsigned char*>(work.get()) + place.offset;
@@ -178,7 +291,7 @@ bool GpuDecoder::Impl::decode_hybrid(size_t k, const DecodedPlace& place, cudaSt
     return false;
   // The state's buffers serve the next image: let this one finish first (the hybrid backend
   // is the rare path where a hardware engine exists).
-  STOKER_GPU(cudaStreamSynchronize(stream));
+  drain(stream);
   return true;
 }
 
@@ -202,65 +315,67 @@ void GpuDecoder::Impl::decode_hardware(Part& part, const uint8_t* arena,
     ks.push_back(k);
   }
   if (data.empty()) return;
+  // The previous part's batched decode must have finished before the state is initialised
+  // again or reused (nvjpegDecodeBatchedInitialize: "Any currently running batched decoding
+  // should be finished before calling this function").
+  if (batch_in_flight) {
+    wait(decoded);
+    batch_in_flight = false;
+  }
   const int n = int(data.size());
   if (n != batched_size) {
     STOKER_NVJPEG(nj.nvjpegDecodeBatchedInitialize(handle, batched, n, 1, NVJPEG_OUTPUT_RGBI));
     batched_size = n;
   }
-  if (nj.nvjpegDecodeBatchedEx(handle, batched, data.data(), lengths.data(), images.data(),
-                               ps.data(), stream) == NVJPEG_STATUS_SUCCESS) {
+  const nvjpegStatus_t st = nj.nvjpegDecodeBatchedEx(handle, batched, data.data(), lengths.data(),
+                                                     images.data(), ps.data(), stream);
+  STOKER_GPU(cudaEventRecord(decoded, stream));  // whatever the call left enqueued
+  batch_in_flight = true;
+  if (st == NVJPEG_STATUS_SUCCESS) {
     counts.hardware += uint64_t(n);
     return;
   }
-  // The engine failed the batch: each of its samples again, through the hybrid backend.
+  // The engine failed the batch: each of its samples again, through the hybrid backend where
+  // it parses, else libjpeg-turbo into its place.
   batched_size = 0;
   for (size_t k : ks) {
     const EncodedSample& e = samples[part.index[k]];
-    part.route[k] = nj.nvjpegJpegStreamParse(hybrid_handle, arena + e.offset, e.length, 0, 0,
-                                             streams[k]) == NVJPEG_STATUS_SUCCESS
-                        ? Route::hybrid
-                        : Route::cpu;
+    part.route[k] = route_after_engine_failure(
+        nj.nvjpegJpegStreamParse(hybrid_handle, arena + e.offset, e.length, 0, 0, streams[k]) ==
+        NVJPEG_STATUS_SUCCESS);
   }
 }
 
-void GpuDecoder::Impl::run_part(Part& part, std::span<const EncodedSample> samples,
-                                const uint8_t* arena, const uint8_t* cpu_pixels,
-                                const ResizeOutput& out, void* dst, cudaStream_t stream,
-                                std::vector<size_t>& failed) {
-  ++counts.parts;
-  const EncodedSample& first = samples[part.index.front()];
-  const size_t sample_pixels = size_t(3) * size_t(first.out_w) * size_t(first.out_h);
-  ResizePlan plan;
-  plan_batch_resize(part.planned, part.place, plan);
-  for (size_t k = 0; k < plan.jobs.size(); ++k)
-    plan.jobs[k].dst = int64_t(part.index[k]) * int64_t(sample_pixels);
+// The part's resize plan, the LUT and the CPU's samples into pinned staging and up.
+void GpuDecoder::Impl::stage_part(const ResizePlan& plan, const Part& part,
+                                  std::span<const EncodedSample> samples, const uint8_t* arena,
+                                  const uint8_t* cpu_pixels, const ResizeOutput& out,
+                                  size_t sample_pixels, cudaStream_t stream,
+                                  std::vector<bool>& bad) {
   size_t cpu_count = 0;
   for (Route r : part.route) cpu_count += r == Route::cpu;
   const size_t jobs_bytes = plan.jobs.size() * sizeof(ResizeJob);
   const size_t taps_bytes = plan.taps.size() * sizeof(int32_t);
   const size_t lut_bytes = 3 * 256 * sizeof(float);
-  const size_t pixels_at =
-      decode_aligned(jobs_bytes) + decode_aligned(taps_bytes) + decode_aligned(lut_bytes);
+  const size_t taps_at = decode_aligned(jobs_bytes);
+  const size_t lut_at = taps_at + decode_aligned(taps_bytes);
+  const size_t pixels_at = lut_at + decode_aligned(lut_bytes);
   const size_t staging_bytes = pixels_at + cpu_count * sample_pixels;
-  STOKER_GPU(cudaEventSynchronize(staged));  // the last part's uploads have left staging
+  wait(staged);  // the last part's uploads have left staging
   if (staging.bytes() < staging_bytes) staging = PinnedBuffer(staging_bytes + staging_bytes / 2);
   auto* host = static_cast<uint8_t*>(staging.get());
   std::memcpy(host, plan.jobs.data(), jobs_bytes);
-  std::memcpy(host + decode_aligned(jobs_bytes), plan.taps.data(), taps_bytes);
+  std::memcpy(host + taps_at, plan.taps.data(), taps_bytes);
   for (int c = 0; c < 3; ++c)
-    std::memcpy(host + decode_aligned(jobs_bytes) + decode_aligned(taps_bytes) +
-                    size_t(c) * 256 * sizeof(float),
-                out.lut[size_t(c)].data(), 256 * sizeof(float));
+    std::memcpy(host + lut_at + size_t(c) * 256 * sizeof(float), out.lut[size_t(c)].data(),
+                256 * sizeof(float));
   ensure(jobs, jobs_bytes, stream);
   ensure(taps, taps_bytes, stream);
   STOKER_GPU(cudaMemcpyAsync(jobs.get(), host, jobs_bytes, cudaMemcpyHostToDevice, stream));
-  STOKER_GPU(cudaMemcpyAsync(taps.get(), host + decode_aligned(jobs_bytes), taps_bytes,
-                             cudaMemcpyHostToDevice, stream));
-  STOKER_GPU(cudaMemcpyAsync(lut.get(),
-                             host + decode_aligned(jobs_bytes) + decode_aligned(taps_bytes),
-                             lut_bytes, cudaMemcpyHostToDevice, stream));
+  STOKER_GPU(
+      cudaMemcpyAsync(taps.get(), host + taps_at, taps_bytes, cudaMemcpyHostToDevice, stream));
+  STOKER_GPU(cudaMemcpyAsync(lut.get(), host + lut_at, lut_bytes, cudaMemcpyHostToDevice, stream));
   auto* windows = static_cast<uint8_t*>(work.get());
-  std::vector<bool> bad(part.index.size(), false);
   size_t cpu_slot = 0;
   for (size_t k = 0; k < part.index.size(); ++k) {
     const size_t i = part.index[k];
@@ -278,30 +393,39 @@ void GpuDecoder::Impl::run_part(Part& part, std::span<const EncodedSample> sampl
     }
   }
   STOKER_GPU(cudaEventRecord(staged, stream));
+}
+
+void GpuDecoder::Impl::run_part(Part& part, std::span<const EncodedSample> samples,
+                                const uint8_t* arena, const uint8_t* cpu_pixels,
+                                const ResizeOutput& out, void* dst, cudaStream_t stream,
+                                std::vector<size_t>& failed) {
+  ++counts.parts;
+  const EncodedSample& first = samples[part.index.front()];
+  const size_t sample_pixels = size_t(3) * size_t(first.out_w) * size_t(first.out_h);
+  ResizePlan plan;
+  plan_batch_resize(part.planned, part.place, plan);
+  for (size_t k = 0; k < plan.jobs.size(); ++k)
+    plan.jobs[k].dst = int64_t(part.index[k]) * int64_t(sample_pixels);
+  std::vector<bool> bad(part.index.size(), false);
+  stage_part(plan, part, samples, arena, cpu_pixels, out, sample_pixels, stream, bad);
   decode_hardware(part, arena, samples, stream);
-  for (size_t k = 0; k < part.index.size(); ++k) {
-    if (part.route[k] != Route::hybrid) continue;
-    const EncodedSample& e = samples[part.index[k]];
-    if (decode_hybrid(k, part.place[k], stream)) {
-      ++counts.hybrid;
-      continue;
-    }
-    // nvJPEG refused it late: libjpeg-turbo decodes the window into its place.
-    try {
-      decode_window_on_cpu(cpu, {arena + e.offset, e.length}, e, "sample", window);
-      const DecodedPlace& p = part.place[k];
-      STOKER_GPU(cudaMemcpy2DAsync(windows + p.offset + p.y * p.pitch + p.x * 3, size_t(p.pitch),
-                                   window.data, window.step, size_t(window.cols) * 3,
-                                   size_t(window.rows), cudaMemcpyHostToDevice, stream));
-      ++counts.engine_cpu;
-    } catch (const Error&) {
-      bad[k] = true;
-    }
-  }
+  finish_part(
+      part,
+      [&](size_t k) {
+        const bool ok = decode_hybrid(k, part.place[k], stream);
+        counts.hybrid += ok;
+        return ok;
+      },
+      [&](size_t k) {
+        const EncodedSample& e = samples[part.index[k]];
+        const bool ok = decode_in_place(e, arena + e.offset, part.place[k], stream);
+        counts.engine_cpu += ok;
+        return ok;
+      },
+      bad);
   for (size_t k = 0; k < part.index.size(); ++k)
-    if ((part.route[k] == Route::hardware || part.route[k] == Route::hybrid) &&
-        part.place[k].pitch != int64_t(part.planned[k].region.w) * 3)
-      ++counts.whole_image;
+    counts.whole_image += decoded_whole_image(part.route[k], part.place[k]);
+  auto* windows = static_cast<uint8_t*>(work.get());
   uint8_t* temp = windows + decode_aligned(part.window_bytes);
   launch_resize(plan, jobs.as<ResizeJob>(), taps.as<int32_t>(), windows, temp, lut.as<float>(),
                 out.dtype, out.nhwc, dst, stream);
@@ -320,14 +444,21 @@ std::vector<size_t> GpuDecoder::Impl::decode(std::span<const EncodedSample> samp
                                              const ResizeOutput& out, void* dst,
                                              cudaStream_t stream) {
   const int64_t t0 = now_ns();
+  const OnDevice on(config.device);
   std::vector<size_t> failed;
-  cut_into_parts(
-      samples, work.bytes(),
-      [&](const EncodedSample& e, size_t k, DecodedPlace& place) {
-        reserve_slots(k);
-        return choose(e, arena + e.offset, k, place);
-      },
-      [&](Part& part) { run_part(part, samples, arena, cpu_pixels, out, dst, stream, failed); });
+  try {
+    cut_into_parts(
+        samples, work.bytes(),
+        [&](const EncodedSample& e, size_t k, DecodedPlace& place) {
+          reserve_slots(k);
+          return choose(e, arena + e.offset, k, place);
+        },
+        [&](Part& part) { run_part(part, samples, arena, cpu_pixels, out, dst, stream, failed); });
+  } catch (...) {
+    cudaEventRecord(finished, stream);  // what was enqueued ends before the destructor frees
+    throw;
+  }
+  STOKER_GPU(cudaEventRecord(finished, stream));
   ++counts.batches;
   counts.host_s += double(now_ns() - t0) * 1e-9;
   return failed;
@@ -348,9 +479,9 @@ const GpuDecodeCounts& GpuDecoder::counts() const {
 
 std::string GpuDecoder::describe() const {
   const NvjpegApi& nj = impl_->nj;
-  return fmt::format("nvJPEG {}.{}.{} {} ({})", nj.major, nj.minor, nj.patch,
+  return fmt::format("nvJPEG {}.{}.{} {}, {} ({})", nj.major, nj.minor, nj.patch,
                      impl_->hw ? "hardware engine, batched" : "hybrid backend (no hardware engine)",
-                     nj.path);
+                     flag_names(impl_->flags), nj.path);
 }
 
 }  // namespace stoker::gpu

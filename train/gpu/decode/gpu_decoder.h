@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,9 +23,12 @@
 namespace stoker::gpu {
 
 struct GpuDecodeConfig {
-  int device = 0;
+  int device = 0;  // the backend's (DeviceProducer): nvJPEG's handles are bound to it
   size_t decode_memory = size_t(1) << 30;  // bytes for decoded windows and intermediate rows
   bool hardware = true;                    // use the hardware engine where the GPU has one
+  // How the decoder's host waits wait for an event (a cudaEvent_t): the backend's, which polls
+  // a data-parallel collective (DeviceProducer::wait). Empty: cudaEventSynchronize.
+  std::function<void(void* event)> wait;
 };
 
 struct GpuDecodeCounts {
@@ -47,7 +51,8 @@ class GpuDecoder {
   GpuDecoder(const GpuDecoder&) = delete;
   GpuDecoder& operator=(const GpuDecoder&) = delete;
 
-  // Enqueues on `stream` (a cudaStream_t) the decode of `samples` into `dst` (device memory;
+  // Enqueues on `stream` (a cudaStream_t, of config.device; the calling thread's current
+  // device is left as it was) the decode of `samples` into `dst` (device memory;
   // sample i at element i x 3 x out_h x out_w, every sample of the batch one size), in
   // out.dtype and layout, normalised by out.lut. arena: the batch's bytes (host memory,
   // pinned for speed); cpu_pixels: its u8 NHWC tensor (the CPU-decoded samples). Both must
@@ -58,7 +63,8 @@ class GpuDecoder {
                              void* stream);
 
   const GpuDecodeCounts& counts() const;
-  // "nvJPEG 13.0.4 hardware engine" or "... hybrid backend (no hardware engine)".
+  // "nvJPEG 13.0.4 hardware engine" or "... hybrid backend (no hardware engine)", with the
+  // flags nvJPEG accepted (strict bitstreams, interpolated chroma upsampling).
   std::string describe() const;
 
  private:

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/kernels/dtype.cuh"
+#include "train/gpu/step_math.h"
 
 namespace stoker::gpu {
 namespace {
@@ -44,7 +45,8 @@ __global__ void maxpool_offsets_kernel(MaxPoolShape s, bool nhwc, const T* x, ui
   const I total = I(s.n * s.c * s.oh * s.ow);
   const I c = I(s.c), h = I(s.h), w = I(s.w), oh = I(s.oh), ow = I(s.ow);
   const I k = I(s.k), stride = I(s.stride), pad = I(s.pad);
-  for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += I(gridDim.x) * blockDim.x) {
+  const I step = I(gridDim.x) * I(blockDim.x);  // in I: an unsigned stride would wrap i
+  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < total; i += step) {
     const Coord<I> o = coord_of<I>(i, nhwc, c, oh, ow);
     const auto read = [&](I r, I col) {
       return load_f(x, index_of<I>({o.img, o.ch, r, col}, nhwc, c, h, w));
@@ -60,7 +62,8 @@ __global__ void maxpool_gather_kernel(MaxPoolShape s, bool nhwc, const uint8_t* 
   const I total = I(s.n * s.c * s.h * s.w);
   const I c = I(s.c), h = I(s.h), w = I(s.w), oh = I(s.oh), ow = I(s.ow);
   const I k = I(s.k), stride = I(s.stride), pad = I(s.pad);
-  for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += I(gridDim.x) * blockDim.x) {
+  const I step = I(gridDim.x) * I(blockDim.x);
+  for (I i = I(blockIdx.x) * I(blockDim.x) + I(threadIdx.x); i < total; i += step) {
     const Coord<I> p = coord_of<I>(i, nhwc, c, h, w);  // i indexes dx in its storage layout
     const auto at = [&](I r, I col) { return index_of<I>({p.img, p.ch, r, col}, nhwc, c, oh, ow); };
     const auto offset = [&](I r, I col) {
@@ -94,7 +97,11 @@ size_t maxpool_offsets_bytes(const MaxPoolShape& s) {
 
 void maxpool_backward(DType t, bool nhwc, const MaxPoolShape& s, const void* x, const void* dy,
                       void* dx, void* offsets, bool accumulate, cudaStream_t stream) {
-  const bool small = s.n * s.c * s.h * s.w < (int64_t(1) << 31);
+  // int32 where both kernels' loops stay below 2^31, their grid strides included.
+  const int64_t outputs = s.n * s.c * s.oh * s.ow, inputs = s.n * s.c * s.h * s.w;
+  const bool small =
+      grid_stride_fits_int32(inputs, int64_t(blocks_for(inputs, kThreads)) * kThreads) &&
+      grid_stride_fits_int32(outputs, int64_t(blocks_for(outputs, kThreads)) * kThreads);
   with_dtype(t, [&](auto v) {
     using T = decltype(v);
     const auto* xt = static_cast<const T*>(x);
