@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # scripts/nfs_serve.sh --netns (issue 42): NFS-Ganesha in a network namespace of its own behind
 # a veth pair shaped to 1 Gb/s; the measured bandwidth near 1 Gb/s and the round-trip time
-# reported (link.json); `stoker probe` reads through it; a link that cannot be shaped is an
+# reported (link.json); `stoker probe` reads through it, also cold on the server's side
+# (--server-cold); a link that cannot be shaped is an
 # error, never unshaped; and nothing it made is left (namespace, veth, ganesha) after a
 # SIGTERM to a --foreground harness, after a SIGTERM mid-start, or after a failed start.
 # Needs root (skips otherwise, through the skip policy).
@@ -82,6 +83,16 @@ ip netns pids "$ns" | grep -qx "$gpid" || fail "ganesha.nfsd $gpid is not in nam
 "$python" -c "import json; r=json.load(open('$tmp/p.json'))['results']; \
 assert len(r) == 6 and all(x['storage'] == 'nfs' for x in r), r; \
 assert all(x['images'] == 80 for x in r), r"
+
+# Cold on both sides: the server's files evicted here before each run, said in the JSON.
+"$stoker" probe "$url" --server-cold --reader serial --depth 1 --json "$tmp/c.json" \
+  > "$tmp/c.txt" 2>&1 || fail "probe --server-cold: $(cat "$tmp/c.txt")"
+! grep -q 'could not be evicted' "$tmp/c.txt" || fail "not evicted: $(cat "$tmp/c.txt")"
+"$python" -c "import json; d=json.load(open('$tmp/c.json')); r=d['results']; \
+assert d['context']['caches'] == {'client': 'none', 'server': 'cold'}, d['context']; \
+assert all(x['page_cache'] == 'cold' and x['caches']['server'] == 'cold' for x in r), r"
+rc=0; "$stoker" probe "$tmp/d" --server-cold > "$tmp/c2.txt" 2>&1 || rc=$?
+[ $rc = 2 ] || fail "--server-cold of a local path: exit $rc: $(cat "$tmp/c2.txt")"
 
 # SIGTERM to the harness: all gone.
 kill -TERM $harness
