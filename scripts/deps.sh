@@ -11,19 +11,21 @@ packages=(g++ cmake ninja-build pkg-config libturbojpeg0-dev libjpeg62-turbo-dev
 for arg in "$@"; do
   case "$arg" in
     # djpeg/cjpeg: pixel oracle; torchvision: ImageFolder order oracle; opencv-doc: real photos.
-    # nfs-ganesha, rpcbind: the local NFS server of scripts/nfs_serve.sh.
+    # nfs-ganesha, rpcbind: the local NFS server of scripts/nfs_serve.sh; iproute2,
+    # iputils-ping, iperf3: its --netns link (ip netns, tc; round-trip time; bandwidth).
     # chromium: loads the study report headless (tests/tools/report_chromium_test.sh).
     # pytest, numpy, PIL: the Python module's tests (tests/python); python3-venv: their
     # NumPy 2 venv (tests/python/numpy2_test.sh).
     # patchelf, debootstrap: the GPU bundle (scripts/gpu_bundle.sh) and its bare-Debian test.
     # clang-format: every C++ file is formatted (tests/tools/clang_format_test.sh).
     --test) packages+=(libgtest-dev libjpeg-turbo-progs python3 python3-torchvision opencv-doc
-      nfs-ganesha nfs-ganesha-vfs rpcbind chromium python3-pytest python3-numpy python3-pil
-      python3-venv patchelf debootstrap clang-format) ;;
+      nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 iputils-ping iperf3 chromium python3-pytest
+      python3-numpy python3-pil python3-venv patchelf debootstrap clang-format) ;;
     # libjemalloc2: PyTorch's training baseline runs ~2x faster with it than with glibc malloc.
     # python3-venv: bench/peers.sh's venv of PyPI peers; opencv-doc: its real-photo set.
     --bench) packages+=(libjpeg-turbo-progs python3 python3-torchvision fio libjemalloc2
-      nfs-ganesha nfs-ganesha-vfs rpcbind python3-venv opencv-doc) ;;
+      nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 iputils-ping iperf3 python3-venv
+      opencv-doc) ;;
     # clang 14 and its runtimes (libclang_rt.fuzzer, ASan, UBSan live in libclang-rt-14-dev).
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     *) echo "deps.sh: unknown option '$arg' (expected --test, --bench or --fuzz)" >&2; exit 2 ;;

@@ -91,6 +91,14 @@ inline std::unique_ptr<Source> make_source(const Index& index, const SourceOptio
 // read comes from storage. Returns the number of files that could not be evicted
 // (evict_file_from_page_cache, source.h). Local datasets only.
 size_t evict_from_page_cache(const Index& index);
+// The same for the index's files under `root` instead of index.root: an nfs:// dataset's
+// files on the server's side, when the server runs on this machine (server_cold_root).
+size_t evict_from_page_cache(const Index& index, std::string_view root);
+
+// For an nfs:// index whose server runs on this machine and exports the URL's path as that
+// same local path (scripts/nfs_serve.sh): that local directory, once every file of the index
+// was found there with the size the server gave. Throws naming the first file that is not.
+std::string server_cold_root(const Index& index);
 
 // torchvision's IMG_EXTENSIONS, case-insensitive.
 bool has_image_extension(std::string_view name);

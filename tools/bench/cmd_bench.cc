@@ -50,6 +50,7 @@ struct BenchOptions {
   int64_t warmup = 3;  // --warmup: batches before the steady state's clock starts
   double seconds = 0;  // 0: no time bound
   bool cold = false;
+  bool server_cold = false;  // --server-cold: --cold reaches an nfs:// dataset's local server
   std::string json;
   std::string default_root = stoker_cache_dir() + "/default";
   std::string emulate;
@@ -271,6 +272,8 @@ std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
   // Cold: every file is evicted before each run and again right after it is read, so
   // later epochs read storage too.
   base.source.evict_after_read = o.cold;
+  if (o.server_cold && !o.cold)
+    usage_fail("--server-cold evicts the NFS server's cache for --cold runs: add --cold");
   return readers;
 }
 
@@ -313,6 +316,7 @@ nlohmann::json bench_context(const BenchOptions& o) {
                   {"max_batches", o.max_batches},
                   {"seconds", o.seconds},
                   {"page_cache", o.cold ? "cold" : "warm"},
+                  {"server_cold", o.server_cold},
                   {"emulate", o.emulate}});
   return context;
 }
@@ -378,6 +382,8 @@ struct BenchDataset {
   Index index;
   double index_s = 0;
   WarmStats warm;
+  std::string evict_root;  // --cold: what is evicted before each run (the server's files, nfs)
+  nlohmann::json caches;   // which caches its runs read cold: client's and server's
 };
 
 BenchDataset open_bench_dataset(const std::string& root, const BenchOptions& o,
@@ -394,10 +400,27 @@ BenchDataset open_bench_dataset(const std::string& root, const BenchOptions& o,
   warn_empty_classes(index.empty_classes, root);
   if (is_nfs_url(index.root)) {
     // The page cache that matters is the NFS server's: not ours to evict, so no cold run.
-    if (o.cold) fail("--cold with {}: the page cache is the NFS server's; evict it there", root);
-    fmt::print(
-        "# nfs: page cache on the server, warmed below; one libnfs connection per "
-        "thread or process\n");
+    if (o.cold && !o.server_cold)
+      fail(
+          "--cold with {}: the page cache is the NFS server's; evict it there, or add "
+          "--server-cold where the server runs on this machine (scripts/nfs_serve.sh)",
+          root);
+    if (o.cold) {
+      d.evict_root = server_cold_root(index);
+      fmt::print(
+          "# nfs: the server's page cache is cold: its files under {} are evicted on this "
+          "machine before each run (--server-cold; not between epochs: a later epoch may find "
+          "them in the server's cache); one libnfs connection per thread or process\n",
+          d.evict_root);
+    } else {
+      fmt::print(
+          "# nfs: page cache on the server, warmed below; one libnfs connection per "
+          "thread or process\n");
+    }
+    d.caches = {{"client", "none"}, {"server", o.cold ? "cold" : "warm"}};
+  } else {
+    if (o.cold) d.evict_root = index.root;
+    d.caches = {{"client", o.cold ? "cold" : "warm"}, {"server", "none"}};
   }
   if (!o.cold && index.size() > 0) {  // an empty dataset: the run names it below
     // Only what the runs read: the samples of their batches in the sampler's order (with
@@ -418,8 +441,8 @@ BenchDataset open_bench_dataset(const std::string& root, const BenchOptions& o,
 // One reader over one dataset: its row, its JSON result, its trace (run number `run`).
 nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base, const ReaderSpec& reader,
                          const BenchOptions& o, size_t run, TraceWriter& trace_writer) {
-  if (o.cold) {
-    const size_t failed = evict_from_page_cache(d.index);
+  if (!d.evict_root.empty()) {
+    const size_t failed = evict_from_page_cache(d.index, d.evict_root);
     if (failed)
       fmt::print("# warning: {} files could not be evicted from the page cache\n", failed);
   }
@@ -456,6 +479,7 @@ nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base, const 
   // Each row's own cache state: local runs warmed or evicted; nfs:// runs warmed through the
   // server (its cache cannot be evicted from here, so --cold refuses an nfs:// dataset).
   r["page_cache"] = o.cold ? "cold" : "warm";
+  r["caches"] = d.caches;
   r["dataset_images"] = d.index.size();
   r["dataset_bytes"] = d.index.total_bytes();
   r["index_seconds"] = d.index_s;
@@ -544,6 +568,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--cold", o->cold,
                 "Evict the dataset's files from the page cache before each run and after each "
                 "read (measure storage)");
+  cmd->add_flag("--server-cold", o->server_cold,
+                "With --cold, nfs:// datasets too: their server runs on this machine and exports "
+                "the URL's path as that same directory (scripts/nfs_serve.sh); its files are "
+                "evicted here before each run");
   cmd->add_option("--json", o->json, "Write results as one JSON document");
   cmd->add_option("--decode", o->decode,
                   "cpu; or gpu: the CPU's half of train --decode gpu alone (read, parse the "

@@ -6,7 +6,11 @@
 // --depth gives the source's own ceiling with 1 or N requests in flight, no reader at all.
 // Local paths and nfs:// URLs print the same rows by default (issue 47), each naming its
 // cache state: an nfs:// dataset cannot be cold (the page cache is the server's), so it is
-// made warm, read once first, and the output says loudly it is not comparable to cold rows.
+// made warm, read once first, and the output says loudly it is not comparable to cold rows;
+// unless --server-cold: the server runs on this machine (scripts/nfs_serve.sh, --netns or
+// not) and its files are evicted here before each run, as a local dataset's are. Each row
+// says which caches were cold: the client's (local page cache; libnfs keeps none) and the
+// server's.
 #include <fmt/format.h>
 
 #include <charconv>
@@ -40,6 +44,7 @@ struct ProbeOptions {
   std::string depths;
   size_t max_files = 0;
   bool warm = false;
+  bool server_cold = false;
   std::string json;
 };
 
@@ -71,19 +76,40 @@ void default_rows(ProbeOptions& o, int cpus) {
 
 // The cache every row reads: "cold" (evicted before each run), "warm" (--warm: as found),
 // or for nfs:// "warm" after reading every file once, since the server's cache cannot be
-// evicted from here and would otherwise be in whatever state earlier reads left it.
-std::string prepare_cache(ProbeOptions& o, const Index& index, bool nfs) {
-  if (!nfs) return o.warm ? "warm" : "cold";
+// evicted from here and would otherwise be in whatever state earlier reads left it; with
+// --server-cold, "cold": the server's files are evicted here (server_cold_root).
+// `evict_root` is set to the directory to evict before each run ("" for none).
+std::string prepare_cache(ProbeOptions& o, const Index& index, bool nfs, std::string& evict_root) {
+  if (!nfs) {
+    if (!o.warm) evict_root = index.root;
+    return o.warm ? "warm" : "cold";
+  }
+  if (o.server_cold) {
+    evict_root = server_cold_root(index);
+    fmt::print(
+        "# nfs: the server's page cache is cold: its files under {} are evicted on this "
+        "machine before each run (--server-cold); libnfs keeps no cache of its own\n",
+        evict_root);
+    return "cold";
+  }
   o.warm = true;
   const int64_t t0 = now_ns();
   const WarmStats w = warm_page_cache(index);
   fmt::print(
       "# WARNING: nfs:// cannot be probed cold: the page cache is the NFS server's, not ours to "
-      "evict. Every file was read once first ({} files, {:.1f} MB in {:.2f} s), so these rows "
+      "evict (--server-cold evicts it where the server runs on this machine). Every file was "
+      "read once first ({} files, {:.1f} MB in {:.2f} s), so these rows "
       "are WARM: compare them with `stoker probe --warm` of a local copy, not with a local "
       "probe's default (cold) rows\n",
       w.files, w.bytes / 1e6, (now_ns() - t0) * 1e-9);
   return "warm";
+}
+
+// Which caches a row read cold: the client's page cache (a local dataset's; libnfs has none:
+// every read goes to the server) and the server's (an nfs:// dataset's; none for local).
+nlohmann::json caches_json(bool nfs, const std::string& cache) {
+  if (nfs) return {{"client", "none"}, {"server", cache}};
+  return {{"client", cache}, {"server", "none"}};
 }
 
 void run_probe(ProbeOptions& o) {
@@ -94,6 +120,10 @@ void run_probe(ProbeOptions& o) {
   const bool nfs = is_nfs_url(index.root);
   const bool direct = o.loader.direct;
   const bool default_depths = o.loader.reader.empty() && o.depths.empty();
+  if (o.server_cold && !nfs)
+    usage_fail("--server-cold: {} is not an nfs:// dataset (its page cache is evicted anyway)",
+               o.data);
+  if (o.server_cold && o.warm) usage_fail("--server-cold and --warm contradict each other");
   default_rows(o, cpus);
   const std::string& reader_text = o.loader.reader;
   const std::vector<ReaderSpec> readers =
@@ -107,12 +137,15 @@ void run_probe(ProbeOptions& o) {
              o.data, index.size(), total / 1e6, index.size() ? total / 1e3 / index.size() : 0.0);
   fmt::print("# cpu: {}, {} online cpus; storage {}; page cache {}; O_DIRECT {}\n", cpu_model(),
              cpus, nfs ? "nfs" : "local",
-             nfs      ? "the NFS server's (cannot be evicted from here; warmed below)"
-             : o.warm ? "warm (not evicted)"
-                      : "cold (evicted before each run)",
+             nfs && o.server_cold ? "the NFS server's, on this machine (evicted before each run)"
+             : nfs                ? "the NFS server's (cannot be evicted from here; warmed below)"
+             : o.warm             ? "warm (not evicted)"
+                                  : "cold (evicted before each run)",
              direct ? "on" : "off");
   std::fflush(stdout);
-  const std::string cache = prepare_cache(o, index, nfs);
+  std::string evict_root;
+  const std::string cache = prepare_cache(o, index, nfs, evict_root);
+  const nlohmann::json caches = caches_json(nfs, cache);
   fmt::print("{:<7} {:<5} {:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "storage", "cache",
              "order", "reader", "files/s", "MB/s", "read50", "read99", "cores");
   fmt::print("{:<7} {:<5} {:<11} {:<14} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "", "", "",
@@ -124,7 +157,7 @@ void run_probe(ProbeOptions& o) {
   for (const bool shuffled : {true, false}) {
     for (const uint32_t depth : depths) {
       if (interrupted()) break;
-      if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
+      if (!evict_root.empty()) warn_not_evicted(evict_from_page_cache(index, evict_root));
       SourceOptions so;
       so.direct = direct;
       SourceProbe p;
@@ -148,12 +181,13 @@ void run_probe(ProbeOptions& o) {
       r["order"] = order;
       r["storage"] = storage;
       r["page_cache"] = cache;
+      r["caches"] = caches;
       results.push_back(std::move(r));
       std::fflush(stdout);
     }
     for (const ReaderSpec& reader : readers) {
       if (interrupted()) break;
-      if (!o.warm) warn_not_evicted(evict_from_page_cache(index));
+      if (!evict_root.empty()) warn_not_evicted(evict_from_page_cache(index, evict_root));
       LoaderConfig c;
       c.reader = reader;
       c.no_decode = true;
@@ -184,6 +218,7 @@ void run_probe(ProbeOptions& o) {
       r["order"] = order;
       r["storage"] = storage;
       r["page_cache"] = cache;
+      r["caches"] = caches;
       if (interrupted()) r["interrupted"] = true;
       results.push_back(std::move(r));
       std::fflush(stdout);
@@ -199,6 +234,7 @@ void run_probe(ProbeOptions& o) {
                     {"warm", o.warm},
                     {"storage", storage},
                     {"page_cache", cache},
+                    {"caches", caches},
                     {"depths", o.depths},
                     {"direct", direct},
                     {"interrupted", interrupted()}});
@@ -234,6 +270,10 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--max-files", o->max_files, "Stop each run after about this many files")
       ->check(integer_in(1));
   cmd->add_flag("--warm", o->warm, "Do not evict the files from the page cache first");
+  cmd->add_flag("--server-cold", o->server_cold,
+                "nfs:// only: the server runs on this machine and exports the URL's path as that "
+                "same directory (scripts/nfs_serve.sh): evict its files here before each run, so "
+                "the server reads its storage");
   cmd->add_option("--json", o->json, "Write results as one JSON document");
   cmd->callback([o] { run_probe(*o); });
 }
