@@ -38,7 +38,7 @@ kill -TERM $pid
 set +e; wait $pid; rc=$?; set -e; pid=""
 [ "$rc" = 143 ] || { cat "$tmp/b.out" "$tmp/b.err"; fail "bench after SIGTERM: exit $rc, expected 143"; }
 grep -q "^# stoker .* bench" "$tmp/b.out" || fail "bench: context lines lost"
-grep -q "^d  *serial " "$tmp/b.out" || { cat "$tmp/b.out"; fail "bench: no row for the interrupted run"; }
+grep -q "^d  *local  *serial " "$tmp/b.out" || { cat "$tmp/b.out"; fail "bench: no row for the interrupted run"; }
 grep -q "^stoker: interrupted" "$tmp/b.err" || fail "bench: no interrupt notice on stderr"
 python3 - "$tmp/b.json" <<'PY'
 import json, sys

@@ -20,7 +20,7 @@ expect_early() {
   set +e; timeout 20 "$@" > "$tmp/out.txt" 2> "$tmp/err.txt"; local got=$?; set -e
   [ "$got" = 1 ] || { cat "$tmp/out.txt" "$tmp/err.txt"; fail "exit $got, expected 1: $*"; }
   grep -q -- "$pattern" "$tmp/err.txt" || { cat "$tmp/err.txt"; fail "no '$pattern': $*"; }
-  if grep -q "^d  *serial\|^ *steps  *img/s" "$tmp/out.txt"; then
+  if grep -q "^d  *\(local  *\)\?serial\|^ *steps  *img/s" "$tmp/out.txt"; then
     cat "$tmp/out.txt"; fail "work was done before the error: $*"
   fi
 }
