@@ -141,15 +141,22 @@ def first_word(text):
 
 def run_one(text, env_lines, cwd, env, seconds, unfinished):
     """(outcome, output) of `text` run by bash after the block's variables; a command still
-    running after `seconds` is stopped with everything it started (its own session)."""
+    running after `seconds` is stopped (SIGTERM, then SIGKILL after 60 s) with everything it
+    started in its own session."""
     p = subprocess.Popen(["bash", "-c", "\n".join(env_lines + [text])], cwd=cwd, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:
         out, err = p.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
+        # SIGTERM first, as a user's Ctrl-C or a scheduler would: stoker keeps what finished and
+        # stops what it started outside this session (a study's NFS servers run in their own).
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
         return "running", ""
     if p.returncode == 0:
         return "ok", err

@@ -182,7 +182,8 @@ TEST(ReportAnswer, BoundCoresPerAcceleratorAndReaders) {
   EXPECT_EQ(a[0],
             "256px on local: bound by the decode CPU. Best reader processes:2: 640 images/s, 64% "
             "of the accelerator's 1000. One accelerator needs about 2.00 cores of this CPU (2.00 "
-            "CPU ms per image x 1000 images/s), so these 2 cores can feed about 1.00 "
+            "CPU ms per image x 1000 images/s), so these 2 cores, the loader's alone, could feed "
+            "about 1.00 "
             "accelerator; more readers buy 2.00x (processes:2 against serial).");
   EXPECT_EQ(a[1],
             "Machine load during the study: other processes kept 0.10 of 2 cores busy on "

@@ -103,9 +103,9 @@ std::string size_sentence(const std::vector<const Json*>& cs, double rate, doubl
       num_text(ips), pct(ips / rate), num_text(rate), num_text(cores), num_text(ms),
       num_text(rate));
   if (cpus > 0 && cores > 0)
-    s += fmt::format(", so these {:.0f} cores can feed about {} accelerator{}", cpus,
-                     num_text(cpus / cores),
-                     cpus / cores >= 0.995 && cpus / cores < 1.005 ? "" : "s");
+    s += fmt::format(
+        ", so these {:.0f} cores, the loader's alone, could feed about {} accelerator{}", cpus,
+        num_text(cpus / cores), cpus / cores >= 0.995 && cpus / cores < 1.005 ? "" : "s");
   return s + "; " + readers_words(cs) + ".";
 }
 
