@@ -22,16 +22,9 @@ using report::str;
 
 namespace {
 
-// Two times within this fraction of each other are "the same" (run-to-run noise on a
-// shared machine is a few percent).
-constexpr double kSame = 0.05;
-// A cell whose consumer waits less than this share of the time is bound by the consumer.
-constexpr double kComputeBound = 0.10;
-
-std::string pct(double share) {
-  if (share > 0 && share < 0.005) return "<1%";
-  return fmt::format("{:.0f}%", 100 * share);
-}
+using report::kComputeBound;
+using report::kSame;
+constexpr auto pct = report::percent_text;
 
 // Near 1 a tenth hides the difference ("1.0x"), so two decimals there.
 std::string times(double ratio) {

@@ -23,20 +23,14 @@ using report::str;
 
 namespace {
 
-// The accelerator is "fed" when it waits for data less than this share of the time (MLPerf
-// Storage's AU >= 90%).
-constexpr double kFedWait = 0.10;
-// Below this, a difference between two cells is noise on any machine (conclusions.cc kSame).
-constexpr double kSame = 0.05;
+using report::kComputeBound;
+using report::kSame;
+constexpr auto pct = report::percent_text;
 
 std::string num_text(double v) {
   return v >= 100  ? fmt::format("{:.0f}", v)
          : v >= 10 ? fmt::format("{:.1f}", v)
                    : fmt::format("{:.2f}", v);
-}
-
-std::string pct(double share) {
-  return fmt::format("{:.0f}%", 100 * share);
 }
 
 // The accelerator's rate for an emulated consumer, from the context's consumers.
@@ -57,7 +51,7 @@ double cpu_ms_per_image(const Json& c) {
 }
 
 std::string bound_words(const Json& best) {
-  if (num_or(best, "data_wait_share", 1) < kFedWait) return "the accelerator (it is fed)";
+  if (num_or(best, "data_wait_share", 1) < kComputeBound) return "the accelerator (it is fed)";
   const std::string b = str(best, "bound");
   if (b == "read") return "the storage";
   if (b == "compute") return "the accelerator (it is fed)";

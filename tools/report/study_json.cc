@@ -2,6 +2,8 @@
 // Tolerant reads of a study result: see study_json.h.
 #include "tools/report/study_json.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -104,6 +106,11 @@ std::optional<double> spread(const Json& cell) {
   const double median = num_or(cell, "wall_s", 0);
   if (n < 2 || !(median > 0) || hi < lo) return std::nullopt;
   return (hi - lo) / median;
+}
+
+std::string percent_text(double share) {
+  if (share > 0 && share < 0.005) return "<1%";
+  return fmt::format("{:.0f}%", 100 * share);
 }
 
 }  // namespace stoker::report

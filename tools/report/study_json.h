@@ -41,4 +41,14 @@ std::string reader_kind(const Json& cell);
 // runs. The one formula: the conclusions and the table both read it.
 std::optional<double> spread(const Json& cell);
 
+// The words' thresholds, one place for the conclusions and the answer. Two times within kSame
+// of each other are "the same" (run-to-run noise on a shared machine is a few percent); a cell
+// whose consumer waits less than kComputeBound of the time is bound by the consumer (it is fed:
+// MLPerf Storage's AU >= 90%).
+constexpr double kSame = 0.05;
+constexpr double kComputeBound = 0.10;
+
+// A share as whole percent ("<1%" for a small non-zero one).
+std::string percent_text(double share);
+
 }  // namespace stoker::report
