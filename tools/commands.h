@@ -19,5 +19,6 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_study_command(CLI::App& app);
+void add_qualify_command(CLI::App& app);
 
 }  // namespace stoker

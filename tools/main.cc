@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   stoker::add_eval_command(app);
   stoker::add_report_command(app);
   stoker::add_study_command(app);
+  stoker::add_qualify_command(app);
   // One rule set for every subcommand: options idle in the combination given are refused
   // after parsing, before the command runs.
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))

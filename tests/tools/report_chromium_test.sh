@@ -31,10 +31,10 @@ echo '[1, 2]' >"$errdir/array.json"
 expect_exit 1 "is not a study result" report "$errdir/array.json"
 # Another command's {context, results} (bench, train) is named, not rendered as "0 ok" cells.
 echo '{"context": {"tool": "stoker bench"}, "results": [{"images": 8}]}' >"$errdir/bench.json"
-expect_exit 1 "is the output of \`stoker bench\`, not a study result" report "$errdir/bench.json"
+expect_exit 1 "is the output of \`stoker bench\`, not a study or qualification result" report "$errdir/bench.json"
 echo '{"results": []}' >"$errdir/bare.json"
-expect_exit 1 "a document without a context naming its tool, not a study result" report "$errdir/bare.json"
-expect_exit 1 "cannot write '$errdir/no/such/dir/r.html.tmp'" report "$fixture" -o "$errdir/no/such/dir/r.html"
+expect_exit 1 "a document without a context naming its tool, not a study or qualification result" report "$errdir/bare.json"
+expect_exit 1 "cannot write $errdir/no/such/dir/r.html.tmp" report "$fixture" -o "$errdir/no/such/dir/r.html"
 "$stoker" report "$fixture" -o - | grep -q '</html>' || { echo "FAIL: -o - wrote no page" >&2; exit 1; }
 rm -rf "$errdir"
 

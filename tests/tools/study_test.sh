@@ -114,7 +114,7 @@ PY
 
 # 2. An existing result is refused before any work; --force replaces it.
 if "$stoker" study "$tmp/d/32px" --out "$tmp/s1" > "$tmp/r.txt" 2>&1; then fail "existing result replaced"; fi
-grep -q 'holds a study result' "$tmp/r.txt" || fail "refusal: $(cat "$tmp/r.txt")"
+grep -q 'holds a result already (study.json)' "$tmp/r.txt" || fail "refusal: $(cat "$tmp/r.txt")"
 # An --out that cannot be made: refused before the quick datasets are generated.
 touch "$tmp/file"
 set +e

@@ -17,6 +17,7 @@
 #include "loader/index/index.h"
 #include "loader/sources/nfs_url.h"
 #include "loader/sources/source.h"
+#include "tools/gen/gen_dataset.h"
 
 namespace stoker {
 
@@ -107,6 +108,21 @@ nlohmann::json library_versions() {
           {"opencv", CV_VERSION},
           {"onetbb", fmt::format("{}.{}", TBB_VERSION_MAJOR, TBB_VERSION_MINOR)},
           {"xxhash", fmt::format("{}.{}.{}", xxh / 10000, xxh / 100 % 100, xxh % 100)}};
+}
+
+std::vector<std::string> builtin_datasets(const std::string& root) {
+  GenConfig g;
+  g.out = root;
+  g.sizes = {256, 512, 1024};
+  g.classes = 10;
+  g.per_class = 40;
+  g.force = true;  // the command's own folder: remade over an older version's default
+  fmt::print(
+      "# no dataset given: using the built-in default in {} (stoker gen {} --sizes "
+      "256,512,1024 --classes {} --per-class {} --seed {}; made once, then reused)\n",
+      g.out, g.out, g.classes, g.per_class, g.seed);
+  std::fflush(stdout);
+  return generate_dataset(g).roots;
 }
 
 }  // namespace stoker

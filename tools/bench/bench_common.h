@@ -38,6 +38,9 @@ WarmStats warm_page_cache(const Index& index);
 // Replacements for bad samples are not included (found only by reading).
 std::vector<uint32_t> run_samples(const Index& index, const SamplerConfig& sampler, int epochs,
                                   size_t max_batches);
+// The built-in default datasets of `bench` and `qualify` with no dataset given: 256, 512 and
+// 1024 px, 10 classes of 40 images, generated in `root` once (saying so), then reused.
+std::vector<std::string> builtin_datasets(const std::string& root);
 // {"libjpeg-turbo": ..., "opencv": ..., "onetbb": ..., "xxhash": ...} as bench reports them.
 nlohmann::json library_versions();
 

@@ -279,19 +279,7 @@ std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
 
 // No dataset given: the built-in default, generated once and then reused.
 void use_default_dataset(BenchOptions& o) {
-  if (!o.data.empty()) return;
-  GenConfig g;
-  g.out = o.default_root;
-  g.sizes = {256, 512, 1024};
-  g.classes = 10;
-  g.per_class = 40;
-  g.force = true;  // bench's own folder: remade over an older version's default
-  fmt::print(
-      "# no dataset given: using the built-in default in {} (stoker gen {} --sizes "
-      "256,512,1024 --classes {} --per-class {} --seed {}; made once, then reused)\n",
-      g.out, g.out, g.classes, g.per_class, g.seed);
-  std::fflush(stdout);
-  o.data = generate_dataset(g).roots;
+  if (o.data.empty()) o.data = builtin_datasets(o.default_root);
 }
 
 void check_shard_order(const BenchOptions& o, const LoaderConfig& base) {

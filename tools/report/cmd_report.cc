@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "tools/commands.h"
 #include "tools/report/report.h"
+#include "tools/result_dir.h"
 
 namespace stoker {
 
@@ -45,10 +46,10 @@ nlohmann::json read_study(const std::string& path) {
   if (study.contains("context") && study["context"].is_object() &&
       study["context"].contains("tool"))
     tool = &study["context"]["tool"];
-  if (tool == nullptr || *tool != "stoker study")
+  if (tool == nullptr || (*tool != "stoker study" && *tool != "stoker qualify"))
     fail(
-        "report: '{}' is {}, not a study result: `stoker report` renders what `stoker study` "
-        "writes to DIR/study.json",
+        "report: '{}' is {}, not a study or qualification result: `stoker report` renders what "
+        "`stoker study` writes to DIR/study.json and `stoker qualify` to DIR/qualify.json",
         path,
         tool != nullptr && tool->is_string()
             ? fmt::format("the output of `{}`", tool->get<std::string>())
@@ -56,27 +57,10 @@ nlohmann::json read_study(const std::string& path) {
   return study;
 }
 
-// Written beside the target and renamed over it, so a browser never sees half a page.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("report: cannot write '{}': {}", tmp, errno_text(errno));
-    out << text;
-    out.flush();
-    if (!out) fail("report: writing '{}' failed: {}", tmp, errno_text(errno));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    fail("report: cannot rename '{}' to '{}': {}", tmp, path, ec.message());
-  }
-}
-
 void run_report(const ReportOptions& o) {
   const nlohmann::json study = read_study(o.result);
-  const std::string html = render_report(study);
+  const bool qualify = study["context"]["tool"] == "stoker qualify";
+  const std::string html = qualify ? render_qualify_report(study) : render_report(study);
   if (o.out == "-") {
     std::fwrite(html.data(), 1, html.size(), stdout);
     return;
@@ -85,17 +69,23 @@ void run_report(const ReportOptions& o) {
       o.out.empty() ? (std::filesystem::path(o.result).parent_path() / "report.html").string()
                     : o.out;
   write_atomically(out, html);
-  fmt::print("{}: report of {} cells from {}\n", out, study["results"].size(), o.result);
-  for (const auto& s : conclusions(study)) fmt::print("- {}\n", s);
+  fmt::print("{}: report of {} {} from {}\n", out, study["results"].size(),
+             qualify ? "searches" : "cells", o.result);
+  for (const auto& s : qualify ? qualify_answer(study) : conclusions(study))
+    fmt::print("- {}\n", s);
 }
 
 }  // namespace
 
 void add_report_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "report", "Re-render the HTML report of a saved study result and print its conclusions");
+      "report",
+      "Re-render the HTML report of a saved study (or qualification) result and print its "
+      "conclusions (its answer)");
   auto o = std::make_shared<ReportOptions>();
-  cmd->add_option("result", o->result, "A study result (DIR/study.json of `stoker study`)")
+  cmd->add_option("result", o->result,
+                  "A study result (DIR/study.json of `stoker study`) or a qualification's "
+                  "(DIR/qualify.json of `stoker qualify`)")
       ->required();
   cmd->add_option("-o,--out", o->out,
                   "HTML file to write (default: report.html beside the result; - for stdout)");

@@ -207,6 +207,10 @@ std::string context_section(const Json& ctx) {
 
 }  // namespace
 
+const char* report_style() {
+  return kStyle;
+}
+
 std::string render_report(const nlohmann::json& study) {
   const Json& ctx = obj(study, "context");
   const auto all = report::cells(study);

@@ -13,6 +13,16 @@ namespace stoker {
 
 std::string render_report(const nlohmann::json& study);
 
+// `stoker qualify`'s report (qualify_report.cc) from its result (docs/FORMATS.md,
+// "qualify.json"): the answer (accelerators fed against resolution, one line per storage and
+// mode), the read MB/s, where the limit is, each link, each step of the search.
+std::string render_qualify_report(const nlohmann::json& qualify);
+// Its answer in words: one line per dataset, storage and mode.
+std::vector<std::string> qualify_answer(const nlohmann::json& qualify);
+
+// The reports' one style sheet (inline CSS).
+const char* report_style();
+
 // The answer the report opens with (headline.cc): per size and storage, what bounds training
 // (the storage, the decode CPU, the accelerator), the cores one accelerator needs and what
 // more readers buy ("can't tell at this spread" where the spread is larger), then how

@@ -27,6 +27,7 @@
 #include "tools/gen/gen_dataset.h"
 #include "tools/options/loader_options.h"
 #include "tools/report/report.h"
+#include "tools/result_dir.h"
 #include "tools/study/machine_load.h"
 #include "tools/study/study_cell.h"
 #include "tools/study/study_spec.h"
@@ -71,83 +72,6 @@ struct Cell {
   bool gpu_decode = false;  // --decode gpu: the report's "gpu-decode" reader
 };
 
-std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string out;
-  for (char c : all) out += c == '\0' ? ' ' : c;
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
-std::string default_out() {
-  std::string now = utc_now();  // 2026-11-23T17:00:00Z -> study-20261123-170000
-  std::string digits;
-  for (char c : now)
-    if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
-  return fmt::format("study-{}-{}", digits.substr(0, 8), digits.substr(8, 6));
-}
-
-// Creates `dir` and proves it writable before any work; refuses to replace a result.
-void prepare_out(const std::string& dir, bool force) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail("--out {}: cannot create it: {}", dir, ec.message());
-  if (!force && fs::exists(fs::path(dir) / "study.json"))
-    usage_fail("--out {}: holds a study result already (study.json); give --force to replace it",
-               dir);
-  const std::string probe = (fs::path(dir) / ".stoker-study-probe").string();
-  {
-    std::ofstream p(probe);
-    if (!p || !(p << "probe\n") || !(p.flush()))
-      fail("--out {}: cannot write there: {}", dir, errno_text(errno));
-  }
-  fs::remove(probe, ec);
-}
-
-// Writes `text` to `path` through a temporary file and a rename: a reader (or an interrupt)
-// never sees half a file.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) fail("cannot write {}: {}", tmp, errno_text(errno));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fail("cannot rename {} to {}: {}", tmp, path, ec.message());
-}
-
-// "256px" -> 256; 0 when the name carries no resolution.
-int resolution_of(const std::string& name) {
-  int r = 0;
-  for (char c : name) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) break;
-    r = r * 10 + (c - '0');
-  }
-  return r;
-}
-
-nlohmann::json dataset_json(const std::string& root, const Index& index, int resolution) {
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (uint64_t b : index.bytes) {
-    lo = std::min(lo, b);
-    hi = std::max(hi, b);
-  }
-  const uint64_t total = index.total_bytes();
-  return {{"name", short_name(root)},
-          {"root", fs::absolute(root).lexically_normal().string()},
-          {"resolution", resolution ? nlohmann::json(resolution) : nlohmann::json(nullptr)},
-          {"images", index.size()},
-          {"classes", index.classes.size()},
-          {"bytes", total},
-          {"mean_bytes", index.size() ? total / index.size() : 0},
-          {"min_bytes", index.size() ? lo : 0},
-          {"max_bytes", hi}};
-}
-
 const char* storage_detail(StudyStorage s) {
   switch (s) {
     case StudyStorage::local:
@@ -185,8 +109,8 @@ class StudyRun {
     }
     // Every step is a full batch: images = steps x batch.
     o_.loader.drop_last = base_.sampler.drop_last = true;
-    if (o_.out.empty()) o_.out = default_out();
-    prepare_out(o_.out, o_.force);
+    if (o_.out.empty()) o_.out = default_out("study");
+    prepare_out(o_.out, o_.force, "study.json");
     exports_ = std::make_unique<NfsExports>(o_.nfs, (fs::path(o_.out) / "nfs").string());
     t0_ = now_ns();
     load0_ = load_mark();

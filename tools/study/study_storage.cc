@@ -4,9 +4,13 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "common/error.h"
 #include "tools/pack/pack_shards.h"
@@ -57,32 +61,66 @@ NfsExports::~NfsExports() {
   stop_all();
 }
 
-std::string NfsExports::url_of(const std::string& dir, const std::string& name) {
+std::string NfsExports::url_of(const std::string& dir, const std::string& name,
+                               const std::string& link) {
   if (!existing_.empty()) {
     const size_t q = existing_.find('?');
     std::string base = existing_.substr(0, q);
     while (!base.empty() && base.back() == '/') base.pop_back();
     return base + "/" + name + (q == std::string::npos ? "" : existing_.substr(q));
   }
-  if (auto it = urls_.find(dir); it != urls_.end()) return it->second;
-  if (auto it = failed_.find(dir); it != failed_.end()) fail("{}", it->second);
+  const std::string key = link.empty() ? dir : dir + "@" + link;
+  if (auto it = urls_.find(key); it != urls_.end()) return it->second;
+  if (auto it = failed_.find(key); it != failed_.end()) fail("{}", it->second);
   const std::string abs = std::filesystem::absolute(dir).lexically_normal().string();
   const std::string state = fmt::format("{}/nfs-{}", state_dir_, started_.size() + failed_.size());
   std::string out;
   const std::string script = nfs_serve_script();
-  const int rc = run_shell(fmt::format("{} start {} --port auto --mount-port auto --state {}",
-                                       quote(script), quote(abs), quote(state)),
+  const std::string netns = link.empty() ? "" : " --netns --link " + quote(link);
+  const int rc = run_shell(fmt::format("{} start {} --port auto --mount-port auto --state {}{}",
+                                       quote(script), quote(abs), quote(state), netns),
                            out);
   const size_t at = out.rfind("nfs://");
   if (rc != 0 || at == std::string::npos) {
-    const std::string why =
-        fmt::format("no NFS server for {}: {} start exited {}{}: {}", abs, script, rc,
-                    rc == 77 ? " (cannot run here)" : "", trim(out));
-    failed_[dir] = why;
+    const std::string why = fmt::format("no NFS server for {}{}: {} start exited {}{}: {}", abs,
+                                        link.empty() ? "" : " behind a " + link + " link", script,
+                                        rc, rc == 77 ? " (cannot run here)" : "", trim(out));
+    failed_[key] = why;
     fail("{}", why);
   }
-  started_[dir] = state;
-  return urls_[dir] = trim(out.substr(at));
+  started_[key] = state;
+  // The URL is a line of its own (--netns may say more after it).
+  return urls_[key] = trim(out.substr(at, out.find('\n', at) - at));
+}
+
+nlohmann::json NfsExports::link_of(const std::string& dir, const std::string& link) const {
+  if (link.empty()) return nullptr;
+  const auto it = started_.find(dir + "@" + link);
+  if (it == started_.end()) return nullptr;
+  std::ifstream in(it->second + "/link.json");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_discarded() ? nlohmann::json() : j;
+}
+
+double NfsExports::server_cpu_seconds(const std::string& dir, const std::string& link) const {
+  const auto it = started_.find(link.empty() ? dir : dir + "@" + link);
+  if (it == started_.end()) return -1;
+  std::ifstream pid_file(it->second + "/ganesha.pid");
+  long pid = 0;
+  if (!(pid_file >> pid) || pid <= 0) return -1;
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // Fields after the command (which may hold spaces): state is field 3, utime 14, stime 15.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int k = 3; k <= 15 && rest >> field; ++k) {
+    if (k == 14) utime = std::stod(field);
+    if (k == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / double(::sysconf(_SC_CLK_TCK));
 }
 
 void NfsExports::stop_all() {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace stoker {
@@ -26,16 +27,26 @@ class NfsExports {
   // The nfs:// URL that serves local directory `dir`: with an existing server,
   // <its export>/<name>; otherwise a server of ours exporting `dir` (started on first use).
   // stoker::Error with the reason when no server can run here (and again for later asks).
-  std::string url_of(const std::string& dir, const std::string& name);
+  // `link`: "" a server on 127.0.0.1; else one in a network namespace of its own behind a
+  // veth pair shaped to `link` (scripts/nfs_serve.sh --netns --link: unshaped, 10gbit, ...),
+  // a server per (dir, link).
+  std::string url_of(const std::string& dir, const std::string& name, const std::string& link = "");
+  // A --netns server's measured link (its link.json: rtt_ms, mbit_per_s, ...); null for
+  // others or when it is not ours.
+  nlohmann::json link_of(const std::string& dir, const std::string& link) const;
+  // The CPU seconds so far of our server for (dir, link) (its process, /proc); -1 when none
+  // runs or it cannot be read.
+  double server_cpu_seconds(const std::string& dir, const std::string& link) const;
   // Stops every server started here (the destructor does too).
   void stop_all();
   size_t running() const { return started_.size(); }
 
  private:
   std::string existing_, state_dir_;
-  std::map<std::string, std::string> started_;  // dir -> its server's state dir
-  std::map<std::string, std::string> urls_;     // dir -> URL
-  std::map<std::string, std::string> failed_;   // dir -> why it could not start
+  // Keyed by dir, or dir + "@" + link for a --netns server.
+  std::map<std::string, std::string> started_;  // key -> its server's state dir
+  std::map<std::string, std::string> urls_;     // key -> URL
+  std::map<std::string, std::string> failed_;   // key -> why it could not start
 };
 
 // `dataset` packed into tar shards under `dir` (created; replaced if it holds other shards),
