@@ -3,7 +3,9 @@
 // client's own thread. A whole-file read is open -> READ chunks of the server's maximum
 // until a short one (libnfs returns short only at end of file) -> close; a range read
 // (shards) is one pread of that length, which libnfs splits into READs as needed, on a
-// handle kept open for the file's other members.
+// handle kept open for the file's other members, or a copy out of a read-ahead window (one
+// pread of the kAhead bytes after a forward run of members, as the local shards source
+// asks the kernel for).
 #include "loader/sources/nfs_client.h"
 
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "loader/sources/source.h"
 
 namespace stoker {
@@ -60,8 +63,27 @@ struct NfsClient::OpenFile {
   std::string path;
   nfsfh* fh = nullptr;
   bool opening = true;
-  size_t users = 0;                     // reads using or waiting for the handle
+  size_t users = 0;                     // reads using or waiting for the handle, windows read
   std::vector<NfsClient::Op*> waiting;  // reads queued while it opens
+  uint64_t last_end = 0;                // end of the previous range read: runs
+  uint64_t ahead_end = 0;               // end of the last window asked for
+  std::vector<std::unique_ptr<NfsClient::Window>> windows;
+};
+
+// kAhead bytes at `offset` of a file, read ahead of a forward run of range reads.
+struct NfsClient::Window {
+  NfsClient* client = nullptr;
+  NfsClient::OpenFile* file = nullptr;
+  uint64_t offset = 0;
+  uint64_t asked = 0;
+  uint64_t seq = 0;    // when it was asked for: the oldest goes first
+  bool ready = false;  // bytes holds what the server gave (short at the end of the file)
+  std::vector<uint8_t> bytes;
+  std::vector<NfsClient::Op*> waiting;  // range reads inside it, asked before it came
+  bool holds(uint64_t off, uint64_t len) const {
+    const uint64_t end = offset + (ready ? bytes.size() : asked);
+    return off >= offset && off <= end && len <= end - off;
+  }
 };
 
 struct NfsClient::Op {
@@ -82,8 +104,28 @@ struct NfsClient::Op {
 // The C callbacks, friends of NfsClient.
 struct NfsCallbacks {
   static void answered(NfsClient& c) {
-    c.last_answer_ns_ = now_ns();
+    c.note_answer();
     --c.pending_rpcs_;
+  }
+
+  static void window_cb(int err, nfs_context*, void* data, void* priv) {
+    auto& w = *static_cast<NfsClient::Window*>(priv);
+    NfsClient& c = *w.client;
+    if (!c.nfs_) return;
+    answered(c);
+    c.window_done(w, err, static_cast<const uint8_t*>(data), err > 0 ? uint64_t(err) : 0);
+  }
+
+  // Completes a range read with bytes in memory (a window's).
+  static void serve(NfsClient::Op& op, const uint8_t* bytes) {
+    NfsClient& c = *op.client;
+    close_file(op);
+    uint8_t* dst = op.read.sink.reserve(op.read.sink.self, std::max<uint64_t>(op.read.length, 1));
+    std::memcpy(dst, bytes, op.read.length);
+    op.data = dst;
+    op.got = op.read.length;
+    ++c.ahead_hits_;
+    c.finish(op, {});
   }
 
   static void close_cb(int, nfs_context*, void*, void* priv) {
@@ -225,6 +267,8 @@ struct NfsCallbacks {
                         int (*start)(nfs_context*, const char*, nfs_cb, void*), SyncCall& call) {
     if (!c.broken_.empty()) throw SourceBroken(c.broken_);
     const std::string path = c.mount_path(rel);
+    c.sync_what_ = fmt::format("{} {}", std::string_view(what) == "list" ? "listing" : "looking up",
+                               c.url_.join(rel));
     ++c.pending_rpcs_;
     if (c.pending_rpcs_ == 1) c.last_answer_ns_ = now_ns();
     if (start(c.nfs_, path.c_str(), sync_answered, &call) != 0) {
@@ -232,6 +276,7 @@ struct NfsCallbacks {
       fail("{}: cannot {}: {}", c.url_.join(rel), what, last_error(c.nfs_));
     }
     c.run_until(call.done, what);
+    c.sync_what_.clear();
   }
 
   static void sync_answered(int err, nfs_context* n, void* data, void* priv) {
@@ -274,6 +319,7 @@ void NfsClient::close_idle_files() {
   for (auto it = open_files_.begin(); it != open_files_.end();) {
     OpenFile& f = *it->second;
     if (f.users == 0 && !f.opening) {
+      windows_ -= f.windows.size();
       nfs_close_async(
           nfs_, f.fh, [](int, nfs_context*, void*, void*) {}, nullptr);
       it = open_files_.erase(it);
@@ -329,6 +375,10 @@ void NfsClient::connect() {
     if (!n) fail("{}: cannot create an NFS context (out of memory?)", text);
     // Our deadline decides; libnfs must not reconnect behind our back (URL args may say so).
     nfs_set_autoreconnect(n, 0);
+    // Nor time RPCs out itself (-1, libnfs 4's default, said here on purpose): a timed-out
+    // READ would come back as that one file's error, which --on-error could skip; a server
+    // that does not answer is the storage failing, and pump()'s deadline says so.
+    nfs_set_timeout(n, -1);
     nfs_url* parsed = nfs_parse_url_dir(n, text.c_str());
     if (!parsed) {
       const std::string why = last_error(n);
@@ -403,12 +453,69 @@ std::string NfsClient::mount_path(std::string_view rel) const {
 }
 
 void NfsClient::broken(const std::string& why) {
-  broken_ = fmt::format("{}: {}", url_.text(), why);
+  // Once mounted, the server and what was being read (connect() words its own failures).
+  const std::string doing = export_.empty() ? std::string() : activity();
+  broken_ = export_.empty() ? fmt::format("{}: {}", url_.text(), why)
+                            : fmt::format("{}: {} (NFS server {}{}{})", url_.text(), why,
+                                          server_text(), doing.empty() ? "" : ", while ", doing);
   throw SourceBroken(broken_);
+}
+
+std::string NfsClient::server_text() const {
+  const std::string key = "nfsport=";
+  for (size_t at = url_.args.find(key); at != std::string::npos; at = url_.args.find(key, at + 1)) {
+    if (at == 0 || url_.args[at - 1] == '&') {
+      const size_t end = url_.args.find('&', at);
+      return url_.server + ":" + url_.args.substr(at + key.size(), end - at - key.size());
+    }
+  }
+  return url_.server;  // the port its portmapper gave
+}
+
+std::string NfsClient::describe(const Op& op) const {
+  std::string s = url_.join(op.read.path);
+  if (op.read.length != kWholeFile)
+    s += fmt::format(" (bytes {} to {})", op.read.offset, op.read.offset + op.read.length);
+  return s;
+}
+
+std::string NfsClient::activity() const {
+  if (!sync_what_.empty()) return sync_what_;
+  const Op* first = nullptr;
+  size_t n = 0;
+  for (const auto& op : ops_) {
+    if (op->done) continue;
+    ++n;
+    if (!first || op->t0 < first->t0) first = op.get();
+  }
+  // libnfs fails every request in flight as it drops the connection: those were the reads.
+  if (!first && failed_now_ == 0) return {};
+  std::string s = "reading " + (first ? describe(*first) : failed_first_);
+  n += failed_now_;
+  if (n > 1) s += fmt::format(" and {} other read{}", n - 1, n == 2 ? "" : "s");
+  return s;
+}
+
+void NfsClient::note_answer() {
+  const int64_t now = now_ns();
+  // Silent since the last answer or since we last began listening, whichever is later: a
+  // caller busy elsewhere is not the server's silence.
+  const int64_t silent_ns = now - std::max(last_answer_ns_, quiet_since_);
+  last_answer_ns_ = now;
+  if (pending_rpcs_ == 0 || silent_ns < int64_t{kStallNoteMs} * 1000000) return;
+  ++stalls_;
+  log_warning(fmt::format(
+      "{}: the NFS server {} answered again after {:.1f} s of silence, while {} (TCP "
+      "retransmitted: the connection held; stall {} of this connection; {:.0f} s of silence "
+      "stop the run)",
+      url_.text(), server_text(), silent_ns / 1e9, activity(), stalls_, timeout_ms_ / 1e3));
 }
 
 void NfsClient::pump(int wait_ms) {
   if (!broken_.empty()) throw SourceBroken(broken_);
+  const int64_t began = now_ns();
+  if (began - last_pump_ns_ > 500'000'000) quiet_since_ = began;
+  failed_now_ = 0;
   const int fd = nfs_get_fd(nfs_);
   if (fd < 0) broken("the connection to the NFS server is closed");
   pollfd p{fd, static_cast<short>(nfs_which_events(nfs_)), 0};
@@ -422,6 +529,7 @@ void NfsClient::pump(int wait_ms) {
     broken(fmt::format("no answer from the NFS server for {:.0f} s ({} requests outstanding)",
                        timeout_ms_ / 1e3, pending_rpcs_));
   }
+  last_pump_ns_ = now_ns();
 }
 
 void NfsClient::run_until(const bool& done, std::string_view) {
@@ -525,12 +633,14 @@ void NfsClient::start(Op& op) {
     OpenFile& file = *it->second;
     ++file.users;
     op.shared = &file;
+    const uint64_t offset = op.read.offset, length = op.read.length;
     if (file.opening) {
       file.waiting.push_back(&op);
-    } else {
+    } else if (!serve_from_window(op, file)) {
       op.fh = file.fh;
       NfsCallbacks::start_read(op);
     }
+    read_ahead(file, offset, length);
     return;
   }
   ++pending_rpcs_;
@@ -540,8 +650,83 @@ void NfsClient::start(Op& op) {
   }
 }
 
+bool NfsClient::serve_from_window(Op& op, OpenFile& file) {
+  for (const auto& w : file.windows) {
+    if (!w->holds(op.read.offset, op.read.length)) continue;
+    if (w->ready) {
+      NfsCallbacks::serve(op, w->bytes.data() + (op.read.offset - w->offset));
+    } else {
+      w->waiting.push_back(&op);
+    }
+    return true;
+  }
+  return false;
+}
+
+// As the local shards source: random reads ask for nothing; a forward run gets the next
+// kAhead bytes asked for each time it nears the end of what was asked. At most
+// kAheadWindows windows in all: the oldest one read goes (pending ones are kept).
+void NfsClient::read_ahead(OpenFile& f, uint64_t offset, uint64_t length) {
+  const bool run = offset >= f.last_end && offset - f.last_end < kRunGap && f.last_end > 0;
+  f.last_end = offset + length;
+  if (!run || f.opening || f.last_end + kAhead / 2 < f.ahead_end) return;
+  if (windows_ >= kAheadWindows) {
+    Window* oldest = nullptr;
+    for (const auto& [path, file] : open_files_)
+      for (const auto& w : file->windows)
+        if (w->ready && (!oldest || w->seq < oldest->seq)) oldest = w.get();
+    if (!oldest) return;  // all still being read: no more memory for this one
+    auto& ws = oldest->file->windows;
+    ws.erase(std::find_if(ws.begin(), ws.end(), [&](const auto& w) { return w.get() == oldest; }));
+    --windows_;
+  }
+  auto w = std::make_unique<Window>();
+  w->client = this;
+  w->file = &f;
+  w->offset = std::max(f.ahead_end, f.last_end);
+  w->asked = kAhead;
+  w->seq = ahead_windows_;
+  if (pending_rpcs_ == 0) last_answer_ns_ = now_ns();
+  ++pending_rpcs_;
+  if (nfs_pread_async(nfs_, f.fh, w->offset, w->asked, NfsCallbacks::window_cb, w.get()) != 0) {
+    --pending_rpcs_;  // no read-ahead this time; the reads themselves still go
+    return;
+  }
+  f.ahead_end = w->offset + w->asked;
+  ++f.users;
+  ++windows_;
+  ++ahead_windows_;
+  f.windows.push_back(std::move(w));
+}
+
+void NfsClient::window_done(Window& w, int err, const uint8_t* data, uint64_t n) {
+  OpenFile& f = *w.file;
+  --f.users;
+  std::vector<Op*> waiting;
+  waiting.swap(w.waiting);
+  if (err >= 0) {
+    w.bytes.assign(data, data + n);
+    w.ready = true;
+  }
+  for (Op* op : waiting) {
+    if (w.ready && w.holds(op->read.offset, op->read.length)) {
+      NfsCallbacks::serve(*op, w.bytes.data() + (op->read.offset - w.offset));
+    } else {  // past the end of the file, or the window failed: the read asks for itself
+      op->fh = f.fh;
+      NfsCallbacks::start_read(*op);
+    }
+  }
+  if (!w.ready) {  // a failed window is forgotten (the reads report their own errors)
+    auto it = std::find_if(f.windows.begin(), f.windows.end(),
+                           [&](const auto& p) { return p.get() == &w; });
+    f.windows.erase(it);
+    --windows_;
+  }
+}
+
 void NfsClient::finish(Op& op, std::string error) {
   op.done = true;
+  if (!error.empty() && failed_now_++ == 0) failed_first_ = describe(op);
   if (!error.empty()) op.error = fmt::format("{}: {}", url_.join(op.read.path), error);
   completed_.push_back(&op);
 }
