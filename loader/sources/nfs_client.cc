@@ -28,6 +28,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "loader/sources/nfs_client_internal.h"
 #include "loader/sources/source.h"
 
 namespace stoker {
@@ -44,254 +45,174 @@ std::string error_text(int err, void* data) {
   return data ? static_cast<const char*>(data) : strerror(-err);
 }
 
-// One synchronous request (list, stat) in flight: NfsCallbacks::sync_call issues it,
-// sync_answered records the answer and hands a success's data to `on_data`.
-struct SyncCall {
-  NfsClient* client = nullptr;
-  void (*on_data)(SyncCall& call, nfs_context* n, void* data) = nullptr;
-  bool done = false;
-  int err = 0;
-  std::string error;
-  std::vector<NfsEntry> entries;
-  NfsEntry entry;
-};
-
 }  // namespace
 
-// A file kept open for range reads (shards): opened once, shared by the reads of its members.
-struct NfsClient::OpenFile {
-  std::string path;
-  nfsfh* fh = nullptr;
-  bool opening = true;
-  size_t users = 0;                     // reads using or waiting for the handle, windows read
-  std::vector<NfsClient::Op*> waiting;  // reads queued while it opens
-  uint64_t last_end = 0;                // end of the previous range read: runs
-  uint64_t ahead_end = 0;               // end of the last window asked for
-  std::vector<std::unique_ptr<NfsClient::Window>> windows;
-};
+// The C callbacks (nfs_client_internal.h), friends of NfsClient.
+void NfsCallbacks::answered(NfsClient& c) {
+  c.note_answer();
+  --c.pending_rpcs_;
+}
 
-// kAhead bytes at `offset` of a file, read ahead of a forward run of range reads.
-struct NfsClient::Window {
-  NfsClient* client = nullptr;
-  NfsClient::OpenFile* file = nullptr;
-  uint64_t offset = 0;
-  uint64_t asked = 0;
-  uint64_t seq = 0;    // when it was asked for: the oldest goes first
-  bool ready = false;  // bytes holds what the server gave (short at the end of the file)
-  std::vector<uint8_t> bytes;
-  std::vector<NfsClient::Op*> waiting;  // range reads inside it, asked before it came
-  bool holds(uint64_t off, uint64_t len) const {
-    const uint64_t end = offset + (ready ? bytes.size() : asked);
-    return off >= offset && off <= end && len <= end - off;
+void NfsCallbacks::close_cb(int, nfs_context*, void*, void* priv) {
+  auto* c = static_cast<NfsClient*>(priv);
+  if (c->nfs_) answered(*c);
+}
+
+void NfsCallbacks::close_file(NfsClient::Op& op) {
+  NfsClient& c = *op.client;
+  nfsfh* fh = std::exchange(op.fh, nullptr);
+  if (NfsClient::OpenFile* f = std::exchange(op.shared, nullptr)) {
+    --f->users;
+    return;
   }
-};
+  if (!fh) return;
+  // NFSv3 has no CLOSE: libnfs frees the handle, possibly answering at once.
+  ++c.pending_rpcs_;
+  if (nfs_close_async(c.nfs_, fh, close_cb, &c) != 0) --c.pending_rpcs_;
+}
 
-struct NfsClient::Op {
-  NfsClient* client = nullptr;
-  Read read;
-  std::string path;  // relative to the mounted export
-  nfsfh* fh = nullptr;
-  NfsClient::OpenFile* shared = nullptr;  // range reads: the cached handle fh belongs to
-  uint64_t got = 0;
-  uint64_t chunk = 0;
-  std::vector<uint8_t> staging;  // multi-chunk whole-file reads only
-  const uint8_t* data = nullptr;
-  int64_t t0 = 0;
-  bool done = false;
-  std::string error;
-};
-
-// The C callbacks, friends of NfsClient.
-struct NfsCallbacks {
-  static void answered(NfsClient& c) {
-    c.note_answer();
-    --c.pending_rpcs_;
-  }
-
-  static void window_cb(int err, nfs_context*, void* data, void* priv) {
-    auto& w = *static_cast<NfsClient::Window*>(priv);
-    NfsClient& c = *w.client;
-    if (!c.nfs_) return;
-    answered(c);
-    c.window_done(w, err, static_cast<const uint8_t*>(data), err > 0 ? uint64_t(err) : 0);
-  }
-
-  // Completes a range read with bytes in memory (a window's).
-  static void serve(NfsClient::Op& op, const uint8_t* bytes) {
-    NfsClient& c = *op.client;
+void NfsCallbacks::read_cb(int err, nfs_context*, void* data, void* priv) {
+  auto& op = *static_cast<NfsClient::Op*>(priv);
+  NfsClient& c = *op.client;
+  if (!c.nfs_) return;  // the context is being destroyed
+  answered(c);
+  if (err < 0) {
     close_file(op);
-    uint8_t* dst = op.read.sink.reserve(op.read.sink.self, std::max<uint64_t>(op.read.length, 1));
-    std::memcpy(dst, bytes, op.read.length);
-    op.data = dst;
-    op.got = op.read.length;
-    ++c.ahead_hits_;
-    c.finish(op, {});
+    c.finish(op, fmt::format("read failed at byte {}: {}", op.read.offset + op.got,
+                             data ? static_cast<const char*>(data) : strerror(-err)));
+    return;
   }
-
-  static void close_cb(int, nfs_context*, void*, void* priv) {
-    auto* c = static_cast<NfsClient*>(priv);
-    if (c->nfs_) answered(*c);
-  }
-
-  static void close_file(NfsClient::Op& op) {
-    NfsClient& c = *op.client;
-    nfsfh* fh = std::exchange(op.fh, nullptr);
-    if (NfsClient::OpenFile* f = std::exchange(op.shared, nullptr)) {
-      --f->users;
-      return;
-    }
-    if (!fh) return;
-    // NFSv3 has no CLOSE: libnfs frees the handle, possibly answering at once.
-    ++c.pending_rpcs_;
-    if (nfs_close_async(c.nfs_, fh, close_cb, &c) != 0) --c.pending_rpcs_;
-  }
-
-  static void read_cb(int err, nfs_context*, void* data, void* priv) {
-    auto& op = *static_cast<NfsClient::Op*>(priv);
-    NfsClient& c = *op.client;
-    if (!c.nfs_) return;  // the context is being destroyed
-    answered(c);
-    if (err < 0) {
-      close_file(op);
-      c.finish(op, fmt::format("read failed at byte {}: {}", op.read.offset + op.got,
-                               data ? static_cast<const char*>(data) : strerror(-err)));
-      return;
-    }
-    const auto n = static_cast<uint64_t>(err);
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    if (op.read.length != NfsClient::kWholeFile) {
-      // A range: libnfs gathered all of it, or the file is shorter than the index says.
-      close_file(op);
-      if (n != op.read.length) {
-        c.finish(op, fmt::format("{} bytes at offset {} expected, {} found (file truncated?)",
-                                 op.read.length, op.read.offset, n));
-        return;
-      }
-      uint8_t* dst = op.read.sink.reserve(op.read.sink.self, n);
-      std::memcpy(dst, bytes, n);
-      op.data = dst;
-      op.got = n;
-      c.finish(op, {});
-      return;
-    }
-    if (op.got == 0 && n < op.chunk) {  // the common case: the whole file in one READ
-      close_file(op);
-      uint8_t* dst = op.read.sink.reserve(op.read.sink.self, std::max<uint64_t>(n, 1));
-      std::memcpy(dst, bytes, n);
-      op.data = dst;
-      op.got = n;
-      c.finish(op, {});
-      return;
-    }
-    op.staging.insert(op.staging.end(), bytes, bytes + n);
-    op.got += n;
-    if (n == op.chunk) {  // maybe more: ask for the next chunk
-      ++c.pending_rpcs_;
-      if (nfs_pread_async(c.nfs_, op.fh, op.read.offset + op.got, op.chunk, read_cb, &op) != 0) {
-        --c.pending_rpcs_;
-        close_file(op);
-        c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
-      }
-      return;
-    }
+  const auto n = static_cast<uint64_t>(err);
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (op.read.length != NfsClient::kWholeFile) {
+    // A range: libnfs gathered all of it, or the file is shorter than the index says.
     close_file(op);
-    uint8_t* dst = op.read.sink.reserve(op.read.sink.self, op.got);
-    std::memcpy(dst, op.staging.data(), op.got);
+    if (n != op.read.length) {
+      c.finish(op, fmt::format("{} bytes at offset {} expected, {} found (file truncated?)",
+                               op.read.length, op.read.offset, n));
+      return;
+    }
+    uint8_t* dst = op.read.sink.reserve(op.read.sink.self, n);
+    std::memcpy(dst, bytes, n);
     op.data = dst;
-    op.staging.clear();
+    op.got = n;
     c.finish(op, {});
+    return;
   }
-
-  static void open_cb(int err, nfs_context*, void* data, void* priv) {
-    auto& op = *static_cast<NfsClient::Op*>(priv);
-    NfsClient& c = *op.client;
-    if (!c.nfs_) {
-      // Being destroyed: a handle opened now would leak in libnfs otherwise.
-      return;
-    }
-    answered(c);
-    if (err < 0) {
-      c.finish(op, fmt::format("cannot open: {}", error_text(err, data)));
-      return;
-    }
-    op.fh = static_cast<nfsfh*>(data);
-    start_read(op);
+  if (op.got == 0 && n < op.chunk) {  // the common case: the whole file in one READ
+    close_file(op);
+    uint8_t* dst = op.read.sink.reserve(op.read.sink.self, std::max<uint64_t>(n, 1));
+    std::memcpy(dst, bytes, n);
+    op.data = dst;
+    op.got = n;
+    c.finish(op, {});
+    return;
   }
-
-  static void start_read(NfsClient::Op& op) {
-    NfsClient& c = *op.client;
-    op.chunk = op.read.length == NfsClient::kWholeFile ? c.read_max_ : op.read.length;
-    if (op.chunk == 0) {  // an empty member: nothing to ask the server
-      close_file(op);
-      op.data = op.read.sink.reserve(op.read.sink.self, 1);
-      c.finish(op, {});
-      return;
-    }
+  op.staging.insert(op.staging.end(), bytes, bytes + n);
+  op.got += n;
+  if (n == op.chunk) {  // maybe more: ask for the next chunk
     ++c.pending_rpcs_;
-    if (nfs_pread_async(c.nfs_, op.fh, op.read.offset, op.chunk, read_cb, &op) != 0) {
+    if (nfs_pread_async(c.nfs_, op.fh, op.read.offset + op.got, op.chunk, read_cb, &op) != 0) {
       --c.pending_rpcs_;
       close_file(op);
       c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
     }
+    return;
   }
+  close_file(op);
+  uint8_t* dst = op.read.sink.reserve(op.read.sink.self, op.got);
+  std::memcpy(dst, op.staging.data(), op.got);
+  op.data = dst;
+  op.staging.clear();
+  c.finish(op, {});
+}
 
-  static void shared_open_cb(int err, nfs_context*, void* data, void* priv) {
-    auto& f = *static_cast<NfsClient::OpenFile*>(priv);
-    NfsClient& c = *f.waiting.front()->client;
-    if (!c.nfs_) return;
-    answered(c);
-    f.opening = false;
-    std::vector<NfsClient::Op*> waiting;
-    waiting.swap(f.waiting);
-    if (err < 0) {
-      const std::string why = fmt::format("cannot open: {}", error_text(err, data));
-      for (NfsClient::Op* op : waiting) {
-        op->shared = nullptr;
-        c.finish(*op, why);
-      }
-      c.open_files_.erase(f.path);  // a later read tries again
-      return;
-    }
-    f.fh = static_cast<nfsfh*>(data);
+void NfsCallbacks::open_cb(int err, nfs_context*, void* data, void* priv) {
+  auto& op = *static_cast<NfsClient::Op*>(priv);
+  NfsClient& c = *op.client;
+  if (!c.nfs_) {
+    // Being destroyed: a handle opened now would leak in libnfs otherwise.
+    return;
+  }
+  answered(c);
+  if (err < 0) {
+    c.finish(op, fmt::format("cannot open: {}", error_text(err, data)));
+    return;
+  }
+  op.fh = static_cast<nfsfh*>(data);
+  start_read(op);
+}
+
+void NfsCallbacks::start_read(NfsClient::Op& op) {
+  NfsClient& c = *op.client;
+  op.chunk = op.read.length == NfsClient::kWholeFile ? c.read_max_ : op.read.length;
+  if (op.chunk == 0) {  // an empty member: nothing to ask the server
+    close_file(op);
+    op.data = op.read.sink.reserve(op.read.sink.self, 1);
+    c.finish(op, {});
+    return;
+  }
+  ++c.pending_rpcs_;
+  if (nfs_pread_async(c.nfs_, op.fh, op.read.offset, op.chunk, read_cb, &op) != 0) {
+    --c.pending_rpcs_;
+    close_file(op);
+    c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
+  }
+}
+
+void NfsCallbacks::shared_open_cb(int err, nfs_context*, void* data, void* priv) {
+  auto& f = *static_cast<NfsClient::OpenFile*>(priv);
+  NfsClient& c = *f.waiting.front()->client;
+  if (!c.nfs_) return;
+  answered(c);
+  f.opening = false;
+  std::vector<NfsClient::Op*> waiting;
+  waiting.swap(f.waiting);
+  if (err < 0) {
+    const std::string why = fmt::format("cannot open: {}", error_text(err, data));
     for (NfsClient::Op* op : waiting) {
-      op->fh = f.fh;
-      start_read(*op);
+      op->shared = nullptr;
+      c.finish(*op, why);
     }
+    c.open_files_.erase(f.path);  // a later read tries again
+    return;
   }
+  f.fh = static_cast<nfsfh*>(data);
+  for (NfsClient::Op* op : waiting) {
+    op->fh = f.fh;
+    start_read(*op);
+  }
+}
 
-  // The one path of every synchronous request: `start` (nfs_opendir_async, nfs_stat64_async)
-  // queues it for `rel` with sync_answered as its callback; waits for the answer. Throws
-  // "URL: cannot WHAT" when it cannot be queued, SourceBroken when the connection is; else
-  // returns with call.err and call.error (or on_data's result) set.
-  static void sync_call(NfsClient& c, std::string_view rel, const char* what,
-                        int (*start)(nfs_context*, const char*, nfs_cb, void*), SyncCall& call) {
-    if (!c.broken_.empty()) throw SourceBroken(c.broken_);
-    const std::string path = c.mount_path(rel);
-    c.sync_what_ = fmt::format("{} {}", std::string_view(what) == "list" ? "listing" : "looking up",
-                               c.url_.join(rel));
-    ++c.pending_rpcs_;
-    if (c.pending_rpcs_ == 1) c.last_answer_ns_ = now_ns();
-    if (start(c.nfs_, path.c_str(), sync_answered, &call) != 0) {
-      --c.pending_rpcs_;
-      fail("{}: cannot {}: {}", c.url_.join(rel), what, last_error(c.nfs_));
-    }
-    c.run_until(call.done, what);
-    c.sync_what_.clear();
+void NfsCallbacks::sync_call(NfsClient& c, std::string_view rel, const char* what,
+                             int (*start)(nfs_context*, const char*, nfs_cb, void*),
+                             SyncCall& call) {
+  if (!c.broken_.empty()) throw SourceBroken(c.broken_);
+  const std::string path = c.mount_path(rel);
+  c.sync_what_ = fmt::format("{} {}", std::string_view(what) == "list" ? "listing" : "looking up",
+                             c.url_.join(rel));
+  ++c.pending_rpcs_;
+  if (c.pending_rpcs_ == 1) c.last_answer_ns_ = now_ns();
+  if (start(c.nfs_, path.c_str(), sync_answered, &call) != 0) {
+    --c.pending_rpcs_;
+    fail("{}: cannot {}: {}", c.url_.join(rel), what, last_error(c.nfs_));
   }
+  c.run_until(call.done, what);
+  c.sync_what_.clear();
+}
 
-  static void sync_answered(int err, nfs_context* n, void* data, void* priv) {
-    auto& s = *static_cast<SyncCall*>(priv);
-    if (!s.client->nfs_) return;
-    answered(*s.client);
-    s.done = true;
-    s.err = err;
-    if (err < 0) {
-      s.error = error_text(err, data);
-      return;
-    }
-    s.on_data(s, n, data);
+void NfsCallbacks::sync_answered(int err, nfs_context* n, void* data, void* priv) {
+  auto& s = *static_cast<SyncCall*>(priv);
+  if (!s.client->nfs_) return;
+  answered(*s.client);
+  s.done = true;
+  s.err = err;
+  if (err < 0) {
+    s.error = error_text(err, data);
+    return;
   }
-};
+  s.on_data(s, n, data);
+}
 
 namespace {
 
@@ -647,80 +568,6 @@ void NfsClient::start(Op& op) {
   if (nfs_open_async(nfs_, op.path.c_str(), O_RDONLY, NfsCallbacks::open_cb, &op) != 0) {
     --pending_rpcs_;
     finish(op, fmt::format("cannot queue an OPEN: {}", last_error(nfs_)));
-  }
-}
-
-bool NfsClient::serve_from_window(Op& op, OpenFile& file) {
-  for (const auto& w : file.windows) {
-    if (!w->holds(op.read.offset, op.read.length)) continue;
-    if (w->ready) {
-      NfsCallbacks::serve(op, w->bytes.data() + (op.read.offset - w->offset));
-    } else {
-      w->waiting.push_back(&op);
-    }
-    return true;
-  }
-  return false;
-}
-
-// As the local shards source: random reads ask for nothing; a forward run gets the next
-// kAhead bytes asked for each time it nears the end of what was asked. At most
-// kAheadWindows windows in all: the oldest one read goes (pending ones are kept).
-void NfsClient::read_ahead(OpenFile& f, uint64_t offset, uint64_t length) {
-  const bool run = offset >= f.last_end && offset - f.last_end < kRunGap && f.last_end > 0;
-  f.last_end = offset + length;
-  if (!run || f.opening || f.last_end + kAhead / 2 < f.ahead_end) return;
-  if (windows_ >= kAheadWindows) {
-    Window* oldest = nullptr;
-    for (const auto& [path, file] : open_files_)
-      for (const auto& w : file->windows)
-        if (w->ready && (!oldest || w->seq < oldest->seq)) oldest = w.get();
-    if (!oldest) return;  // all still being read: no more memory for this one
-    auto& ws = oldest->file->windows;
-    ws.erase(std::find_if(ws.begin(), ws.end(), [&](const auto& w) { return w.get() == oldest; }));
-    --windows_;
-  }
-  auto w = std::make_unique<Window>();
-  w->client = this;
-  w->file = &f;
-  w->offset = std::max(f.ahead_end, f.last_end);
-  w->asked = kAhead;
-  w->seq = ahead_windows_;
-  if (pending_rpcs_ == 0) last_answer_ns_ = now_ns();
-  ++pending_rpcs_;
-  if (nfs_pread_async(nfs_, f.fh, w->offset, w->asked, NfsCallbacks::window_cb, w.get()) != 0) {
-    --pending_rpcs_;  // no read-ahead this time; the reads themselves still go
-    return;
-  }
-  f.ahead_end = w->offset + w->asked;
-  ++f.users;
-  ++windows_;
-  ++ahead_windows_;
-  f.windows.push_back(std::move(w));
-}
-
-void NfsClient::window_done(Window& w, int err, const uint8_t* data, uint64_t n) {
-  OpenFile& f = *w.file;
-  --f.users;
-  std::vector<Op*> waiting;
-  waiting.swap(w.waiting);
-  if (err >= 0) {
-    w.bytes.assign(data, data + n);
-    w.ready = true;
-  }
-  for (Op* op : waiting) {
-    if (w.ready && w.holds(op->read.offset, op->read.length)) {
-      NfsCallbacks::serve(*op, w.bytes.data() + (op->read.offset - w.offset));
-    } else {  // past the end of the file, or the window failed: the read asks for itself
-      op->fh = f.fh;
-      NfsCallbacks::start_read(*op);
-    }
-  }
-  if (!w.ready) {  // a failed window is forgotten (the reads report their own errors)
-    auto it = std::find_if(f.windows.begin(), f.windows.end(),
-                           [&](const auto& p) { return p.get() == &w; });
-    f.windows.erase(it);
-    --windows_;
   }
 }
 
