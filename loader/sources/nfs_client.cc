@@ -3,7 +3,9 @@
 // client's own thread. A whole-file read is open -> READ chunks of the server's maximum
 // until a short one (libnfs returns short only at end of file) -> close; a range read
 // (shards) is one pread of that length, which libnfs splits into READs as needed, on a
-// handle kept open for the file's other members.
+// handle kept open for the file's other members, or a copy out of a read-ahead window (one
+// pread of the kAhead bytes after a forward run of members, as the local shards source
+// asks the kernel for).
 #include "loader/sources/nfs_client.h"
 
 #include <fcntl.h>
@@ -25,6 +27,8 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/log.h"
+#include "loader/sources/nfs_client_internal.h"
 #include "loader/sources/source.h"
 
 namespace stoker {
@@ -41,212 +45,174 @@ std::string error_text(int err, void* data) {
   return data ? static_cast<const char*>(data) : strerror(-err);
 }
 
-// One synchronous request (list, stat) in flight: NfsCallbacks::sync_call issues it,
-// sync_answered records the answer and hands a success's data to `on_data`.
-struct SyncCall {
-  NfsClient* client = nullptr;
-  void (*on_data)(SyncCall& call, nfs_context* n, void* data) = nullptr;
-  bool done = false;
-  int err = 0;
-  std::string error;
-  std::vector<NfsEntry> entries;
-  NfsEntry entry;
-};
-
 }  // namespace
 
-// A file kept open for range reads (shards): opened once, shared by the reads of its members.
-struct NfsClient::OpenFile {
-  std::string path;
-  nfsfh* fh = nullptr;
-  bool opening = true;
-  size_t users = 0;                     // reads using or waiting for the handle
-  std::vector<NfsClient::Op*> waiting;  // reads queued while it opens
-};
+// The C callbacks (nfs_client_internal.h), friends of NfsClient.
+void NfsCallbacks::answered(NfsClient& c) {
+  c.note_answer();
+  --c.pending_rpcs_;
+}
 
-struct NfsClient::Op {
-  NfsClient* client = nullptr;
-  Read read;
-  std::string path;  // relative to the mounted export
-  nfsfh* fh = nullptr;
-  NfsClient::OpenFile* shared = nullptr;  // range reads: the cached handle fh belongs to
-  uint64_t got = 0;
-  uint64_t chunk = 0;
-  std::vector<uint8_t> staging;  // multi-chunk whole-file reads only
-  const uint8_t* data = nullptr;
-  int64_t t0 = 0;
-  bool done = false;
-  std::string error;
-};
+void NfsCallbacks::close_cb(int, nfs_context*, void*, void* priv) {
+  auto* c = static_cast<NfsClient*>(priv);
+  if (c->nfs_) answered(*c);
+}
 
-// The C callbacks, friends of NfsClient.
-struct NfsCallbacks {
-  static void answered(NfsClient& c) {
-    c.last_answer_ns_ = now_ns();
-    --c.pending_rpcs_;
+void NfsCallbacks::close_file(NfsClient::Op& op) {
+  NfsClient& c = *op.client;
+  nfsfh* fh = std::exchange(op.fh, nullptr);
+  if (NfsClient::OpenFile* f = std::exchange(op.shared, nullptr)) {
+    --f->users;
+    return;
   }
+  if (!fh) return;
+  // NFSv3 has no CLOSE: libnfs frees the handle, possibly answering at once.
+  ++c.pending_rpcs_;
+  if (nfs_close_async(c.nfs_, fh, close_cb, &c) != 0) --c.pending_rpcs_;
+}
 
-  static void close_cb(int, nfs_context*, void*, void* priv) {
-    auto* c = static_cast<NfsClient*>(priv);
-    if (c->nfs_) answered(*c);
-  }
-
-  static void close_file(NfsClient::Op& op) {
-    NfsClient& c = *op.client;
-    nfsfh* fh = std::exchange(op.fh, nullptr);
-    if (NfsClient::OpenFile* f = std::exchange(op.shared, nullptr)) {
-      --f->users;
-      return;
-    }
-    if (!fh) return;
-    // NFSv3 has no CLOSE: libnfs frees the handle, possibly answering at once.
-    ++c.pending_rpcs_;
-    if (nfs_close_async(c.nfs_, fh, close_cb, &c) != 0) --c.pending_rpcs_;
-  }
-
-  static void read_cb(int err, nfs_context*, void* data, void* priv) {
-    auto& op = *static_cast<NfsClient::Op*>(priv);
-    NfsClient& c = *op.client;
-    if (!c.nfs_) return;  // the context is being destroyed
-    answered(c);
-    if (err < 0) {
-      close_file(op);
-      c.finish(op, fmt::format("read failed at byte {}: {}", op.read.offset + op.got,
-                               data ? static_cast<const char*>(data) : strerror(-err)));
-      return;
-    }
-    const auto n = static_cast<uint64_t>(err);
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    if (op.read.length != NfsClient::kWholeFile) {
-      // A range: libnfs gathered all of it, or the file is shorter than the index says.
-      close_file(op);
-      if (n != op.read.length) {
-        c.finish(op, fmt::format("{} bytes at offset {} expected, {} found (file truncated?)",
-                                 op.read.length, op.read.offset, n));
-        return;
-      }
-      uint8_t* dst = op.read.sink.reserve(op.read.sink.self, n);
-      std::memcpy(dst, bytes, n);
-      op.data = dst;
-      op.got = n;
-      c.finish(op, {});
-      return;
-    }
-    if (op.got == 0 && n < op.chunk) {  // the common case: the whole file in one READ
-      close_file(op);
-      uint8_t* dst = op.read.sink.reserve(op.read.sink.self, std::max<uint64_t>(n, 1));
-      std::memcpy(dst, bytes, n);
-      op.data = dst;
-      op.got = n;
-      c.finish(op, {});
-      return;
-    }
-    op.staging.insert(op.staging.end(), bytes, bytes + n);
-    op.got += n;
-    if (n == op.chunk) {  // maybe more: ask for the next chunk
-      ++c.pending_rpcs_;
-      if (nfs_pread_async(c.nfs_, op.fh, op.read.offset + op.got, op.chunk, read_cb, &op) != 0) {
-        --c.pending_rpcs_;
-        close_file(op);
-        c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
-      }
-      return;
-    }
+void NfsCallbacks::read_cb(int err, nfs_context*, void* data, void* priv) {
+  auto& op = *static_cast<NfsClient::Op*>(priv);
+  NfsClient& c = *op.client;
+  if (!c.nfs_) return;  // the context is being destroyed
+  answered(c);
+  if (err < 0) {
     close_file(op);
-    uint8_t* dst = op.read.sink.reserve(op.read.sink.self, op.got);
-    std::memcpy(dst, op.staging.data(), op.got);
+    c.finish(op, fmt::format("read failed at byte {}: {}", op.read.offset + op.got,
+                             data ? static_cast<const char*>(data) : strerror(-err)));
+    return;
+  }
+  const auto n = static_cast<uint64_t>(err);
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (op.read.length != NfsClient::kWholeFile) {
+    // A range: libnfs gathered all of it, or the file is shorter than the index says.
+    close_file(op);
+    if (n != op.read.length) {
+      c.finish(op, fmt::format("{} bytes at offset {} expected, {} found (file truncated?)",
+                               op.read.length, op.read.offset, n));
+      return;
+    }
+    uint8_t* dst = op.read.sink.reserve(op.read.sink.self, n);
+    std::memcpy(dst, bytes, n);
     op.data = dst;
-    op.staging.clear();
+    op.got = n;
     c.finish(op, {});
+    return;
   }
-
-  static void open_cb(int err, nfs_context*, void* data, void* priv) {
-    auto& op = *static_cast<NfsClient::Op*>(priv);
-    NfsClient& c = *op.client;
-    if (!c.nfs_) {
-      // Being destroyed: a handle opened now would leak in libnfs otherwise.
-      return;
-    }
-    answered(c);
-    if (err < 0) {
-      c.finish(op, fmt::format("cannot open: {}", error_text(err, data)));
-      return;
-    }
-    op.fh = static_cast<nfsfh*>(data);
-    start_read(op);
+  if (op.got == 0 && n < op.chunk) {  // the common case: the whole file in one READ
+    close_file(op);
+    uint8_t* dst = op.read.sink.reserve(op.read.sink.self, std::max<uint64_t>(n, 1));
+    std::memcpy(dst, bytes, n);
+    op.data = dst;
+    op.got = n;
+    c.finish(op, {});
+    return;
   }
-
-  static void start_read(NfsClient::Op& op) {
-    NfsClient& c = *op.client;
-    op.chunk = op.read.length == NfsClient::kWholeFile ? c.read_max_ : op.read.length;
-    if (op.chunk == 0) {  // an empty member: nothing to ask the server
-      close_file(op);
-      op.data = op.read.sink.reserve(op.read.sink.self, 1);
-      c.finish(op, {});
-      return;
-    }
+  op.staging.insert(op.staging.end(), bytes, bytes + n);
+  op.got += n;
+  if (n == op.chunk) {  // maybe more: ask for the next chunk
     ++c.pending_rpcs_;
-    if (nfs_pread_async(c.nfs_, op.fh, op.read.offset, op.chunk, read_cb, &op) != 0) {
+    if (nfs_pread_async(c.nfs_, op.fh, op.read.offset + op.got, op.chunk, read_cb, &op) != 0) {
       --c.pending_rpcs_;
       close_file(op);
       c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
     }
+    return;
   }
+  close_file(op);
+  uint8_t* dst = op.read.sink.reserve(op.read.sink.self, op.got);
+  std::memcpy(dst, op.staging.data(), op.got);
+  op.data = dst;
+  op.staging.clear();
+  c.finish(op, {});
+}
 
-  static void shared_open_cb(int err, nfs_context*, void* data, void* priv) {
-    auto& f = *static_cast<NfsClient::OpenFile*>(priv);
-    NfsClient& c = *f.waiting.front()->client;
-    if (!c.nfs_) return;
-    answered(c);
-    f.opening = false;
-    std::vector<NfsClient::Op*> waiting;
-    waiting.swap(f.waiting);
-    if (err < 0) {
-      const std::string why = fmt::format("cannot open: {}", error_text(err, data));
-      for (NfsClient::Op* op : waiting) {
-        op->shared = nullptr;
-        c.finish(*op, why);
-      }
-      c.open_files_.erase(f.path);  // a later read tries again
-      return;
-    }
-    f.fh = static_cast<nfsfh*>(data);
+void NfsCallbacks::open_cb(int err, nfs_context*, void* data, void* priv) {
+  auto& op = *static_cast<NfsClient::Op*>(priv);
+  NfsClient& c = *op.client;
+  if (!c.nfs_) {
+    // Being destroyed: a handle opened now would leak in libnfs otherwise.
+    return;
+  }
+  answered(c);
+  if (err < 0) {
+    c.finish(op, fmt::format("cannot open: {}", error_text(err, data)));
+    return;
+  }
+  op.fh = static_cast<nfsfh*>(data);
+  start_read(op);
+}
+
+void NfsCallbacks::start_read(NfsClient::Op& op) {
+  NfsClient& c = *op.client;
+  op.chunk = op.read.length == NfsClient::kWholeFile ? c.read_max_ : op.read.length;
+  if (op.chunk == 0) {  // an empty member: nothing to ask the server
+    close_file(op);
+    op.data = op.read.sink.reserve(op.read.sink.self, 1);
+    c.finish(op, {});
+    return;
+  }
+  ++c.pending_rpcs_;
+  if (nfs_pread_async(c.nfs_, op.fh, op.read.offset, op.chunk, read_cb, &op) != 0) {
+    --c.pending_rpcs_;
+    close_file(op);
+    c.finish(op, fmt::format("cannot queue a READ: {}", last_error(c.nfs_)));
+  }
+}
+
+void NfsCallbacks::shared_open_cb(int err, nfs_context*, void* data, void* priv) {
+  auto& f = *static_cast<NfsClient::OpenFile*>(priv);
+  NfsClient& c = *f.waiting.front()->client;
+  if (!c.nfs_) return;
+  answered(c);
+  f.opening = false;
+  std::vector<NfsClient::Op*> waiting;
+  waiting.swap(f.waiting);
+  if (err < 0) {
+    const std::string why = fmt::format("cannot open: {}", error_text(err, data));
     for (NfsClient::Op* op : waiting) {
-      op->fh = f.fh;
-      start_read(*op);
+      op->shared = nullptr;
+      c.finish(*op, why);
     }
+    c.open_files_.erase(f.path);  // a later read tries again
+    return;
   }
+  f.fh = static_cast<nfsfh*>(data);
+  for (NfsClient::Op* op : waiting) {
+    op->fh = f.fh;
+    start_read(*op);
+  }
+}
 
-  // The one path of every synchronous request: `start` (nfs_opendir_async, nfs_stat64_async)
-  // queues it for `rel` with sync_answered as its callback; waits for the answer. Throws
-  // "URL: cannot WHAT" when it cannot be queued, SourceBroken when the connection is; else
-  // returns with call.err and call.error (or on_data's result) set.
-  static void sync_call(NfsClient& c, std::string_view rel, const char* what,
-                        int (*start)(nfs_context*, const char*, nfs_cb, void*), SyncCall& call) {
-    if (!c.broken_.empty()) throw SourceBroken(c.broken_);
-    const std::string path = c.mount_path(rel);
-    ++c.pending_rpcs_;
-    if (c.pending_rpcs_ == 1) c.last_answer_ns_ = now_ns();
-    if (start(c.nfs_, path.c_str(), sync_answered, &call) != 0) {
-      --c.pending_rpcs_;
-      fail("{}: cannot {}: {}", c.url_.join(rel), what, last_error(c.nfs_));
-    }
-    c.run_until(call.done, what);
+void NfsCallbacks::sync_call(NfsClient& c, std::string_view rel, const char* what,
+                             int (*start)(nfs_context*, const char*, nfs_cb, void*),
+                             SyncCall& call) {
+  if (!c.broken_.empty()) throw SourceBroken(c.broken_);
+  const std::string path = c.mount_path(rel);
+  c.sync_what_ = fmt::format("{} {}", std::string_view(what) == "list" ? "listing" : "looking up",
+                             c.url_.join(rel));
+  ++c.pending_rpcs_;
+  if (c.pending_rpcs_ == 1) c.last_answer_ns_ = now_ns();
+  if (start(c.nfs_, path.c_str(), sync_answered, &call) != 0) {
+    --c.pending_rpcs_;
+    fail("{}: cannot {}: {}", c.url_.join(rel), what, last_error(c.nfs_));
   }
+  c.run_until(call.done, what);
+  c.sync_what_.clear();
+}
 
-  static void sync_answered(int err, nfs_context* n, void* data, void* priv) {
-    auto& s = *static_cast<SyncCall*>(priv);
-    if (!s.client->nfs_) return;
-    answered(*s.client);
-    s.done = true;
-    s.err = err;
-    if (err < 0) {
-      s.error = error_text(err, data);
-      return;
-    }
-    s.on_data(s, n, data);
+void NfsCallbacks::sync_answered(int err, nfs_context* n, void* data, void* priv) {
+  auto& s = *static_cast<SyncCall*>(priv);
+  if (!s.client->nfs_) return;
+  answered(*s.client);
+  s.done = true;
+  s.err = err;
+  if (err < 0) {
+    s.error = error_text(err, data);
+    return;
   }
-};
+  s.on_data(s, n, data);
+}
 
 namespace {
 
@@ -274,6 +240,7 @@ void NfsClient::close_idle_files() {
   for (auto it = open_files_.begin(); it != open_files_.end();) {
     OpenFile& f = *it->second;
     if (f.users == 0 && !f.opening) {
+      windows_ -= f.windows.size();
       nfs_close_async(
           nfs_, f.fh, [](int, nfs_context*, void*, void*) {}, nullptr);
       it = open_files_.erase(it);
@@ -329,6 +296,10 @@ void NfsClient::connect() {
     if (!n) fail("{}: cannot create an NFS context (out of memory?)", text);
     // Our deadline decides; libnfs must not reconnect behind our back (URL args may say so).
     nfs_set_autoreconnect(n, 0);
+    // Nor time RPCs out itself (-1, libnfs 4's default, said here on purpose): a timed-out
+    // READ would come back as that one file's error, which --on-error could skip; a server
+    // that does not answer is the storage failing, and pump()'s deadline says so.
+    nfs_set_timeout(n, -1);
     nfs_url* parsed = nfs_parse_url_dir(n, text.c_str());
     if (!parsed) {
       const std::string why = last_error(n);
@@ -403,12 +374,69 @@ std::string NfsClient::mount_path(std::string_view rel) const {
 }
 
 void NfsClient::broken(const std::string& why) {
-  broken_ = fmt::format("{}: {}", url_.text(), why);
+  // Once mounted, the server and what was being read (connect() words its own failures).
+  const std::string doing = export_.empty() ? std::string() : activity();
+  broken_ = export_.empty() ? fmt::format("{}: {}", url_.text(), why)
+                            : fmt::format("{}: {} (NFS server {}{}{})", url_.text(), why,
+                                          server_text(), doing.empty() ? "" : ", while ", doing);
   throw SourceBroken(broken_);
+}
+
+std::string NfsClient::server_text() const {
+  const std::string key = "nfsport=";
+  for (size_t at = url_.args.find(key); at != std::string::npos; at = url_.args.find(key, at + 1)) {
+    if (at == 0 || url_.args[at - 1] == '&') {
+      const size_t end = url_.args.find('&', at);
+      return url_.server + ":" + url_.args.substr(at + key.size(), end - at - key.size());
+    }
+  }
+  return url_.server;  // the port its portmapper gave
+}
+
+std::string NfsClient::describe(const Op& op) const {
+  std::string s = url_.join(op.read.path);
+  if (op.read.length != kWholeFile)
+    s += fmt::format(" (bytes {} to {})", op.read.offset, op.read.offset + op.read.length);
+  return s;
+}
+
+std::string NfsClient::activity() const {
+  if (!sync_what_.empty()) return sync_what_;
+  const Op* first = nullptr;
+  size_t n = 0;
+  for (const auto& op : ops_) {
+    if (op->done) continue;
+    ++n;
+    if (!first || op->t0 < first->t0) first = op.get();
+  }
+  // libnfs fails every request in flight as it drops the connection: those were the reads.
+  if (!first && failed_now_ == 0) return {};
+  std::string s = "reading " + (first ? describe(*first) : failed_first_);
+  n += failed_now_;
+  if (n > 1) s += fmt::format(" and {} other read{}", n - 1, n == 2 ? "" : "s");
+  return s;
+}
+
+void NfsClient::note_answer() {
+  const int64_t now = now_ns();
+  // Silent since the last answer or since we last began listening, whichever is later: a
+  // caller busy elsewhere is not the server's silence.
+  const int64_t silent_ns = now - std::max(last_answer_ns_, quiet_since_);
+  last_answer_ns_ = now;
+  if (pending_rpcs_ == 0 || silent_ns < int64_t{kStallNoteMs} * 1000000) return;
+  ++stalls_;
+  log_warning(fmt::format(
+      "{}: the NFS server {} answered again after {:.1f} s of silence, while {} (TCP "
+      "retransmitted: the connection held; stall {} of this connection; {:.0f} s of silence "
+      "stop the run)",
+      url_.text(), server_text(), silent_ns / 1e9, activity(), stalls_, timeout_ms_ / 1e3));
 }
 
 void NfsClient::pump(int wait_ms) {
   if (!broken_.empty()) throw SourceBroken(broken_);
+  const int64_t began = now_ns();
+  if (began - last_pump_ns_ > 500'000'000) quiet_since_ = began;
+  failed_now_ = 0;
   const int fd = nfs_get_fd(nfs_);
   if (fd < 0) broken("the connection to the NFS server is closed");
   pollfd p{fd, static_cast<short>(nfs_which_events(nfs_)), 0};
@@ -422,6 +450,7 @@ void NfsClient::pump(int wait_ms) {
     broken(fmt::format("no answer from the NFS server for {:.0f} s ({} requests outstanding)",
                        timeout_ms_ / 1e3, pending_rpcs_));
   }
+  last_pump_ns_ = now_ns();
 }
 
 void NfsClient::run_until(const bool& done, std::string_view) {
@@ -525,12 +554,14 @@ void NfsClient::start(Op& op) {
     OpenFile& file = *it->second;
     ++file.users;
     op.shared = &file;
+    const uint64_t offset = op.read.offset, length = op.read.length;
     if (file.opening) {
       file.waiting.push_back(&op);
-    } else {
+    } else if (!serve_from_window(op, file)) {
       op.fh = file.fh;
       NfsCallbacks::start_read(op);
     }
+    read_ahead(file, offset, length);
     return;
   }
   ++pending_rpcs_;
@@ -542,6 +573,7 @@ void NfsClient::start(Op& op) {
 
 void NfsClient::finish(Op& op, std::string error) {
   op.done = true;
+  if (!error.empty() && failed_now_++ == 0) failed_first_ = describe(op);
   if (!error.empty()) op.error = fmt::format("{}: {}", url_.join(op.read.path), error);
   completed_.push_back(&op);
 }

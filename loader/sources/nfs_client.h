@@ -3,7 +3,11 @@
 // directory, stat, and reads with many requests in flight, driven by poll() on libnfs's
 // socket and nfs_service(). Not thread-safe (nor are libnfs contexts): one NfsClient per
 // thread or process. Every wait is bounded: no answer from the server for `timeout_ms`, or
-// a lost connection, is a stoker::Error naming the URL. No RPC of our own: libnfs does it.
+// a lost connection, is a SourceBroken naming the URL, the server and the file being read.
+// A shorter silence (a link down for a few seconds: TCP retransmits) is waited out and said
+// once it ends (log_warning, counted in stalls()). No RPC of our own: libnfs does it.
+// Range reads (shard members) that run forward through a file are served from read-ahead
+// windows: large READs of the bytes that follow, at most kAheadWindows of them per client.
 #pragma once
 
 #include <cstdint>
@@ -82,8 +86,24 @@ class NfsClient {
   size_t reap(std::vector<Done>& out, size_t max, int timeout_ms);
   size_t in_flight() const { return in_flight_; }
 
+  // Silences of kStallNoteMs or more that ended with an answer (the connection survived).
+  size_t stalls() const { return stalls_; }
+  // Range reads served from read-ahead windows, and the windows read.
+  uint64_t ahead_hits() const { return ahead_hits_; }
+  uint64_t ahead_windows() const { return ahead_windows_; }
+  size_t windows_held() const { return windows_; }  // at most kAheadWindows
+
+  static constexpr int kStallNoteMs = 1000;
+  // Read-ahead: a forward range read within kRunGap of the previous one's end continues a
+  // run (as the local shards source decides), and a run keeps the next kAhead bytes asked
+  // for; kAheadWindows windows per client bound the memory (kAheadWindows x kAhead).
+  static constexpr uint64_t kRunGap = 1 << 20;
+  static constexpr uint64_t kAhead = 4 << 20;
+  static constexpr size_t kAheadWindows = 4;
+
   struct Op;        // one read in progress (nfs_client.cc)
   struct OpenFile;  // a file kept open for range reads
+  struct Window;    // read-ahead bytes of an OpenFile
 
  private:
   friend struct NfsCallbacks;
@@ -94,6 +114,18 @@ class NfsClient {
   void pump(int wait_ms);
   void run_until(const bool& done, std::string_view what);
   [[noreturn]] void broken(const std::string& why);
+  // What the client was doing, for errors and notes: "reading URL (and 3 more reads)".
+  std::string activity() const;
+  std::string describe(const Op& op) const;  // its URL, and its bytes for a range
+  // host:port of the NFS service (the URL's nfsport=), or the host alone.
+  std::string server_text() const;
+  // Called with each answer: says so when it ends a silence of kStallNoteMs or more.
+  void note_answer();
+  // Range reads: from a read-ahead window when one holds (or will hold) the bytes, then
+  // the run's next window asked for. False: read it from the server.
+  bool serve_from_window(Op& op, OpenFile& file);
+  void read_ahead(OpenFile& file, uint64_t offset, uint64_t length);
+  void window_done(Window& w, int err, const uint8_t* data, uint64_t n);
   void start(Op& op);
   void finish(Op& op, std::string error);
   // Closes cached handles nobody uses once kMaxOpenFiles are open.
@@ -108,7 +140,16 @@ class NfsClient {
   uint64_t read_max_ = 0;
   std::string broken_;  // non-empty once the connection failed: every call throws it
   int64_t last_answer_ns_ = 0;
-  size_t pending_rpcs_ = 0;  // callbacks libnfs still owes us (sync helpers included)
+  int64_t last_pump_ns_ = 0;  // end of the previous pump(): time between is not the server's
+  int64_t quiet_since_ = 0;   // when this client last began listening for answers
+  size_t stalls_ = 0;
+  uint64_t ahead_hits_ = 0;
+  uint64_t ahead_windows_ = 0;
+  size_t windows_ = 0;        // windows held, all files (at most kAheadWindows)
+  std::string sync_what_;     // the synchronous request in progress ("listing URL")
+  size_t failed_now_ = 0;     // reads failed in this pump() (a dropped connection fails all)
+  std::string failed_first_;  // the first of them
+  size_t pending_rpcs_ = 0;   // callbacks libnfs still owes us (sync helpers included)
   size_t in_flight_ = 0;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<Op*> free_ops_;

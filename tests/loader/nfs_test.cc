@@ -3,7 +3,8 @@
 // indexing over NFS against the local index of the same tree (itself checked against
 // torchvision), the NFS source's bytes against the local files (sync, many in flight,
 // ranges, files larger than one READ), and faults: missing files, no server, a server
-// stopped or hung mid-read -> an error naming the URL within a bounded time.
+// stopped or hung mid-read -> an error naming the URL, the server (host:port) and a file
+// being read, within a bounded time. Read-ahead for shard members: nfs_ahead_test.cc.
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -357,6 +358,15 @@ void expect_fails_in_flight(NfsServer& server, const std::string& dir, bool hang
                   << dir << ")";
   } catch (const Error& e) {
     EXPECT_TRUE(contains(e.what(), root)) << e.what();
+    // The server by host:port, and a file it was reading (issue 42).
+    const NfsUrl u = parse_nfs_url(root);
+    const std::string port = u.args.substr(8, u.args.find('&') - 8);  // nfsport=N&...
+    EXPECT_TRUE(contains(e.what(), "(NFS server 127.0.0.1:" + port + ", while reading "))
+        << e.what();
+    EXPECT_TRUE(contains(e.what(), root.substr(0, root.find('?')) + "/f")) << e.what();
+    EXPECT_TRUE(contains(e.what(), hang ? "no answer from the NFS server for 2 s"
+                                        : "lost the connection to the NFS server"))
+        << e.what();
   }
   EXPECT_LT(seconds_since(t0), 6.0);
   // Broken stays broken: no hang on the next call either.
