@@ -82,6 +82,7 @@ class QualifyRun {
   explicit QualifyRun(QualifyOptions& o) : o_(o) {}
 
   void run() {
+    install_interrupt_handlers();
     check();
     if (o_.out.empty()) o_.out = default_out("qualify");
     prepare_out(o_.out, o_.force, "qualify.json");
@@ -106,6 +107,9 @@ class QualifyRun {
     write_result("complete");
     exports_->stop_all();
     print_answers();
+    if (failed_ > 0)
+      fail("{} of {} searches failed (each with its reason in {}/qualify.json)", failed_,
+           results_.size(), o_.out);
   }
 
  private:
@@ -329,6 +333,7 @@ class QualifyRun {
     ctx["au_target"] = kAuTarget;
     ctx["seconds"] = o_.seconds;
     ctx["repeats"] = o_.repeats;
+    ctx["max_accelerators"] = o_.max_accelerators;
     ctx["reader"] = base_.reader.text();
     ctx["batch"] = base_.sampler.batch_size;
     ctx["prefetch"] = base_.prefetch;

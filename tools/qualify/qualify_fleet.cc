@@ -142,7 +142,11 @@ nlohmann::json run_fleet(const Index& index, const LoaderConfig& base,
   const double cpu0 = process_cpu_seconds();
   const LoadMark load0 = load_mark();
   const int64_t t0 = now_ns();
-  cr.deadline_ns = t0 + int64_t((3 * run.seconds + 10) * 1e9);
+  // One that has not taken its batches by twice their time at full rate (and 2 s for the first
+  // fill) cannot hold AU >= 90%: it stops there, starved.
+  const double full_rate_s =
+      double(cr.batches * base.sampler.batch_size) / accelerator.images_per_s();
+  cr.deadline_ns = t0 + int64_t((2 * full_rate_s + 2) * 1e9);
   std::latch ready(n);
   std::vector<std::thread> threads;
   for (Member& m : fleet)

@@ -29,7 +29,7 @@ struct FleetRun {
 };
 
 // Runs the fleet once. Each accelerator takes warmup + max(judged minimum, seconds x its
-// rate) batches, or stops at a deadline of 3 x seconds + 10 s (one starved of data); its AU
+// rate) batches, or stops at a deadline (twice their time at full rate + 2 s: starved); its AU
 // is judged over its window (common/measures.h). The result (docs/FORMATS.md, qualify.json,
 // "fleet"): accelerators, held (every AU >= target over a window long enough to judge),
 // au_min, au_median, images_per_s and read_mb_per_s (the fleet's sums), data_wait_share

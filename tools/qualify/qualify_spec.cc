@@ -75,8 +75,9 @@ AcceleratorProfile profile_from_train_json(const nlohmann::json& doc, const std:
   };
   const std::string backend = text("backend");
   // "cuda resnet50 f16 (run.json)": the engine's first word, the model, the precision.
-  p.name = fmt::format("{} {} {} ({})", backend.substr(0, backend.find(' ')), text("arch"),
-                       text("precision"), short_name(path));
+  std::string engine = backend.substr(0, backend.find(' '));  // "cpu:", "cuda:"
+  while (!engine.empty() && engine.back() == ':') engine.pop_back();
+  p.name = fmt::format("{} {} {} ({})", engine, text("arch"), text("precision"), short_name(path));
   const nlohmann::json* wait = find_key(*r, "data_wait_fraction");
   const nlohmann::json* synthetic = find_key(*context, "synthetic");
   const bool synth = synthetic && synthetic->is_boolean() && synthetic->get<bool>();
