@@ -18,7 +18,7 @@
 namespace stoker {
 
 // Events for batches[k][i] named "<stage> <numbers[k]>/<i>" on track (pid, SampleTiming::
-// worker, the OS thread id), and, when any sample has a start time, process `pid` named
+// thread, the OS thread id), and, when any sample has a start time, process `pid` named
 // `process_name` with a track "loader thread <id>" per thread (named "loader worker <id>"
 // before the vocabulary settled). Samples without a start time (0) are left out.
 void add_sample_tracks(TraceWriter& w, int pid, const std::string& process_name,

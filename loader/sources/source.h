@@ -8,8 +8,10 @@
 //      always; capabilities() saying what else it can do (kAsync: it keeps several reads in
 //      flight, with submit()/reap() and queue_depth()); clone() giving an instance with its
 //      own descriptors or connection;
-//   2. its factory: fill in make_nfs_source / make_shards_source (replace the stub file
-//      sources/source_<name>_stub.cc in loader/CMakeLists.txt) or add a kind to make_source();
+//   2. its factory make_<name>_source, called by make_source() (source.cc) for a kind of its
+//      own, as shards and nfs are; a source
+//      built only with an optional library gets a stub file instead, as
+//      sources/source_nfs_stub.cc stands for source_nfs.cc without libnfs (loader/CMakeLists.txt);
 //   3. one line in the reader suite's table (tests/loader/reader_suite_test.cc): it is then
 //      tested under every reader, clean and corrupted, for checksums equal to serial's.
 #pragma once
@@ -123,8 +125,6 @@ struct SourceSpec {
   uint32_t queue_depth = 0;
 };
 
-// The interface. One instance per thread or process: instances share nothing mutable, so
-// no hook needs a lock. Every error is a stoker::Error naming the file/URL and the reason.
 // The source itself is broken (its server stopped answering, its connection dropped, its
 // ring failed): not a bad sample, so no --on-error policy skips it; every reader stops with
 // it. A stoker::Error, so it names the file/URL and the reason as any other.
@@ -133,6 +133,8 @@ class SourceBroken : public Error {
   using Error::Error;
 };
 
+// The interface. One instance per thread or process: instances share nothing mutable, so
+// no hook needs a lock. Every error is a stoker::Error naming the file/URL and the reason.
 class Source {
  public:
   virtual ~Source() = default;

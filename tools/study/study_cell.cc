@@ -306,7 +306,7 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
 
 nlohmann::json run_study_cell(const Index& index, const LoaderConfig& config,
                               const StudyConsumer& consumer, const CellRun& run) {
-  if (run.iterations < 1) fail("--iterations must be at least 1");
+  if (run.iterations < 1) fail("--steps must be at least 1");
   if (consumer.kind == StudyConsumer::Kind::emulated)
     return run_emulated(index, config, consumer, run);
   return run_trainer(index, config, consumer, run);
