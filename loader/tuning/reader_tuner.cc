@@ -27,6 +27,20 @@ ReaderTuner::ReaderTuner(Iterator& it, std::vector<TuningCandidate> readers, Tun
   begin_search("start");
 }
 
+std::vector<TuningSearch> ReaderTuner::report() const {
+  std::vector<TuningSearch> out = done_;
+  if (searching_) {
+    TuningSearch s = cur_;
+    s.finished = false;
+    s.chosen = {it_.reader(), it_.config().prefetch};
+    s.choice.why = "the run ended before the search did";
+    s.steps = steps_ - s.first_step;
+    s.seconds = static_cast<double>(now_ns() - search_start_ns_) * 1e-9;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 const Batch* ReaderTuner::next() {
   const int64_t asked = now_ns();
   // The consumer is done with the batch before: a step ends here, and a switch may follow.
@@ -67,7 +81,7 @@ void ReaderTuner::begin_search(std::string reason) {
   if (searching_)
     cur_.reason += "; restarted: " + reason;
   else
-    cur_ = TuningSearch{std::move(reason), steps_, {}, {}, {}, false, false, 0, 0};
+    cur_ = TuningSearch{std::move(reason), steps_, {}, {}, {}, false, false, true, 0, 0};
   cur_.tried.clear();
   search_start_ns_ = now_ns();
   search_side_ = last_side_;

@@ -49,6 +49,7 @@ struct TuningSearch {
   TuningCandidate chosen;
   bool kept_previous = false;  // none measured (or the best could not start): what ran stays
   bool cut_short = false;      // the step or time bound ended it before every candidate ran
+  bool finished = true;        // false: still running when report() was called (no choice)
   size_t steps = 0;
   double seconds = 0;
 };
@@ -68,6 +69,9 @@ class ReaderTuner {
   bool searching() const { return searching_; }
   // Finished searches, oldest first (the running one is not among them).
   const std::vector<TuningSearch>& searches() const { return done_; }
+  // searches(), and the running one (finished false: what it measured so far, the reader
+  // that runs as `chosen`): what a run that ended mid-search reports.
+  std::vector<TuningSearch> report() const;
   // Called as each search finishes (the command's header line, its JSON).
   std::function<void(const TuningSearch&)> on_search;
 

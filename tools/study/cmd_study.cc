@@ -682,7 +682,9 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--data-root", o->data_root, "Where --quick makes its datasets")
       ->capture_default_str();
   // The storage axis chooses the source; every cell drops the short last batch and decodes.
-  o->loader.add_to(*cmd, {"--drop-last", "--source", "--null-file", "--direct", "--no-decode"});
+  // --auto-window: study has no --reader auto (yet).
+  o->loader.add_to(
+      *cmd, {"--drop-last", "--source", "--null-file", "--direct", "--no-decode", "--auto-window"});
   cmd->callback([o, cmd] { StudyRun(*o).run(*cmd); });
 }
 

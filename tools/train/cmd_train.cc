@@ -117,7 +117,10 @@ void plan_validation(TrainRun& run, const TrainCommand& o) {
   if (int(val.classes.size()) > classes)
     fail("train: --val {} has {} classes but the network has {}", o.val, val.classes.size(),
          classes);
-  run.val_lc = evaluation_loader(o.loader, "train", run.lc.size_schedule, o.val_size, o.val_resize);
+  // --reader auto tunes the training loader; validation reads with the default reader.
+  LoaderOptions vo = o.loader;
+  if (is_auto_reader(vo.reader)) vo.reader = default_reader();
+  run.val_lc = evaluation_loader(vo, "train", run.lc.size_schedule, o.val_size, o.val_resize);
   fmt::print("# val: {}, centre crop {}x{} of the short side resized to {}\n", o.val,
              run.val_lc.transform.out_height(), run.val_lc.transform.out_width(),
              run.val_lc.transform.resize);
