@@ -225,6 +225,29 @@ TEST(ReaderTuner, ANewSearchWhenTheImageSideChanges) {
   EXPECT_EQ(tuner.searches()[1].first_step, 21u);  // the first 64 px step, once done
 }
 
+// The consumer slows the data down no more: its steps shrink to the loader's time, the data
+// wait rises far above what the chosen reader waited, and a new search starts, after the
+// cool-down and a full window.
+TEST(ReaderTuner, ANewSearchWhenTheDataWaitRises) {
+  const Index index = open_index(index_set());
+  Iterator it(index, config("serial"));
+  ReaderTuner tuner(it, {{parse_reader("serial"), 2}}, TunerLimits{1, 3, 400, 60, 0.1, 5});
+  size_t steps = 0;
+  tuner.start_epoch(0);
+  while (tuner.next() != nullptr) {
+    // Held 20 ms while the search runs and 5 steps after: the wait is a small share.
+    if (++steps <= 4 + 5) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // 20 steps: the first search (4), the cool-down (5), a window (3), the second search (4).
+  const std::vector<TuningSearch>& all = tuner.searches();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_LT(all[0].tried.at(0).data_wait, 0.5);
+  EXPECT_EQ(all[1].reason.rfind("data wait ", 0), 0u) << all[1].reason;
+  EXPECT_NE(all[1].reason.find("above 10%"), std::string::npos) << all[1].reason;
+  EXPECT_GT(all[1].tried.at(0).data_wait, all[0].tried.at(0).data_wait + 0.1);
+  EXPECT_GE(all[1].first_step, 4u + 5u + 3u);
+}
+
 TEST(ReaderTuner, BoundedInSteps) {
   const Index index = open_index(index_set());
   Iterator it(index, config("serial"));
