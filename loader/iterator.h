@@ -76,6 +76,8 @@ class Iterator {
   // runs as threads:T; the reason went to stderr), or the last switch_reader()'s.
   const ReaderSpec& reader() const { return ctx_->reader; }
   size_t pool_bytes() const { return reader_->pool_bytes(); }
+  // Reader::worker_cpu_seconds: the running reader's live worker processes' CPU time.
+  double worker_cpu_seconds() const { return reader_->worker_cpu_seconds(); }
 
  private:
   // Makes reader_ for `runs` over ctx_->source.

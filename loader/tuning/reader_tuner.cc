@@ -27,6 +27,10 @@ ReaderTuner::ReaderTuner(Iterator& it, std::vector<TuningCandidate> readers, Tun
   begin_search("start");
 }
 
+double ReaderTuner::cpu_seconds() const {
+  return process_cpu_seconds() + it_.worker_cpu_seconds();
+}
+
 std::vector<TuningSearch> ReaderTuner::report() const {
   std::vector<TuningSearch> out = done_;
   if (searching_) {
@@ -96,7 +100,7 @@ void ReaderTuner::measure(int64_t step_ns, int64_t wait_ns) {
   ++in_candidate_;
   if (in_candidate_ <= limits_.settle) {
     if (in_candidate_ == limits_.settle) {  // the window opens here
-      cpu_mark_ = process_cpu_seconds();
+      cpu_mark_ = cpu_seconds();
       window_start_ns_ = now_ns();
     }
     return;
@@ -118,7 +122,7 @@ void ReaderTuner::close_window() {
   m.noise = rate_noise(step_ns_);
   m.data_wait = share(wait_ns_, step_ns_);
   const double wall = static_cast<double>(now_ns() - window_start_ns_) * 1e-9;
-  m.cores_busy = wall > 0 ? (process_cpu_seconds() - cpu_mark_) / wall : 0;
+  m.cores_busy = wall > 0 ? (cpu_seconds() - cpu_mark_) / wall : 0;
   cur_.tried.push_back(m);
 }
 
@@ -155,7 +159,7 @@ void ReaderTuner::start_next_candidate() {
     in_candidate_ = 0;
     step_ns_.clear();
     wait_ns_.clear();
-    cpu_mark_ = process_cpu_seconds();
+    cpu_mark_ = cpu_seconds();
     window_start_ns_ = now_ns();
     return;
   }

@@ -83,6 +83,8 @@ class ReaderTuner {
   void start_next_candidate();
   void finish_search();
   void watch(int64_t step_ns, int64_t wait_ns);
+  // This process's CPU time and its live worker processes' (processes:N).
+  double cpu_seconds() const;
 
   Iterator& it_;
   std::vector<TuningCandidate> readers_;

@@ -32,7 +32,7 @@ struct CandidateMeasure {
   double steps_per_s = 0;  // the consumer's rate over the window
   double noise = 0;        // steps/s: how far the rate moved within the window (see below)
   double data_wait = 0;    // share of the window the consumer waited for batches, 0..1
-  double cores_busy = 0;   // this process's CPU time over the window / wall time
+  double cores_busy = 0;   // CPU seconds over the window (this process, its workers) / wall
   bool measured() const { return skipped.empty() && steps > 0; }
 };
 

@@ -248,6 +248,23 @@ TEST(ReaderTuner, ANewSearchWhenTheDataWaitRises) {
   EXPECT_GE(all[1].first_step, 4u + 5u + 3u);
 }
 
+// Cores busy counts processes:N's workers, which the process's own CPU time leaves out until
+// they are reaped: the tuner reads them live (Iterator::worker_cpu_seconds).
+TEST(ReaderTuner, WorkersCpuTimeIsCounted) {
+  TempDir dir;
+  const Index index = open_index(test::make_dataset(dir, GenPattern::photo, 384, 2, 40));
+  LoaderConfig c = config("processes:2");
+  c.transform.size = 224;
+  Iterator it(index, c);
+  const double before = it.worker_cpu_seconds();
+  test::run_epoch(it, 0);
+  test::run_epoch(it, 1);
+  // 160 decodes of 384 px JPEGs: tens of milliseconds at the least, on the workers alone.
+  EXPECT_GT(it.worker_cpu_seconds() - before, 0.02);
+  it.switch_reader(parse_reader("threads:2"), 2);
+  EXPECT_EQ(it.worker_cpu_seconds(), 0.0);
+}
+
 TEST(ReaderTuner, BoundedInSteps) {
   const Index index = open_index(index_set());
   Iterator it(index, config("serial"));
