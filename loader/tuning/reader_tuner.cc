@@ -82,10 +82,13 @@ void ReaderTuner::step_done(int64_t step_ns, int64_t wait_ns, int side) {
 }
 
 void ReaderTuner::begin_search(std::string reason) {
-  if (searching_)
-    cur_.reason += "; restarted: " + reason;
-  else
-    cur_ = TuningSearch{std::move(reason), steps_, {}, {}, {}, false, false, true, 0, 0};
+  if (searching_) {
+    cur_.reason += "; restarted: " + reason;  // what it measured is of another size
+  } else {
+    cur_ = TuningSearch{};
+    cur_.reason = std::move(reason);
+    cur_.first_step = steps_;
+  }
   cur_.tried.clear();
   search_start_ns_ = now_ns();
   search_side_ = last_side_;

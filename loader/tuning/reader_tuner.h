@@ -64,6 +64,9 @@ class ReaderTuner {
   const Batch* next();
   // The iterator's start_epoch(); the interval across it is no step.
   void start_epoch(uint64_t epoch, uint64_t start = 0);
+  // The consumer did something else since its last request (a checkpoint, a validation): the
+  // interval to its next request is no step, and is measured for nothing.
+  void not_a_step() { last_ask_ns_ = 0; }
   Iterator& iterator() { return it_; }
 
   bool searching() const { return searching_; }

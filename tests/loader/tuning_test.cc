@@ -265,6 +265,26 @@ TEST(ReaderTuner, WorkersCpuTimeIsCounted) {
   EXPECT_EQ(it.worker_cpu_seconds(), 0.0);
 }
 
+// A pause between steps that is not the loader's (train's checkpoints and validation) is
+// left out of the window: the candidate is judged by its steps alone.
+TEST(ReaderTuner, NotAStepLeavesAPauseOut) {
+  const Index index = open_index(index_set());
+  Iterator it(index, config("serial"));
+  ReaderTuner tuner(it, {{parse_reader("serial"), 2}}, TunerLimits{1, 3, 400, 60, 0.1, 100});
+  tuner.start_epoch(0);
+  for (int step = 0; step < 8 && tuner.next() != nullptr; ++step) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (step == 2) {  // inside the window: a 300 ms checkpoint
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      tuner.not_a_step();
+    }
+  }
+  ASSERT_EQ(tuner.searches().size(), 1u);
+  const CandidateMeasure& m = tuner.searches()[0].tried.at(0);
+  EXPECT_EQ(m.steps, 3u);
+  EXPECT_GT(m.steps_per_s, 40.0) << "the pause counted as a step";  // 5 ms steps: ~190/s
+}
+
 TEST(ReaderTuner, BoundedInSteps) {
   const Index index = open_index(index_set());
   Iterator it(index, config("serial"));

@@ -45,8 +45,10 @@ common=(--arch resnet18 --batch 4 --size 32 --seed 3 --lr 0.05 --lr-warmup 1 --t
   { cat "$tmp/fixed.txt"; fail "train threads:2"; }
 expect 2 "auto chooses the reader while a run goes on" eval "$d" \
   --checkpoint "$tmp/fixed.safetensors" --reader auto
+# Validation every 8 steps (between steps: no step of a window) reads with the default reader.
 STOKER_WORKER=/nonexistent/stoker-worker "$stoker" train "$d" "${common[@]}" --steps 32 \
-  --reader auto --auto-window 2 --save "$tmp/auto.safetensors" --json "$tmp/auto.json" \
+  --reader auto --auto-window 2 --val "$d" --val-every 8 \
+  --save "$tmp/auto.safetensors" --json "$tmp/auto.json" \
   > "$tmp/auto.txt" 2>&1 || { cat "$tmp/auto.txt"; fail "train --reader auto"; }
 grep -q "^# data: .*reader auto (chosen by the training step's rate" "$tmp/auto.txt" ||
   { cat "$tmp/auto.txt"; fail "train header does not say auto"; }
@@ -79,6 +81,7 @@ assert all("/nonexistent/stoker-worker" in c["skipped"] for c in skipped
            if c["reader"].startswith("processes")), skipped
 assert s["why"] and t["chosen"] == s["chosen"], t
 assert f["reader_tuning"] is None
+assert [v["step"] for v in a["validation"]] == [8, 16, 24, 32], a["validation"]
 PY
 same_weights "$tmp/fixed.safetensors" "$tmp/auto.safetensors" || fail "auto run's weights differ"
 

@@ -152,6 +152,8 @@ void add_hooks(TrainRun& run, const TrainCommand& o) {
     }
     // Validation on rank 0 alone, over the whole set: the others wait at the next step.
     if (run.rank0 && o.val_every > 0 && done % o.val_every == 0) validate(run, o, done);
+    // The time spent here is not the step's: --reader auto must not judge a reader by it.
+    if (run.data.tuner) run.data.tuner->not_a_step();
   };
 }
 
