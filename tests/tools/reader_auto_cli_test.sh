@@ -4,7 +4,8 @@
 # same bits as a fixed reader (losses, epoch checksums, checkpoint) while its search switches
 # readers mid-epoch; an auto run stopped mid-search and resumed is exact; a candidate that
 # cannot start is skipped and named; the header and --json list every candidate, the choice
-# and why; bench's auto row has the fixed row's checksums; commands of fixed readers refuse it.
+# and why; bench's auto row and study's auto cell have the fixed reader's checksums; commands of
+# fixed readers refuse it.
 set -euo pipefail
 . "$(dirname "$0")/../cli_expect.sh"  # fail, expect CODE PATTERN ARGS...
 stoker=$1
@@ -116,4 +117,19 @@ assert a["reader"] == "auto" and f["reader"] == "threads:2"
 assert a["epoch_checksums"] == f["epoch_checksums"] and len(a["epoch_checksums"]) == 6
 assert a["reader_tuning"]["searches"][0]["finished"], a["reader_tuning"]
 PY
-echo "reader auto: train same bits as a fixed reader, resume exact, bad candidate skipped, bench: ok"
+# study: auto as one more reader of the sweep, its cell naming the reader it ran last.
+"$stoker" study "$d" --reader auto,threads:2 --storage local --consumer emulated:4000 \
+  --steps 40 --warmup 2 --batch 4 --size 32 --auto-window 2 --out "$tmp/study" \
+  > "$tmp/study.txt" 2>&1 || { cat "$tmp/study.txt"; fail "study --reader auto"; }
+python3 - "$tmp/study/study.json" <<'PY'
+import json, sys
+cells = json.load(open(sys.argv[1]))["results"]
+a, f = cells
+assert a["status"] == "ok" and a["reader"] == "auto" and a["reader_kind"] == "auto", a
+assert a["checksum"] == f["checksum"], (a["checksum"], f["checksum"])
+s = a["reader_tuning"]["searches"][0]
+assert a["auto_reader"] == s["chosen"]["reader"] and s["finished"], a["reader_tuning"]
+assert a["threads"] == int(a["auto_reader"].split(":")[-1]) or a["auto_reader"] == "serial"
+PY
+grep -q 'data-series="auto"' "$tmp/study/report.html" || fail "the report does not draw auto"
+echo "reader auto: train same bits as a fixed reader, resume exact, bad candidate skipped, bench, study: ok"

@@ -156,8 +156,8 @@ std::vector<ReaderSpec> parse_reader_list(const std::string& text) {
     if (is_auto_reader(token))
       usage_fail(
           "--reader {}: auto chooses the reader while a run goes on; `stoker train` takes it, "
-          "and `stoker bench` as one more reader of its list; this command runs fixed readers "
-          "(serial, threads:N, processes:N, uring:QD[:T])",
+          "and `stoker bench` and `stoker study` as one more reader of their lists; this "
+          "command runs fixed readers (serial, threads:N, processes:N, uring:QD[:T])",
           text);
     const size_t colon = token.find(':');
     std::string k = kind, arg = token;
@@ -252,7 +252,7 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
     t.push_back(
         option_row("reader", "--reader", &O::reader,
                    "Reader policy: serial, threads:N, processes:N, uring:QD[:T] (docs/CLI.md, "
-                   "Readers), or auto (train, bench: chosen while the run goes on, by the "
+                   "Readers), or auto (train, bench, study: chosen while the run goes on, by the "
                    "consumer's steps/s); bench, probe and study take a comma-separated list, "
                    "where a bare count repeats the kind before it and A..B is every count "
                    "between")
@@ -260,14 +260,15 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
             .also("--readers")
             .python("reader")
             .sample("serial"));
-    t.push_back(option_row("auto_window", "--auto-window", &O::auto_window,
-                           "With --reader auto (train, bench): the consumer's steps measured "
-                           "per candidate (a quarter as many more are left out after each "
-                           "switch)")
-                    .integer_range(2, 1u << 20)
-                    .python("auto_window")
-                    .idle_with("--reader", "threads:2", "the search is --reader auto's",
-                               [](const std::string& v) { return !v.empty() && !has_auto(v); }));
+    t.push_back(
+        option_row("auto_window", "--auto-window", &O::auto_window,
+                   "With --reader auto (train, bench, study): the consumer's steps measured "
+                   "per candidate (a quarter as many more are left out after each "
+                   "switch)")
+            .integer_range(2, 1u << 20)
+            .python("auto_window")
+            .idle_with("--reader", "threads:2", "the search is --reader auto's",
+                       [](const std::string& v) { return !v.empty() && !has_auto(v); }));
     // Stored and compared by its full name: a run started with `rrc` resumes with
     // `random-resized-crop` (the same transform), and contexts name it one way.
     t.push_back(option_row("transform", "--transform", &O::transform, "Crop and resize")

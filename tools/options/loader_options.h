@@ -83,11 +83,11 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table();
 const OptionRow<LoaderOptions>* loader_option(const std::string& flag);
 
 // --reader auto (loader/tuning/): the reader and prefetch depth chosen while the command runs,
-// by the consumer's steps per second. train takes it alone, bench as one more entry of its
-// list; the commands of fixed readers (probe, study, eval, stoker.Loader) refuse it by name.
+// by the consumer's steps per second. train takes it alone, bench and study as one more entry
+// of their lists; the commands of fixed readers (probe, eval, stoker.Loader) refuse it by name.
 bool is_auto_reader(const std::string& text);
-// bench's list: each entry a fixed reader, or `auto` (nullopt), in the order given; the fixed
-// runs between two autos parse as parse_reader_list's.
+// bench's and study's list: each entry a fixed reader, or `auto` (nullopt), in the order
+// given; the fixed runs between two autos parse as parse_reader_list's.
 std::vector<std::optional<ReaderSpec>> parse_reader_choices(const std::string& text);
 
 // --reader's text: readers separated by commas, where a bare count repeats the kind before it
