@@ -36,6 +36,8 @@ PY
 # Usage: auto only where a command chooses while it runs; --auto-window only with auto.
 expect 2 "auto chooses the reader while a run goes on" probe "$d" --reader auto
 expect 2 "--auto-window means nothing" bench "$d" --reader threads:2 --auto-window 4
+expect 2 "train: --reader auto,threads:2 names 2 readers; train runs one" train "$d" \
+  --reader auto,threads:2
 
 # train: 32 steps of 4 images (4 epochs of 8 batches), a fixed reader against auto. Every
 # worker of processes:N fails to start under auto: skipped, named, and the run goes on.

@@ -203,7 +203,10 @@ TunerLimits LoaderOptions::tuner_limits() const {
 }
 
 ReaderSpec LoaderOptions::one_reader(const char* who) const {
-  const std::vector<ReaderSpec> r = parse_reader_list(reader.empty() ? default_reader() : reader);
+  const std::string text = reader.empty() ? default_reader() : reader;
+  if (const auto choices = parse_reader_choices(text); choices.size() > 1)
+    usage_fail("{}: --reader {} names {} readers; {} runs one", who, reader, choices.size(), who);
+  const std::vector<ReaderSpec> r = parse_reader_list(text);
   if (r.size() != 1)
     usage_fail("{}: --reader {} names {} readers; {} runs one", who, reader, r.size(), who);
   return r[0];
