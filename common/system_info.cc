@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 namespace stoker {
 
@@ -43,6 +44,21 @@ double process_cpu_seconds() {
            ru.ru_stime.tv_usec * 1e-6;
   };
   return secs(self) + secs(children);
+}
+
+double pid_cpu_seconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(in, text)) return 0;
+  // The command name (field 2) is in parentheses and may hold spaces: count from the last ')'.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 1));
+  std::string skip;
+  for (int f = 3; f < 14; ++f) fields >> skip;  // state .. cmajflt
+  unsigned long long utime = 0, stime = 0;
+  if (!(fields >> utime >> stime)) return 0;
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 nlohmann::json machine_context() {

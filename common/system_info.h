@@ -12,7 +12,10 @@ std::string cpu_model();
 int online_cpus();
 std::string kernel_release();
 uint64_t memory_bytes();       // physical memory
-double process_cpu_seconds();  // user + system time of all threads so far
+double process_cpu_seconds();  // user + system time of all threads so far (and reaped children)
+// User + system time of live process `pid` so far (/proc/<pid>/stat); 0 when it cannot be read
+// (gone, or not Linux). For children not yet reaped, which process_cpu_seconds() leaves out.
+double pid_cpu_seconds(int pid);
 
 // {cpu, online_cpus, memory_bytes, kernel}: the machine, as every command's --json context
 // carries it (merged into the context, so the keys are the same in each).

@@ -45,7 +45,8 @@ class BadSamples {
   std::vector<BadSample> list() const;
   size_t count() const;
   // Replacements made: for each filled slot, the candidates before the one that filled it
-  // (a bad file met by several slots counts once per slot). Derived from final chains only.
+  // (a bad file met by several slots counts once per slot), in the batches the Iterator has
+  // delivered (a batch prepared ahead and dropped by a reader switch does not count).
   std::atomic<uint64_t> skipped{0};
 
  private:

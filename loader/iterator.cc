@@ -18,32 +18,50 @@ void say_once(const std::string& text) {
   std::call_once(once, [&] { log_note(text); });
 }
 
-}  // namespace
-
-Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_ptr<Source> source) {
-  if (source && config.reader.kind == ReaderSpec::Kind::processes) {
-    fail(
-        "reader {}: worker processes make their own source from the configuration; a {} "
-        "source object cannot be handed to them",
-        config.reader.text(), source->name());
-  }
-  // `--source auto` for a reader that needs an asynchronous source is io_uring over local files
-  // and shards (make_source). Where io_uring is missing (old kernel, seccomp, a build without
-  // liburing) the reader runs as threads:T over the synchronous automatic source instead, and
-  // says so once: the one fallback, and only for a source the user did not name.
-  ReaderSpec runs = config.reader;
-  if (!source && needs_async_source(runs) && config.source.kind == SourceOptions::Kind::automatic &&
+// The source this iterator makes for reader `runs` from the configuration. `--source auto` for
+// a reader that needs an asynchronous source is io_uring over local files and shards
+// (make_source). Where io_uring is missing (old kernel, seccomp, a build without liburing), with
+// `fallback` the reader runs as threads:T over the synchronous automatic source instead, and
+// says so once: the one fallback, and only for a source the user did not name. Without
+// `fallback` (a switch asks for exactly this reader) that throws.
+std::unique_ptr<Source> source_for(const Index& index, const LoaderConfig& config, ReaderSpec& runs,
+                                   bool fallback) {
+  if (needs_async_source(runs) && config.source.kind == SourceOptions::Kind::automatic &&
       !is_nfs_url(index.root)) {
     try {
-      source = make_source(index, config.source, source_queue_depth(runs));
+      return make_source(index, config.source, source_queue_depth(runs));
     } catch (const Error& e) {
+      if (!fallback) fail("reader {}: {}", runs.text(), e.what());
       say_once(fmt::format("{}: uring readers fall back to pread in {} decode threads", e.what(),
                            runs.threads));
       runs = {ReaderSpec::Kind::threads, runs.threads, 0};
-      source = make_source(index, config.source);
     }
   }
+  return make_source(index, config.source, source_queue_depth(runs));
+}
+
+void refuse_source_object(const ReaderSpec& reader, const Source& source) {
+  if (reader.kind == ReaderSpec::Kind::processes) {
+    fail(
+        "reader {}: worker processes make their own source from the configuration; a {} "
+        "source object cannot be handed to them",
+        reader.text(), source.name());
+  }
+}
+
+}  // namespace
+
+Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_ptr<Source> source) {
+  if (source) refuse_source_object(config.reader, *source);
+  own_source_ = !source;
+  ReaderSpec runs = config.reader;
+  if (own_source_) source = source_for(index, config, runs, /*fallback=*/true);
   ctx_ = std::make_unique<LoaderContext>(index, config, std::move(source));
+  if (config.prefetch == 0) fail("prefetch depth must be at least 1");
+  make_reader(runs);
+}
+
+void Iterator::make_reader(ReaderSpec runs) {
   ctx_->reader = runs;
   if (needs_async_source(runs) && !ctx_->source->asynchronous()) {
     usage_fail(
@@ -52,7 +70,6 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_p
         "a reader that reads one sample at a time (serial, threads:N, processes:N)",
         runs.text(), ctx_->source->name());
   }
-  if (config.prefetch == 0) fail("prefetch depth must be at least 1");
   switch (runs.kind) {
     case ReaderSpec::Kind::serial:
       reader_ = make_serial_reader(*ctx_);
@@ -67,6 +84,41 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_p
       reader_ = make_uring_reader(*ctx_, runs.threads);
       break;
   }
+}
+
+void Iterator::install(const ReaderSpec& spec, const ReaderSpec& asked, size_t prefetch) {
+  ctx_->config.reader = asked;
+  ctx_->config.prefetch = prefetch;
+  if (own_source_) {
+    ReaderSpec runs = spec;
+    ctx_->source = source_for(ctx_->index, ctx_->config, runs, /*fallback=*/false);
+  }
+  make_reader(spec);
+  if (started_ && next_batch_ < ctx_->sampler.batches()) reader_->begin(next_batch_);
+}
+
+const ReaderSpec& Iterator::switch_reader(const ReaderSpec& spec, size_t prefetch) {
+  STOKER_CHECK(retained_.load() == 0);
+  if (prefetch == 0) fail("prefetch depth must be at least 1");
+  if (!own_source_) refuse_source_object(spec, *ctx_->source);
+  if (ctx_->recipe.gpu_decode) {
+    LoaderConfig c = ctx_->config;
+    c.reader = spec;
+    check_gpu_decode(c);
+  }
+  // What runs now, to go back to when the new reader cannot start.
+  const ReaderSpec was = ctx_->reader, was_asked = ctx_->config.reader;
+  const size_t was_prefetch = ctx_->config.prefetch;
+  reader_->stop();
+  reader_.reset();
+  try {
+    install(spec, spec, prefetch);
+  } catch (const Error&) {
+    reader_.reset();
+    install(was, was_asked, was_prefetch);
+    throw;
+  }
+  return ctx_->reader;
 }
 
 Iterator::~Iterator() {
@@ -89,6 +141,9 @@ const Batch* Iterator::next() {
   Batch& batch = reader_->wait(next_batch_);
   STOKER_CHECK(batch.number == next_batch_ && batch.epoch == ctx_->sampler.epoch());
   checksum_ = XXH3_64bits_withSeed(&batch.checksum, sizeof batch.checksum, checksum_);
+  // Replacements are counted as batches are delivered, not as readers fill them: a batch a
+  // switched-out reader prepared ahead is prepared again, and counts once.
+  for (size_t i = 0; i < batch.size; ++i) ctx_->bad.skipped += batch.timing[i].attempts - 1;
   ++next_batch_;
   consumed_ = ctx_->sampler.position_after(next_batch_);  // global: every rank's samples
   return &batch;

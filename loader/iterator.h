@@ -2,9 +2,13 @@
 // The one object a trainer pulls batches from. The reader (serial, threads:N,
 // processes:N, uring:QD[:T]; loader/readers/reader_spec.h) is chosen at run time; whatever it is,
 // batches come out in sampler order, with the same contents for the same seed, and the iterator
-// keeps a checksum of each epoch's data.
+// keeps a checksum of each epoch's data. The reader and the prefetch depth may change at any
+// batch boundary (switch_reader; `--reader auto`, loader/tuning/), mid-epoch included: batches
+// are a function of the sampler's position alone, so what follows is what the old reader would
+// have delivered.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,13 +37,28 @@ class Iterator {
   // valid until the next call. Throws stoker::Error under --on-error fail.
   const Batch* next();
 
+  // From the next batch on, batches come from reader `spec` with `prefetch` batches ahead; the
+  // batch next() last returned is no longer valid (as after start_epoch). What the old reader
+  // had prepared ahead is dropped and prepared again by the new one (at most `prefetch` batches
+  // of work). Returns the reader that runs: exactly `spec`, never a fallback. A reader that
+  // cannot start here (a worker process that cannot start, an io_uring the kernel refuses, a
+  // kind the source or --decode gpu cannot take) throws stoker::Error naming it, and the
+  // previous reader runs on. Refused (a STOKER_CHECK) while the consumer retains batches.
+  const ReaderSpec& switch_reader(const ReaderSpec& spec, size_t prefetch);
+
   // Keeps the batch next() last returned valid past the next call, until release(): for
   // consumers that hand batches on without a copy (the Python module). The pool has
   // config.keep extra buffers for such batches; once every buffer is retained, next()
   // throws rather than waits or grows. release() may be called from any thread, also after
   // start_epoch(), never after the iterator is gone.
-  void retain() { reader_->retain(); }
-  void release(const Batch* batch) { reader_->release(*batch); }
+  void retain() {
+    reader_->retain();
+    ++retained_;
+  }
+  void release(const Batch* batch) {
+    reader_->release(*batch);
+    --retained_;
+  }
 
   // Samples consumed so far by every rank together (the global position; this rank's own
   // when it is the only one): resuming from here continues with exactly the next batch.
@@ -50,15 +69,27 @@ class Iterator {
   size_t batches_per_epoch() const { return ctx_->sampler.batches(); }
   const Sampler& sampler() const { return ctx_->sampler; }
   const BadSamples& bad_samples() const { return ctx_->bad; }
+  // config().reader and config().prefetch follow switch_reader().
   const LoaderConfig& config() const { return ctx_->config; }
   const Index& index() const { return ctx_->index; }
   // The reader that runs: config().reader, or its fallback (uring:QD:T without io_uring
-  // runs as threads:T; the reason went to stderr).
+  // runs as threads:T; the reason went to stderr), or the last switch_reader()'s.
   const ReaderSpec& reader() const { return ctx_->reader; }
   size_t pool_bytes() const { return reader_->pool_bytes(); }
+  // Reader::worker_cpu_seconds: the running reader's live worker processes' CPU time.
+  double worker_cpu_seconds() const { return reader_->worker_cpu_seconds(); }
 
  private:
+  // Makes reader_ for `runs` over ctx_->source.
+  void make_reader(ReaderSpec runs);
+  // switch_reader's work: the configuration says `asked` (what the user or the tuner asked
+  // for) and `prefetch`; the source (where this iterator made it) is made again for `spec`,
+  // which then runs from the next batch.
+  void install(const ReaderSpec& spec, const ReaderSpec& asked, size_t prefetch);
+
   std::unique_ptr<LoaderContext> ctx_;
+  bool own_source_ = true;  // ctx_->source was made here from the configuration
+  std::atomic<int> retained_{0};
   std::unique_ptr<Reader> reader_;
   size_t next_batch_ = 0;
   uint64_t consumed_ = 0;  // global position

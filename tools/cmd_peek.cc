@@ -115,7 +115,7 @@ void add_peek_command(CLI::App& app) {
   // peek uses the serial reader and draws u8 pixels: no prefetch, output format or
   // read-only mode (which would draw black tiles).
   o->loader.add_to(*cmd, {"--prefetch", "--dtype", "--layout", "--no-decode", "--direct", "--mean",
-                          "--std", "--size-schedule", "--reader"});
+                          "--std", "--size-schedule", "--reader", "--auto-window"});
   cmd->callback([o] { run_peek(*o); });
 }
 

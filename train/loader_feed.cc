@@ -5,7 +5,8 @@
 
 namespace stoker {
 
-LoaderFeed::LoaderFeed(Iterator& iterator, Position from) : it_(iterator), position_(from) {
+LoaderFeed::LoaderFeed(Iterator& iterator, Position from, ReaderTuner* tuner)
+    : it_(iterator), tuner_(tuner), position_(from) {
   const LoaderConfig& c = it_.config();
   STOKER_CHECK_MSG(c.sampler.drop_last, "the training feed needs batches without a short last one");
 }
@@ -16,10 +17,14 @@ HostBatch LoaderFeed::next() {
     const uint64_t end = it_.sampler().position_after(it_.batches_per_epoch());
     if (!started_ || position_.index >= end) {
       if (started_) position_ = {position_.epoch + 1, 0};
-      it_.start_epoch(position_.epoch, position_.index);
+      if (tuner_ != nullptr) {
+        tuner_->start_epoch(position_.epoch, position_.index);
+      } else {
+        it_.start_epoch(position_.epoch, position_.index);
+      }
       started_ = true;
     }
-    const Batch* b = it_.next();
+    const Batch* b = tuner_ != nullptr ? tuner_->next() : it_.next();
     if (b == nullptr) {  // the epoch ended: the loop above starts the next one
       position_.index = end;
       continue;

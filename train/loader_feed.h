@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "loader/iterator.h"
+#include "loader/tuning/reader_tuner.h"
 #include "train/train_loop.h"
 
 namespace stoker {
@@ -14,8 +15,10 @@ namespace stoker {
 class LoaderFeed final : public BatchFeed {
  public:
   // The iterator must drop short batches (the backend is planned for one batch size);
-  // STOKER_CHECK otherwise. Starts at `from` (a batch boundary).
-  LoaderFeed(Iterator& iterator, Position from);
+  // STOKER_CHECK otherwise. Starts at `from` (a batch boundary). With `tuner` (--reader auto,
+  // over `iterator`), batches are pulled through it: it times the loop's steps, from one
+  // request to the next, and may switch the reader between them.
+  LoaderFeed(Iterator& iterator, Position from, ReaderTuner* tuner = nullptr);
   HostBatch next() override;
   std::span<const SampleTiming> timings() const override { return timings_; }
   // Where the next batch starts: resuming from here replays exactly what follows.
@@ -26,6 +29,7 @@ class LoaderFeed final : public BatchFeed {
 
  private:
   Iterator& it_;
+  ReaderTuner* tuner_;
   Position position_;
   bool started_ = false;
   std::span<const SampleTiming> timings_;

@@ -31,6 +31,9 @@ class Reader {
   virtual void release(const Batch& batch) = 0;
   // Bytes of batch memory this reader holds.
   virtual size_t pool_bytes() const = 0;
+  // CPU seconds of its live worker processes so far (processes:N), which the process's own
+  // figure leaves out until they are reaped; 0 for readers in this process. Any thread.
+  virtual double worker_cpu_seconds() const { return 0; }
 };
 
 std::unique_ptr<Reader> make_serial_reader(LoaderContext& ctx);

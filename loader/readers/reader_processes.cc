@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/system_info.h"
 #include "loader/process_pool/process_pool_memory.h"
 #include "loader/process_pool/process_pool_spawn.h"
 #include "loader/process_pool/worker_protocol.h"
@@ -154,6 +155,13 @@ class ProcessesReader final : public Reader {
 
   void retain() override { prefetch_.retain(); }
   void release(const Batch& batch) override { prefetch_.release(batch); }
+  double worker_cpu_seconds() const override {
+    std::lock_guard lock(pids_mu_);
+    double s = 0;
+    for (pid_t pid : pids_) s += pid_cpu_seconds(pid);
+    return s;
+  }
+
   size_t pool_bytes() const override { return tensors_.size(); }
 
  private:
@@ -279,6 +287,14 @@ class ProcessesReader final : public Reader {
     for (size_t i = first; i < procs_.size(); ++i) {
       await_ready(procs_[i].p, exe_, startup_timeout_ms());
     }
+    publish_pids();
+  }
+
+  // The workers' pids as worker_cpu_seconds() reads them from another thread.
+  void publish_pids() {
+    std::lock_guard lock(pids_mu_);
+    pids_.clear();
+    for (const Proc& p : procs_) pids_.push_back(p.p.pid);
   }
 
   // Reads every pending reply; false at end of stream (the worker has gone).
@@ -310,6 +326,7 @@ class ProcessesReader final : public Reader {
     for (Proc& p : procs_) close(std::exchange(p.p.socket, -1));  // all exit at once
     for (Proc& p : procs_) end_worker(p.p, kReapMs);
     procs_.clear();
+    publish_pids();
     outstanding_ = 0;
     started_ = true;
     cv_.notify_all();
@@ -368,6 +385,8 @@ class ProcessesReader final : public Reader {
   const int wake_fd_;  // eventfd: wakes the service thread from poll
 
   std::mutex mu_;
+  mutable std::mutex pids_mu_;  // guards pids_ alone (worker_cpu_seconds, any thread)
+  std::vector<pid_t> pids_;
   std::condition_variable cv_;
   std::deque<size_t> ready_;  // slot ids waiting for a worker
   size_t outstanding_ = 0;    // requests sent and not yet answered or lost

@@ -219,8 +219,7 @@ void SlotChain::filled(LoaderContext& ctx, Batch& batch, size_t slot, uint64_t h
   batch.labels[slot] = static_cast<int32_t>(ctx.index.label[idx_]);
   batch.indices[slot] = idx_;
   batch.sample_hash[slot] = hash;
-  batch.timing[slot] = t_;
-  ctx.bad.skipped += k_;
+  batch.timing[slot] = t_;  // its attempts: the Iterator counts the replacements it delivers
 }
 
 void load_sample(LoaderContext& ctx, SampleScratch& w, Batch& batch, size_t slot,

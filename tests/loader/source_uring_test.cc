@@ -175,5 +175,32 @@ TEST(UringFallback, WithoutIoUringTheReaderRunsAsThreadsAndSaysSo) {
   }
 }
 
+// --reader auto switching to a uring candidate where io_uring is refused: no fallback there
+// (a switch runs exactly the reader asked for), but an error naming the reader and why, and
+// the reader before runs on with nothing lost.
+TEST(UringFallback, ASwitchToUringWhereItIsRefusedIsAnErrorAndTheOldReaderRunsOn) {
+  TempDir d;
+  const Index index = open_index(test::make_dataset(d, GenPattern::photo, 64, 2, 7));
+  Iterator serial(index, config("serial"));
+  const test::EpochRecord want = test::run_epoch(serial, 0);
+  FaultPlan p;
+  p.init_errno = EPERM;
+  Faults f(p);
+  Iterator it(index, config("threads:2"));
+  std::string error;
+  const test::EpochRecord got = test::run_epoch_watching(it, 0, 0, [&](int n) {
+    if (n != 0) return;
+    try {
+      it.switch_reader(parse_reader("uring:8:2"), 2);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  EXPECT_EQ(error.rfind("reader uring:8:2: ", 0), 0u) << error;
+  EXPECT_EQ(it.reader().text(), "threads:2");
+  EXPECT_EQ(got.batch_checksums, want.batch_checksums);
+  EXPECT_EQ(got.epoch_checksum, want.epoch_checksum);
+}
+
 }  // namespace
 }  // namespace stoker

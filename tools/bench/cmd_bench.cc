@@ -25,6 +25,7 @@
 #include "loader/sample_trace.h"
 #include "loader/sources/nfs_url.h"
 #include "loader/sources/source.h"
+#include "loader/tuning/tuning_candidates.h"
 #include "tools/bench/bench_common.h"
 #include "tools/bench/emulated_consumer.h"
 #include "tools/cache_dir.h"
@@ -36,6 +37,7 @@
 #include "tools/output_check.h"
 #include "tools/pack/packed_dataset.h"
 #include "tools/per_size.h"
+#include "tools/tuning_report.h"
 #include "train/activity.h"
 #include "train/emulated_accelerator.h"
 
@@ -116,8 +118,9 @@ struct SteadyRate {
   }
 };
 
+// `automatic`: --reader auto, from config.reader (the first candidate) on.
 LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchOptions& o,
-                    nlohmann::json& result, RunTrace* trace) {
+                    bool automatic, nlohmann::json& result, RunTrace* trace) {
   LoaderStats stats;
   // The clock starts before the iterator exists: start-up (spawning worker processes) is
   // part of what a user waits for. Workers' CPU time is counted once they are reaped, when
@@ -126,12 +129,22 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   const int64_t t0 = now_ns();
   auto iterator = std::make_unique<Iterator>(index, config);
   Iterator& it = *iterator;
+  std::unique_ptr<ReaderTuner> tuner;
+  if (automatic) {
+    tuner = std::make_unique<ReaderTuner>(it, reader_candidates(online_cpus(), config.prefetch),
+                                          o.loader.tuner_limits());
+    tuner->on_search = [n = size_t{0}](const TuningSearch& s) mutable {
+      fmt::print("{}", tuning_lines(s, ++n));
+      std::fflush(stdout);
+    };
+  }
+  const std::string label = automatic ? "auto" : config.reader.text();
   const size_t per_epoch = it.batches_per_epoch();
   size_t total = per_epoch * static_cast<size_t>(o.epochs);
   if (o.max_batches) total = std::min(total, o.max_batches);
   uint64_t total_images = 0;
   for (size_t b = 0; b < total; ++b) total_images += it.sampler().batch_length(b % per_epoch);
-  Progress progress(fmt::format("bench {}", config.reader.text()), total_images, "images");
+  Progress progress(fmt::format("bench {}", label), total_images, "images");
   // Per output size (a --size-schedule changes it): each batch's time from the consumer's
   // asking for it to its release (its wait, and the emulated compute), as a study cell's.
   std::vector<SizeCost> sizes;
@@ -144,6 +157,7 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   ConsumerRun run;
   run.batches = total;
   run.deadline_ns = o.seconds > 0 ? t0 + int64_t(o.seconds * 1e9) : INT64_MAX;
+  run.tuner = tuner.get();
   // A failure mid-run (the NFS server gone, a bad sample under --on-error fail) ends the
   // run, but what was measured until then is kept as a row marked incomplete (issue 47);
   // run_bench fails with the reason once the rows and the JSON are written.
@@ -183,11 +197,19 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   stats.wall_ns = t_end - t0;
   progress.finish();
   result = stats.to_json(it);
+  if (tuner) {
+    const std::vector<TuningSearch> searches = tuner->report();
+    if (!searches.empty() && !searches.back().finished)
+      fmt::print("{}", tuning_lines(searches.back(), searches.size()));
+    result["reader"] = "auto";
+    result["reader_tuning"] = tuning_json(searches);
+  }
   result["per_size"] = per_size_json(sizes);
   if (steady.images > 0) result["steady"] = steady.json(last_arrival, config.prefetch);
   if (consumed.interrupted) result["interrupted"] = true;
   if (!failure.empty()) result["incomplete"] = failure;
   if (consumed.out_of_time) result["stopped_after_seconds"] = o.seconds;
+  tuner.reset();
   iterator.reset();  // reaps worker processes, so their CPU time is counted
   stats.cpu_seconds = process_cpu_seconds() - cpu0;
   result["cpu_seconds"] = stats.cpu_seconds;
@@ -257,7 +279,7 @@ void print_row(const std::string& dataset, const std::string& storage, const std
 
 // Every output and input is checked before the first measurement: the readers to run, and
 // the loader's configuration they share.
-std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
+std::vector<std::optional<ReaderSpec>> check_bench(BenchOptions& o, LoaderConfig& base) {
   check_writable("--json", o.json);
   check_writable("--trace", o.trace);
   for (const std::string& root : o.data) check_dataset_path(root);
@@ -268,7 +290,8 @@ std::vector<ReaderSpec> check_bench(BenchOptions& o, LoaderConfig& base) {
   if (!o.trace_batches.empty())
     o.trace_window = parse_trace_window(o.trace_batches, "--trace-batches", "batches of a run");
   // --direct with a reader other than uring is an idle option (tools/options/idle_rules.h).
-  const std::vector<ReaderSpec> readers = parse_reader_list(o.loader.reader);
+  // nullopt: --reader auto (loader/tuning/), one more row.
+  const std::vector<std::optional<ReaderSpec>> readers = parse_reader_choices(o.loader.reader);
   // Cold: every file is evicted before each run and again right after it is read, so
   // later epochs read storage too.
   base.source.evict_after_read = o.cold;
@@ -427,22 +450,25 @@ BenchDataset open_bench_dataset(const std::string& root, const BenchOptions& o,
 }
 
 // One reader over one dataset: its row, its JSON result, its trace (run number `run`).
-nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base, const ReaderSpec& reader,
-                         const BenchOptions& o, size_t run, TraceWriter& trace_writer) {
+nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base,
+                         const std::optional<ReaderSpec>& reader, const BenchOptions& o, size_t run,
+                         TraceWriter& trace_writer) {
   if (!d.evict_root.empty()) {
     const size_t failed = evict_from_page_cache(d.index, d.evict_root);
     if (failed)
       fmt::print("# warning: {} files could not be evicted from the page cache\n", failed);
   }
   LoaderConfig config = base;
-  config.reader = reader;
+  // auto starts from its first candidate, serial (reader_candidates), and switches from there.
+  config.reader = reader ? *reader : ReaderSpec{};
+  const std::string name = reader ? reader->text() : "auto";
   nlohmann::json r;
   RunTrace run_trace;
-  const LoaderStats s = run_one(d.index, config, o, r, o.trace.empty() ? nullptr : &run_trace);
+  const LoaderStats s =
+      run_one(d.index, config, o, !reader, r, o.trace.empty() ? nullptr : &run_trace);
   if (!o.trace.empty())
-    add_run_trace(trace_writer, run, fmt::format("{} {}", short_name(d.root), reader.text()),
-                  run_trace);
-  print_row(short_name(d.root), storage_of(d.root), reader.text(), s, r);
+    add_run_trace(trace_writer, run, fmt::format("{} {}", short_name(d.root), name), run_trace);
+  print_row(short_name(d.root), storage_of(d.root), name, s, r);
   if (r.contains("steady")) {
     const auto& st = r["steady"];
     if (st.contains("not_enough_data"))
@@ -493,7 +519,7 @@ void write_bench_outputs(const BenchOptions& o, const nlohmann::json& context,
 void run_bench(BenchOptions& o) {
   install_interrupt_handlers();
   LoaderConfig base;
-  const std::vector<ReaderSpec> readers = check_bench(o, base);
+  const std::vector<std::optional<ReaderSpec>> readers = check_bench(o, base);
   use_default_dataset(o);
   check_shard_order(o, base);
   nlohmann::json context = bench_context(o);
@@ -505,7 +531,7 @@ void run_bench(BenchOptions& o) {
   std::string failure;  // the run that failed: the rows before it and its own are kept
   for (const std::string& root : o.data) {
     const BenchDataset d = open_bench_dataset(root, o, base);
-    for (const ReaderSpec& reader : readers) {
+    for (const std::optional<ReaderSpec>& reader : readers) {
       if (interrupted()) break;
       if (results.empty()) print_header();
       results.push_back(bench_run(d, base, reader, o, results.size(), trace_writer));

@@ -16,7 +16,14 @@ ConsumerResult consume(Iterator& it, const EmulatedAccelerator& accelerator, con
   uint64_t epoch = 0;
   size_t in_epoch = 0;
   int64_t window_begin = 0;
-  it.start_epoch(0);
+  auto start_epoch = [&](uint64_t e) {
+    if (run.tuner != nullptr) {
+      run.tuner->start_epoch(e);
+    } else {
+      it.start_epoch(e);
+    }
+  };
+  start_epoch(0);
   while (r.batches < run.batches) {
     if (interrupted()) {
       r.interrupted = true;
@@ -28,13 +35,13 @@ ConsumerResult consume(Iterator& it, const EmulatedAccelerator& accelerator, con
     }
     if (in_epoch == per_epoch) {
       on_epoch(epoch, it.epoch_checksum());
-      it.start_epoch(++epoch);
+      start_epoch(++epoch);
       in_epoch = 0;
     }
     ConsumedBatch c;
     c.number = r.batches;
     c.asked_ns = now_ns();
-    c.batch = it.next();
+    c.batch = run.tuner != nullptr ? run.tuner->next() : it.next();
     STOKER_CHECK(c.batch != nullptr);
     c.arrived_ns = now_ns();
     if (accelerator.enabled()) accelerator.compute(c.batch->size);

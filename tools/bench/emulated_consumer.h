@@ -14,6 +14,7 @@
 
 #include "common/measures.h"  // not_enough_data: the least data a verdict needs
 #include "loader/iterator.h"
+#include "loader/tuning/reader_tuner.h"
 #include "train/emulated_accelerator.h"
 
 namespace stoker {
@@ -30,6 +31,9 @@ struct ConsumerRun {
   size_t batches = 0;               // at most this many (epoch after epoch from epoch 0)
   size_t warmup = 0;                // the first `warmup` batches are left out of the account
   int64_t deadline_ns = INT64_MAX;  // stop at the first batch boundary past it (one batch first)
+  // --reader auto: batches are pulled through it (it times the consumer's steps and switches
+  // the iterator's reader between them); null: from the iterator itself.
+  ReaderTuner* tuner = nullptr;
 };
 
 struct ConsumerResult {

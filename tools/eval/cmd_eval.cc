@@ -166,7 +166,7 @@ void add_eval_command(CLI::App& app) {
   add_trainer_loader_options(
       *cmd, o->loader,
       {"--transform", "--flip", "--jitter", "--grayscale", "--seed", "--no-shuffle", "--drop-last",
-       "--no-decode", "--shard-order", "--shuffle-buffer", "--size-schedule"});
+       "--no-decode", "--shard-order", "--shuffle-buffer", "--size-schedule", "--auto-window"});
   cmd->callback([o, cmd] { run_eval(*o, *cmd); });
 }
 

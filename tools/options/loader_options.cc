@@ -101,13 +101,48 @@ bool parse_counts(const std::string& s, std::vector<int>& out) {
   return true;
 }
 
+// Every reader of the list is uring, or auto (whose uring candidates read with --direct).
+bool has_auto(const std::string& readers) {
+  for (const std::optional<ReaderSpec>& r : parse_reader_choices(readers))
+    if (!r) return true;
+  return false;
+}
+
 bool all_uring(const std::string& readers) {
-  for (const ReaderSpec& r : parse_reader_list(readers))
-    if (r.kind != ReaderSpec::Kind::uring) return false;
+  for (const std::optional<ReaderSpec>& r : parse_reader_choices(readers))
+    if (r && r->kind != ReaderSpec::Kind::uring) return false;
   return true;
 }
 
 }  // namespace
+
+bool is_auto_reader(const std::string& text) {
+  return text == "auto";
+}
+
+std::vector<std::optional<ReaderSpec>> parse_reader_choices(const std::string& text) {
+  std::vector<std::optional<ReaderSpec>> out;
+  std::string run;  // fixed readers since the last auto
+  auto flush = [&] {
+    if (run.empty()) return;
+    for (const ReaderSpec& r : parse_reader_list(run)) out.emplace_back(r);
+    run.clear();
+  };
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string token = text.substr(begin, comma - begin);
+    begin = comma + 1;
+    if (is_auto_reader(token)) {
+      flush();
+      out.emplace_back(std::nullopt);
+    } else {
+      run += run.empty() ? token : "," + token;
+    }
+  }
+  flush();
+  return out;
+}
 
 std::vector<ReaderSpec> parse_reader_list(const std::string& text) {
   std::vector<ReaderSpec> out;
@@ -118,6 +153,12 @@ std::vector<ReaderSpec> parse_reader_list(const std::string& text) {
     const size_t comma = std::min(text.find(',', begin), text.size());
     const std::string token = text.substr(begin, comma - begin);
     begin = comma + 1;
+    if (is_auto_reader(token))
+      usage_fail(
+          "--reader {}: auto chooses the reader while a run goes on; `stoker train` takes it, "
+          "and `stoker bench` and `stoker study` as one more reader of their lists; this "
+          "command runs fixed readers (serial, threads:N, processes:N, uring:QD[:T])",
+          text);
     const size_t colon = token.find(':');
     std::string k = kind, arg = token;
     if (colon != std::string::npos) {
@@ -154,8 +195,18 @@ std::string default_reader() {
   return fmt::format("threads:{}", online_cpus());
 }
 
+TunerLimits LoaderOptions::tuner_limits() const {
+  TunerLimits l;
+  l.window = auto_window;
+  l.settle = std::max<size_t>(1, auto_window / 4);
+  return l;
+}
+
 ReaderSpec LoaderOptions::one_reader(const char* who) const {
-  const std::vector<ReaderSpec> r = parse_reader_list(reader.empty() ? default_reader() : reader);
+  const std::string text = reader.empty() ? default_reader() : reader;
+  if (const auto choices = parse_reader_choices(text); choices.size() > 1)
+    usage_fail("{}: --reader {} names {} readers; {} runs one", who, reader, choices.size(), who);
+  const std::vector<ReaderSpec> r = parse_reader_list(text);
   if (r.size() != 1)
     usage_fail("{}: --reader {} names {} readers; {} runs one", who, reader, r.size(), who);
   return r[0];
@@ -204,12 +255,23 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
     t.push_back(
         option_row("reader", "--reader", &O::reader,
                    "Reader policy: serial, threads:N, processes:N, uring:QD[:T] (docs/CLI.md, "
-                   "Readers); bench, probe and study take a comma-separated list, where a bare "
-                   "count repeats the kind before it and A..B is every count between")
-            .checked(parsed_by([](const std::string& s) { parse_reader_list(s); }, "READER"))
+                   "Readers), or auto (train, bench, study: chosen while the run goes on, by the "
+                   "consumer's steps/s); bench, probe and study take a comma-separated list, "
+                   "where a bare count repeats the kind before it and A..B is every count "
+                   "between")
+            .checked(parsed_by([](const std::string& s) { parse_reader_choices(s); }, "READER"))
             .also("--readers")
             .python("reader")
             .sample("serial"));
+    t.push_back(
+        option_row("auto_window", "--auto-window", &O::auto_window,
+                   "With --reader auto (train, bench, study): the consumer's steps measured "
+                   "per candidate (a quarter as many more are left out after each "
+                   "switch)")
+            .integer_range(2, 1u << 20)
+            .python("auto_window")
+            .idle_with("--reader", "threads:2", "the search is --reader auto's",
+                       [](const std::string& v) { return !v.empty() && !has_auto(v); }));
     // Stored and compared by its full name: a run started with `rrc` resumes with
     // `random-resized-crop` (the same transform), and contexts name it one way.
     t.push_back(option_row("transform", "--transform", &O::transform, "Crop and resize")

@@ -11,10 +11,12 @@
 
 #include <array>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "loader/loader_config.h"
+#include "loader/tuning/reader_tuner.h"
 #include "tools/options/option_table.h"
 
 namespace stoker {
@@ -50,6 +52,8 @@ struct LoaderOptions {
   // Each command sets its default before registering (train: threads:<cpus>); empty: the
   // command decides when it runs (probe, study: from the dataset, --quick).
   std::string reader;
+  // --auto-window: --reader auto's steps measured per candidate (loader/tuning/reader_tuner.h).
+  size_t auto_window = TunerLimits{}.window;
 
   int out_width() const { return size; }
   int out_height() const { return height > 0 ? height : size; }
@@ -62,10 +66,13 @@ struct LoaderOptions {
   // Registers the options flagged in `only` (probe: --reader and --direct).
   void add_only(CLI::App& app, const std::vector<std::string>& only);
   // The one reader of a command that runs one (train, eval, stoker.Loader); stoker::UsageError
-  // naming `who` when --reader names several.
+  // naming `who` when --reader names several, or auto (train asks is_auto_reader first).
   ReaderSpec one_reader(const char* who) const;
   // Validates and converts; the reader policy is set separately (bench runs several).
   LoaderConfig to_config() const;
+  // --reader auto's bounds: auto_window steps measured per candidate, a quarter as many (at
+  // least one) left out after each switch; the rest TunerLimits' defaults.
+  TunerLimits tuner_limits() const;
 };
 
 // Every loader option, one row each (tools/options/option_table.h). Those that decide a training
@@ -75,9 +82,18 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table();
 // The row whose flag (or alias) is `flag`; nullptr: none.
 const OptionRow<LoaderOptions>* loader_option(const std::string& flag);
 
+// --reader auto (loader/tuning/): the reader and prefetch depth chosen while the command runs,
+// by the consumer's steps per second. train takes it alone, bench and study as one more entry
+// of their lists; the commands of fixed readers (probe, eval, stoker.Loader) refuse it by name.
+bool is_auto_reader(const std::string& text);
+// bench's and study's list: each entry a fixed reader, or `auto` (nullopt), in the order
+// given; the fixed runs between two autos parse as parse_reader_list's.
+std::vector<std::optional<ReaderSpec>> parse_reader_choices(const std::string& text);
+
 // --reader's text: readers separated by commas, where a bare count repeats the kind before it
 // (processes:1,2,4) and A..B is every count between (threads:1..4; uring's are queue depths,
-// its :T carries over). stoker::Error naming the part that is not a reader.
+// its :T carries over). stoker::Error naming the part that is not a reader; a
+// stoker::UsageError for `auto`, which only some commands take (parse_reader_choices).
 std::vector<ReaderSpec> parse_reader_list(const std::string& text);
 
 // "threads:<online cpus>": the reader of a command that runs one, unless told.

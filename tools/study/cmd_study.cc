@@ -56,7 +56,7 @@ struct StudyOptions {
 // One group of cells: the same consumer list and storages for every dataset and reader.
 struct Sweep {
   std::vector<StudyStorage> storages;
-  std::vector<ReaderSpec> readers;
+  std::vector<std::optional<ReaderSpec>> readers;  // nullopt: --reader auto
   std::vector<StudyConsumer> consumers;
   CellRun run;
   std::vector<size_t> datasets;             // indices into the study's datasets; empty: all
@@ -66,7 +66,8 @@ struct Sweep {
 struct Cell {
   size_t dataset = 0;
   StudyStorage storage = StudyStorage::local;
-  ReaderSpec reader;
+  ReaderSpec reader;       // auto: its first candidate, serial
+  bool automatic = false;  // --reader auto (loader/tuning/): one more reader of the sweep
   const StudyConsumer* consumer = nullptr;
   CellRun run;
   bool gpu_decode = false;  // --decode gpu: the report's "gpu-decode" reader
@@ -186,7 +187,7 @@ class StudyRun {
 
   void plan() {
     Sweep main{parse_study_storages(o_.storages),
-               parse_reader_list(o_.loader.reader),
+               parse_reader_choices(o_.loader.reader),
                parse_study_consumers(o_.consumers),
                {o_.steps, o_.warmup},
                {},
@@ -270,12 +271,13 @@ class StudyRun {
           if (s.datasets.empty() ||
               std::find(s.datasets.begin(), s.datasets.end(), d) != s.datasets.end())
             for (const StudyConsumer& c : s.consumers)
-              for (const ReaderSpec& r : s.readers)
+              for (const std::optional<ReaderSpec>& r : s.readers)
                 for (bool g : s.gpu_decodes)
-                  // GPU decode feeds the GPU trainer, from readers in this process.
+                  // GPU decode feeds the GPU trainer, from readers in this process (auto
+                  // skips its processes:N candidates there).
                   if (!g || (c.kind == StudyConsumer::Kind::cuda &&
-                             r.kind != ReaderSpec::Kind::processes))
-                    cells_.push_back({d, st, r, &c, s.run, g});
+                             (!r || r->kind != ReaderSpec::Kind::processes)))
+                    cells_.push_back({d, st, r.value_or(ReaderSpec{}), !r, &c, s.run, g});
   }
 
   // The root a cell of this dataset and storage reads, made ready (packed, exported, warmed)
@@ -375,15 +377,19 @@ class StudyRun {
 
   nlohmann::json measure_cell(const Cell& c) {
     const StudyConsumer& consumer = *c.consumer;
-    nlohmann::json cell = {{"dataset", datasets_[c.dataset]["name"]},
-                           {"resolution", datasets_[c.dataset]["resolution"]},
-                           {"storage", storage_name(c.storage)},
-                           {"consumer", consumer.name},
-                           {"reader", c.reader.text() + (c.gpu_decode ? "+gpu-decode" : "")},
-                           {"reader_kind", c.gpu_decode ? "gpu-decode" : reader_kind(c.reader)},
-                           {"threads", c.reader.threads},
-                           {"decode", c.gpu_decode ? "gpu" : "cpu"}};
-    if (c.reader.kind == ReaderSpec::Kind::uring) cell["queue_depth"] = c.reader.queue_depth;
+    nlohmann::json cell = {
+        {"dataset", datasets_[c.dataset]["name"]},
+        {"resolution", datasets_[c.dataset]["resolution"]},
+        {"storage", storage_name(c.storage)},
+        {"consumer", consumer.name},
+        {"reader", (c.automatic ? "auto" : c.reader.text()) + (c.gpu_decode ? "+gpu-decode" : "")},
+        {"reader_kind", c.gpu_decode  ? "gpu-decode"
+                        : c.automatic ? "auto"
+                                      : reader_kind(c.reader)},
+        {"threads", c.reader.threads},
+        {"decode", c.gpu_decode ? "gpu" : "cpu"}};
+    if (c.reader.kind == ReaderSpec::Kind::uring && !c.automatic)
+      cell["queue_depth"] = c.reader.queue_depth;
     try {
       const Index& index = storage_index(c.dataset, c.storage);
       LoaderConfig config = base_;
@@ -403,7 +409,10 @@ class StudyRun {
         warm(storage_index(c.dataset, c.storage == StudyStorage::nfs ? StudyStorage::local
                                                                      : StudyStorage::shards));
       }
-      const nlohmann::json m = run_study_cell(index, config, consumer, c.run);
+      // auto: its `threads` are the chosen reader's, and `reader_tuning` says what it did.
+      const nlohmann::json m =
+          run_study_cell(index, config, consumer, c.run,
+                         c.automatic ? std::optional(o_.loader.tuner_limits()) : std::nullopt);
       cell["status"] = "ok";
       cell["warmup"] = c.run.warmup;
       cell.update(m);

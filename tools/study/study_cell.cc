@@ -16,10 +16,12 @@
 #include "common/system_info.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
+#include "loader/tuning/tuning_candidates.h"
 #include "tools/bench/emulated_consumer.h"
 #include "tools/per_size.h"
 #include "tools/train/train_options.h"
 #include "tools/train/trainer.h"
+#include "tools/tuning_report.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/gpu_decode.h"
@@ -187,19 +189,34 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
 
 // The emulated accelerator: holds each batch for its compute time; idle otherwise. The
 // measuring loop and the idle share are bench's (tools/bench/emulated_consumer.h).
+// --reader auto's part of a cell: the reader it ran last, and what it did.
+nlohmann::json tuning_fields(const ReaderTuner& tuner) {
+  const std::vector<TuningSearch> searches = tuner.report();
+  const ReaderSpec ran = searches.empty() ? ReaderSpec{} : searches.back().chosen.reader;
+  return {{"threads", ran.threads},
+          {"auto_reader", ran.text()},
+          {"reader_tuning", tuning_json(searches)}};
+}
+
 nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
-                            const StudyConsumer& consumer, const CellRun& run) {
+                            const StudyConsumer& consumer, const CellRun& run,
+                            const std::optional<TunerLimits>& tune) {
   const double cpu0 = process_cpu_seconds();
   const int64_t t0 = now_ns();
   auto iterator = std::make_unique<Iterator>(index, config);
   if (iterator->batches_per_epoch() == 0)
     fail("{} has {} images, fewer than one batch of {}", index.root, index.size(),
          config.sampler.batch_size);
+  std::unique_ptr<ReaderTuner> tuner;
+  if (tune)
+    tuner = std::make_unique<ReaderTuner>(*iterator,
+                                          reader_candidates(online_cpus(), config.prefetch), *tune);
   std::vector<Step> steps;
   std::string checksum;
   ConsumerRun measured;
   measured.batches = size_t(run.warmup + run.iterations);
   measured.warmup = size_t(run.warmup);
+  measured.tuner = tuner.get();
   const ConsumerResult consumed = consume(
       *iterator, consumer.accelerator, measured,
       [&](const ConsumedBatch& c) {
@@ -222,19 +239,22 @@ nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
         if (epoch == 0) checksum = hex64(sum);
       });
   if (consumed.interrupted) stop_for_interrupt();
+  const nlohmann::json tuned = tuner ? tuning_fields(*tuner) : nlohmann::json(nullptr);
+  tuner.reset();
   iterator.reset();  // reaps worker processes, so their CPU time is counted
   const double elapsed = double(now_ns() - t0) * 1e-9;
   leave_out_start_up(steps, measured.warmup);
   nlohmann::json cell = summarise(steps, config.sampler.batch_size, consumed.use.idle_share(),
                                   "emulated", process_cpu_seconds() - cpu0, elapsed);
   if (!checksum.empty()) cell["checksum"] = checksum;
+  if (!tuned.is_null()) cell.update(tuned);
   return cell;
 }
 
 // The trainer on a backend ("cpu" or "cuda"): the training loop's own records; the engine's
 // gaps between primitives (CPU) or kernels (GPU) from the backend's activity records.
 nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyConsumer& consumer,
-                           const CellRun& run) {
+                           const CellRun& run, const std::optional<TunerLimits>& tune) {
   const double cpu0 = process_cpu_seconds();
   const int64_t t0 = now_ns();
   // The trainer of a cell: the consumer's model and engine, every other option its default.
@@ -251,7 +271,7 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   std::unique_ptr<Backend> backend = trainer_backend(t, net, bc, nullptr, "", config.sampler.seed);
   // The loader's batches, decoded by nvJPEG into the backend's input in a cuda consumer's
   // gpu-decode cell.
-  TrainerFeed data = trainer_feed(index, config, *backend, Position{0, 0});
+  TrainerFeed data = trainer_feed(index, config, *backend, Position{0, 0}, {}, tune);
   if (data.iterator->batches_per_epoch() == 0)
     fail("{} has {} images, fewer than one batch of {}", index.root, index.size(), batch);
   InterruptibleFeed feed(data.feed());
@@ -288,9 +308,11 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
     decode = {{"decoder", d.decoder},       {"hardware", d.hardware},     {"hybrid", d.hybrid},
               {"engine_cpu", d.engine_cpu}, {"loader_cpu", d.loader_cpu}, {"failed", d.failed}};
   }
+  const nlohmann::json tuned = data.tuner ? tuning_fields(*data.tuner) : nlohmann::json(nullptr);
   // The feeds, then the iterator (reaping worker processes), all before the backend.
   data.gpu.reset();
   data.loader.reset();
+  data.tuner.reset();
   data.iterator.reset();
   backend.reset();
   const double elapsed = double(now_ns() - t0) * 1e-9;
@@ -299,17 +321,19 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
       summarise(steps, size_t(batch), result.gaps.share(), cuda ? "kernel" : "primitive",
                 process_cpu_seconds() - cpu0, elapsed);
   if (!decode.is_null()) cell["gpu_decode"] = decode;
+  if (!tuned.is_null()) cell.update(tuned);
   return cell;
 }
 
 }  // namespace
 
 nlohmann::json run_study_cell(const Index& index, const LoaderConfig& config,
-                              const StudyConsumer& consumer, const CellRun& run) {
+                              const StudyConsumer& consumer, const CellRun& run,
+                              const std::optional<TunerLimits>& tune) {
   if (run.iterations < 1) fail("--steps must be at least 1");
   if (consumer.kind == StudyConsumer::Kind::emulated)
-    return run_emulated(index, config, consumer, run);
-  return run_trainer(index, config, consumer, run);
+    return run_emulated(index, config, consumer, run, tune);
+  return run_trainer(index, config, consumer, run, tune);
 }
 
 }  // namespace stoker

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "loader/index/index.h"
 #include "loader/loader_config.h"
+#include "loader/tuning/reader_tuner.h"
 #include "tools/study/study_spec.h"
 
 namespace stoker {
@@ -20,8 +22,11 @@ struct CellRun {
 };
 
 // Throws stoker::Error when the cell cannot run (no device, no data, a broken source) and
-// Interrupted when a signal asked the study to stop (polled between steps).
+// Interrupted when a signal asked the study to stop (polled between steps). With `tune`
+// (--reader auto), a ReaderTuner chooses the reader from config.reader on: the cell then
+// adds `threads` (the reader that ran last), `auto_reader` (its text) and `reader_tuning`.
 nlohmann::json run_study_cell(const Index& index, const LoaderConfig& config,
-                              const StudyConsumer& consumer, const CellRun& run);
+                              const StudyConsumer& consumer, const CellRun& run,
+                              const std::optional<TunerLimits>& tune = std::nullopt);
 
 }  // namespace stoker

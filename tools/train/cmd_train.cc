@@ -117,7 +117,10 @@ void plan_validation(TrainRun& run, const TrainCommand& o) {
   if (int(val.classes.size()) > classes)
     fail("train: --val {} has {} classes but the network has {}", o.val, val.classes.size(),
          classes);
-  run.val_lc = evaluation_loader(o.loader, "train", run.lc.size_schedule, o.val_size, o.val_resize);
+  // --reader auto tunes the training loader; validation reads with the default reader.
+  LoaderOptions vo = o.loader;
+  if (is_auto_reader(vo.reader)) vo.reader = default_reader();
+  run.val_lc = evaluation_loader(vo, "train", run.lc.size_schedule, o.val_size, o.val_resize);
   fmt::print("# val: {}, centre crop {}x{} of the short side resized to {}\n", o.val,
              run.val_lc.transform.out_height(), run.val_lc.transform.out_width(),
              run.val_lc.transform.resize);
@@ -149,6 +152,8 @@ void add_hooks(TrainRun& run, const TrainCommand& o) {
     }
     // Validation on rank 0 alone, over the whole set: the others wait at the next step.
     if (run.rank0 && o.val_every > 0 && done % o.val_every == 0) validate(run, o, done);
+    // The time spent here is not the step's: --reader auto must not judge a reader by it.
+    if (run.data.tuner) run.data.tuner->not_a_step();
   };
 }
 

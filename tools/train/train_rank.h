@@ -74,6 +74,7 @@ struct TrainRun {
   // plan_model: the network, the loader, the backend's configuration (tools/train/trainer.h).
   Network net;
   LoaderConfig lc;
+  bool auto_reader = false;  // --reader auto: run.data.tuner chooses lc.reader while it runs
   int64_t batch = 0, global_batch = 0;  // per rank, and over every rank
   BackendConfig bc;
   int64_t height = 0, width = 0;  // the first step's

@@ -16,6 +16,7 @@
 #include "tools/json_document.h"
 #include "tools/train/train_rank.h"
 #include "tools/train/train_sizes.h"
+#include "tools/tuning_report.h"
 #include "train/device_peak.h"
 #include "train/loop_trace.h"
 #include "train/step_account.h"
@@ -227,11 +228,15 @@ void print_context(const TrainRun& run, const TrainCommand& o) {
                                 : "",
       run.global_batch, run.flop_per_image / 1e9);
   fmt::print("# data: {}\n",
-             o.synthetic ? "synthetic (random tensors drawn once: compute alone)"
-                         : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}",
-                                       o.data, run.index->size(), run.index->classes.size(),
-                                       lc.reader.text(), transform_name(lc.transform.kind),
-                                       lc.sampler.shuffle ? "shuffled" : "fixed order"));
+             o.synthetic
+                 ? "synthetic (random tensors drawn once: compute alone)"
+                 : fmt::format("{} ({} images, {} classes), reader {}, transform {}, {}", o.data,
+                               run.index->size(), run.index->classes.size(),
+                               run.auto_reader ? "auto (chosen by the training step's rate; "
+                                                 "lines '# reader auto' below)"
+                                               : lc.reader.text(),
+                               transform_name(lc.transform.kind),
+                               lc.sampler.shuffle ? "shuffled" : "fixed order"));
   fmt::print(
       "# optimiser: SGD lr {:.4g} ({}{}), momentum {}, {}weight decay {}{}, label "
       "smoothing {}\n",
@@ -367,7 +372,11 @@ void write_train_json(const TrainRun& run, const TrainCommand& o, const LoopResu
       {"size_schedule", run.lc.size_schedule.text()},
       {"synthetic", o.synthetic},
       {"data", o.data},
-      {"reader", o.synthetic ? "" : run.lc.reader.text()},
+      {"reader", o.synthetic       ? ""
+                 : run.auto_reader ? "auto"
+                                   : run.lc.reader.text()},
+      {"reader_tuning",
+       run.data.tuner ? tuning_json(run.data.tuner->report()) : nlohmann::json(nullptr)},
       {"decode", o.synthetic ? nlohmann::json(nullptr) : decode_json(run)},
       {"cpu_seconds", run.loop_cpu_s},
       {"cpu_cores_busy", run.loop_wall_s > 0 ? run.loop_cpu_s / run.loop_wall_s : 0.0},

@@ -20,6 +20,7 @@
 #include "tools/train/train_rank.h"
 #include "tools/train/train_sizes.h"
 #include "tools/train/trainer.h"
+#include "tools/tuning_report.h"
 #include "train/parallel/collectives.h"
 #ifdef STOKER_HAVE_NCCL
 #include "train/parallel/collective_nccl.h"
@@ -69,9 +70,17 @@ void plan_trace_window(TrainRun& run, const TrainCommand& o) {
 void make_loader_feed(TrainRun& run, const TrainCommand& o) {
   GpuDecodeOptions g;
   g.decode_memory = size_t(o.decode_memory_mib) << 20;
-  run.data =
-      trainer_feed(*run.index, run.lc, *run.backend,
-                   Position{uint64_t(run.state.epoch), uint64_t(run.state.sampler_position)}, g);
+  std::optional<TunerLimits> tune;
+  if (run.auto_reader) tune = o.loader.tuner_limits();
+  run.data = trainer_feed(*run.index, run.lc, *run.backend,
+                          Position{uint64_t(run.state.epoch), uint64_t(run.state.sampler_position)},
+                          g, tune);
+  if (run.data.tuner && run.rank0) {
+    run.data.tuner->on_search = [n = size_t{0}](const TuningSearch& s) mutable {
+      fmt::print("{}", tuning_lines(s, ++n));
+      std::fflush(stdout);
+    };
+  }
   run.per_epoch = int64_t(run.data.iterator->batches_per_epoch());
   if (run.per_epoch == 0)
     fail("train: {} has {} images, fewer than one {}batch of {}", o.data, run.index->size(),
@@ -185,6 +194,9 @@ void plan_model(TrainRun& run, TrainCommand& o) {
 
   // Random tensors read nothing: the reader is not chosen.
   run.lc = o.synthetic ? o.loader.to_config() : trainer_loader(o.loader, "train");
+  // The oneDNN threads stay --threads: a backend's sums may differ in their last bits with its
+  // thread count, and an auto run must train the bits a fixed reader's does.
+  run.auto_reader = !o.synthetic && is_auto_reader(o.loader.reader);
   if (!o.synthetic) {
     run.lc.sampler.rank = uint32_t(run.world.rank());
     run.lc.sampler.world = uint32_t(run.world.world());

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/system_info.h"
+#include "loader/tuning/tuning_candidates.h"
 #include "models/resnet.h"
 #include "train/trainer_setup.h"
 
@@ -43,7 +45,7 @@ void add_trainer_loader_options(CLI::App& app, LoaderOptions& l,
 
 LoaderConfig trainer_loader(const LoaderOptions& l, const char* who) {
   LoaderConfig c = l.to_config();
-  c.reader = l.one_reader(who);
+  c.reader = is_auto_reader(l.reader) ? ReaderSpec{} : l.one_reader(who);
   return c;
 }
 
@@ -53,10 +55,14 @@ BatchFeed& TrainerFeed::feed() const {
 }
 
 TrainerFeed trainer_feed(const Index& index, const LoaderConfig& loader, Backend& backend,
-                         Position from, const GpuDecodeOptions& gpu) {
+                         Position from, const GpuDecodeOptions& gpu,
+                         const std::optional<TunerLimits>& tune) {
   TrainerFeed f;
   f.iterator = training_iterator(index, loader, backend);
-  f.loader = std::make_unique<LoaderFeed>(*f.iterator, from);
+  if (tune)
+    f.tuner = std::make_unique<ReaderTuner>(
+        *f.iterator, reader_candidates(online_cpus(), loader.prefetch), *tune);
+  f.loader = std::make_unique<LoaderFeed>(*f.iterator, from, f.tuner.get());
   if (loader.decode_device == DecodeDevice::gpu)
     f.gpu = make_gpu_decode_feed(*f.loader, backend, gpu);
   return f;

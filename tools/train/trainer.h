@@ -12,11 +12,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "loader/index/index.h"
 #include "loader/iterator.h"
+#include "loader/tuning/reader_tuner.h"
 #include "models/network.h"
 #include "tools/options/loader_options.h"
 #include "tools/train/train_options.h"
@@ -48,22 +50,27 @@ std::unique_ptr<Backend> trainer_backend(const TrainOptions& t, const Network& n
 // --reader defaulting to default_reader().
 void add_trainer_loader_options(CLI::App& app, LoaderOptions& l,
                                 const std::vector<std::string>& except);
-// The loader's configuration with its one reader; `who` names the command in errors.
+// The loader's configuration with its one reader; `who` names the command in errors. Under
+// --reader auto, the first candidate's (serial): the tuner switches from there.
 LoaderConfig trainer_loader(const LoaderOptions& l, const char* who);
 
 // The loader's batches as a training loop pulls them, destroyed in reverse order (the GPU
 // decode feed, the loader's feed, then the iterator), all before the backend.
 struct TrainerFeed {
   std::unique_ptr<Iterator> iterator;  // `loader`'s batches in the backend's memory
+  std::unique_ptr<ReaderTuner> tuner;  // --reader auto: chooses `iterator`'s reader
   std::unique_ptr<LoaderFeed> loader;  // from a position (a resumed run's)
   std::unique_ptr<GpuDecodeFeed> gpu;  // decode_device gpu: `loader`'s decoded on the GPU
   // What the loop pulls: `gpu`, else `loader`.
   BatchFeed& feed() const;
 };
 // Short last batches dropped (the backend is planned for one batch size); the caller checks
-// that an epoch holds a batch (iterator->batches_per_epoch()).
+// that an epoch holds a batch (iterator->batches_per_epoch()). With `tune` (--reader auto),
+// a ReaderTuner over reader_candidates(online cpus, loader.prefetch) chooses the reader from
+// the first step (loader.reader: the first candidate).
 TrainerFeed trainer_feed(const Index& index, const LoaderConfig& loader, Backend& backend,
-                         Position from, const GpuDecodeOptions& gpu = {});
+                         Position from, const GpuDecodeOptions& gpu = {},
+                         const std::optional<TunerLimits>& tune = std::nullopt);
 
 // The loop over `steps` global steps from `first_step`, `images_per_step` images each: t's
 // optimiser, and its learning-rate schedule over `schedule_steps` steps (t's "auto" defaults

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+// `--reader auto` (loader/tuning/): the decision rule over measured candidates (the fastest,
+// unless a candidate level with it within the noise asks for fewer cores), the candidate list
+// from the host's cores, and the tuner driving a real Iterator: every candidate tried or
+// skipped by name, a choice, a new search when the image side changes, and the batches
+// exactly a fixed reader's throughout.
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loader/iterator.h"
+#include "loader/tuning/reader_tuner.h"
+#include "loader/tuning/tuning_candidates.h"
+#include "loader/tuning/tuning_choice.h"
+#include "loader_test_util.h"
+#include "test_util.h"
+#include "tools/gen/gen_dataset.h"
+
+namespace stoker {
+namespace {
+
+using test::TempDir;
+
+CandidateMeasure measured(const char* reader, double rate, double noise, size_t prefetch = 2) {
+  CandidateMeasure m;
+  m.candidate = {parse_reader(reader), prefetch};
+  m.steps = 10;
+  m.steps_per_s = rate;
+  m.noise = noise;
+  return m;
+}
+
+CandidateMeasure skipped(const char* reader) {
+  CandidateMeasure m;
+  m.candidate = {parse_reader(reader), 2};
+  m.skipped = reader + std::string(": cannot start");
+  return m;
+}
+
+// ---- the decision rule ------------------------------------------------------------------
+
+TEST(TuningChoice, TheFastestWinsWhenNoneIsLevel) {
+  const std::vector<CandidateMeasure> m = {
+      measured("serial", 10, 0.2), measured("threads:2", 20, 0.4), measured("threads:1", 15, 0.3)};
+  const TuningChoice c = choose_candidate(m);
+  EXPECT_EQ(c.best, 1u);
+  EXPECT_NE(c.why.find("highest rate"), std::string::npos) << c.why;
+}
+
+TEST(TuningChoice, LevelWithinTheNoiseTakesFewerCores) {
+  // threads:4 is fastest, but threads:2 is within threads:4's noise, and serial is not.
+  const std::vector<CandidateMeasure> m = {measured("threads:4", 20, 1.0),
+                                           measured("threads:2", 19.2, 0.3),
+                                           measured("serial", 18.5, 0.3)};
+  const TuningChoice c = choose_candidate(m);
+  EXPECT_EQ(c.best, 1u);
+  EXPECT_NE(c.why.find("fewer cores (2 against 4)"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("threads:4 prefetch 2"), std::string::npos) << c.why;
+}
+
+TEST(TuningChoice, TheSlowerCandidatesOwnNoiseCountsToo) {
+  // Outside the fastest's noise (0.1), inside the slower one's (1.5): level.
+  const std::vector<CandidateMeasure> m = {measured("processes:2", 20, 0.1),
+                                           measured("threads:1", 19, 1.5)};
+  EXPECT_EQ(choose_candidate(m).best, 1u);
+}
+
+TEST(TuningChoice, JustOutsideTheNoiseIsNotLevel) {
+  const std::vector<CandidateMeasure> m = {measured("threads:2", 20, 0.5),
+                                           measured("threads:1", 19.4, 0.5)};
+  EXPECT_EQ(choose_candidate(m).best, 0u);
+}
+
+TEST(TuningChoice, EqualCoresTakeTheFasterThenTheEarlier) {
+  const std::vector<CandidateMeasure> a = {measured("threads:2", 20, 1.0),
+                                           measured("processes:2", 20.5, 1.0),
+                                           measured("uring:16:2", 19.8, 1.0)};
+  EXPECT_EQ(choose_candidate(a).best, 1u);
+  const std::vector<CandidateMeasure> b = {measured("threads:2", 20, 1.0),
+                                           measured("processes:2", 20, 1.0)};
+  EXPECT_EQ(choose_candidate(b).best, 0u);
+}
+
+TEST(TuningChoice, SkippedAndUnmeasuredNeverWin) {
+  CandidateMeasure empty = measured("serial", 99, 0);
+  empty.steps = 0;
+  const std::vector<CandidateMeasure> m = {skipped("processes:1"), empty,
+                                           measured("threads:2", 10, 0.1)};
+  EXPECT_EQ(choose_candidate(m).best, 2u);
+  const TuningChoice none = choose_candidate({skipped("processes:1"), empty});
+  EXPECT_EQ(none.best, SIZE_MAX);
+  EXPECT_NE(none.why.find("no candidate"), std::string::npos);
+}
+
+TEST(TuningChoice, RateNoiseIsHalfTheSpreadOfThePartsWithAFloor) {
+  // Three parts of 2 steps: 10 ms, 20 ms and 10 ms steps: 100, 50, 100 steps/s.
+  const std::vector<int64_t> ns = {10'000'000, 10'000'000, 20'000'000,
+                                   20'000'000, 10'000'000, 10'000'000};
+  EXPECT_NEAR(rate_noise(ns), 25.0, 1e-9);
+  // Steady steps: the floor, 2% of 100 steps/s.
+  EXPECT_NEAR(rate_noise(std::vector<int64_t>(6, 10'000'000)), 2.0, 1e-9);
+  // Too short to split: the floor.
+  EXPECT_NEAR(rate_noise({10'000'000, 30'000'000}), 0.02 * 50, 1e-9);
+}
+
+// ---- the candidates ---------------------------------------------------------------------
+
+std::vector<std::string> texts(const std::vector<TuningCandidate>& c) {
+  std::vector<std::string> out;
+  for (const TuningCandidate& x : c) out.push_back(x.text());
+  return out;
+}
+
+TEST(TuningCandidates, FromTheHostsCores) {
+  EXPECT_EQ(
+      texts(reader_candidates(2, 2)),
+      (std::vector<std::string>{"serial prefetch 2", "threads:1 prefetch 2", "threads:2 prefetch 2",
+                                "processes:1 prefetch 2", "processes:2 prefetch 2",
+                                "uring:8:1 prefetch 2", "uring:16:2 prefetch 2"}));
+  const auto six = reader_candidates(6, 3);
+  EXPECT_EQ(six.size(), 1u + 3 * 4);  // 1, 2, 4, 6
+  EXPECT_EQ(six.back().text(), "uring:48:6 prefetch 3");
+  EXPECT_EQ(reader_candidates(0, 2).size(), 4u);
+  EXPECT_EQ(texts(prefetch_candidates({parse_reader("threads:2"), 2})),
+            (std::vector<std::string>{"threads:2 prefetch 1", "threads:2 prefetch 4"}));
+  EXPECT_EQ(texts(prefetch_candidates({parse_reader("threads:2"), 8})),
+            (std::vector<std::string>{"threads:2 prefetch 1"}));
+  EXPECT_TRUE(prefetch_candidates({parse_reader("serial"), 2}).empty());
+}
+
+// ---- the tuner over a real iterator -----------------------------------------------------
+
+constexpr int kClasses = 4, kPerClass = 20;  // 80 samples: 20 batches of 4
+
+const std::string& index_set() {
+  static TempDir dir;
+  static const std::string root =
+      test::make_dataset(dir, GenPattern::index, 64, kClasses, kPerClass);
+  return root;
+}
+
+LoaderConfig config(const std::string& reader) {
+  LoaderConfig c;
+  c.reader = parse_reader(reader);
+  c.sampler.batch_size = 4;
+  c.sampler.seed = 5;
+  c.transform.size = 32;
+  c.warn = false;
+  return c;
+}
+
+// Epoch checksums of `epochs` epochs, pulled through `next` after `start`; each step holds its
+// batch for `hold`.
+template <class Start, class Next>
+std::vector<uint64_t> checksums(Iterator& it, int epochs, Start start, Next next,
+                                std::chrono::microseconds hold = {}) {
+  std::vector<uint64_t> out;
+  for (int e = 0; e < epochs; ++e) {
+    start(static_cast<uint64_t>(e));
+    while (next()) std::this_thread::sleep_for(hold);
+    out.push_back(it.epoch_checksum());
+  }
+  return out;
+}
+
+std::vector<uint64_t> fixed_checksums(const LoaderConfig& c, int epochs) {
+  const Index index = open_index(index_set());
+  Iterator it(index, c);
+  return checksums(
+      it, epochs, [&](uint64_t e) { it.start_epoch(e); }, [&] { return it.next(); });
+}
+
+TEST(ReaderTuner, SearchesSkipsByNameChoosesAndKeepsTheBatches) {
+  const Index index = open_index(index_set());
+  Iterator it(index, config("serial"));
+  std::vector<TuningCandidate> readers = {{parse_reader("serial"), 2},
+                                          {parse_reader("threads:2"), 2},
+                                          {parse_reader("processes:1"), 2}};
+  ::setenv("STOKER_WORKER", "/nonexistent/stoker-worker", 1);
+  ReaderTuner tuner(it, readers, TunerLimits{1, 3, 400, 60, 0.1, 100});
+  int reported = 0;
+  tuner.on_search = [&](const TuningSearch&) { ++reported; };
+  const auto got = checksums(
+      it, 3, [&](uint64_t e) { tuner.start_epoch(e); }, [&] { return tuner.next(); },
+      std::chrono::microseconds(500));
+  ::unsetenv("STOKER_WORKER");
+  EXPECT_EQ(got, fixed_checksums(config("threads:3"), 3));
+  ASSERT_EQ(tuner.searches().size(), 1u);
+  EXPECT_EQ(reported, 1);
+  const TuningSearch& s = tuner.searches()[0];
+  EXPECT_EQ(s.reason, "start");
+  EXPECT_FALSE(s.cut_short);
+  // serial, threads:2, processes:1 (skipped), then threads:2's or serial's prefetch depths.
+  ASSERT_GE(s.tried.size(), 3u);
+  EXPECT_TRUE(s.tried[0].measured());
+  EXPECT_TRUE(s.tried[1].measured());
+  EXPECT_NE(s.tried[2].skipped.find("/nonexistent/stoker-worker"), std::string::npos)
+      << s.tried[2].skipped;
+  ASSERT_NE(s.choice.best, SIZE_MAX);
+  EXPECT_EQ(s.chosen.text(), s.tried[s.choice.best].candidate.text());
+  EXPECT_EQ(it.reader().text(), s.chosen.reader.text());
+  EXPECT_EQ(it.config().prefetch, s.chosen.prefetch);
+  for (const CandidateMeasure& m : s.tried) {
+    if (!m.measured()) continue;
+    EXPECT_EQ(m.steps, 3u);
+    EXPECT_GT(m.steps_per_s, 0);
+    EXPECT_GE(m.data_wait, 0);
+    EXPECT_LE(m.data_wait, 1);
+  }
+}
+
+TEST(ReaderTuner, ANewSearchWhenTheImageSideChanges) {
+  LoaderConfig c = config("serial");
+  c.size_schedule = parse_size_schedule("32:64@0-1");  // 32 px in epoch 0, 64 from epoch 1
+  const Index index = open_index(index_set());
+  Iterator it(index, c);
+  ReaderTuner tuner(it, {{parse_reader("serial"), 2}, {parse_reader("threads:2"), 3}},
+                    TunerLimits{1, 2, 400, 60, 0.1, 100});
+  const auto got = checksums(
+      it, 3, [&](uint64_t e) { tuner.start_epoch(e); }, [&] { return tuner.next(); });
+  EXPECT_EQ(got, fixed_checksums(c, 3));
+  ASSERT_EQ(tuner.searches().size(), 2u);
+  EXPECT_EQ(tuner.searches()[1].reason, "image side 32 -> 64");
+  EXPECT_EQ(tuner.searches()[1].first_step, 21u);  // the first 64 px step, once done
+}
+
+// The consumer slows the data down no more: its steps shrink to the loader's time, the data
+// wait rises far above what the chosen reader waited, and a new search starts, after the
+// cool-down and a full window.
+TEST(ReaderTuner, ANewSearchWhenTheDataWaitRises) {
+  const Index index = open_index(index_set());
+  Iterator it(index, config("serial"));
+  ReaderTuner tuner(it, {{parse_reader("serial"), 2}}, TunerLimits{1, 3, 400, 60, 0.1, 5});
+  size_t steps = 0;
+  tuner.start_epoch(0);
+  while (tuner.next() != nullptr) {
+    // Held 20 ms while the search runs and 5 steps after: the wait is a small share.
+    if (++steps <= 4 + 5) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // 20 steps: the first search (4), the cool-down (5), a window (3), the second search (4).
+  const std::vector<TuningSearch>& all = tuner.searches();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_LT(all[0].tried.at(0).data_wait, 0.5);
+  EXPECT_EQ(all[1].reason.rfind("data wait ", 0), 0u) << all[1].reason;
+  EXPECT_NE(all[1].reason.find("above 10%"), std::string::npos) << all[1].reason;
+  EXPECT_GT(all[1].tried.at(0).data_wait, all[0].tried.at(0).data_wait + 0.1);
+  EXPECT_GE(all[1].first_step, 4u + 5u + 3u);
+}
+
+// Cores busy counts processes:N's workers, which the process's own CPU time leaves out until
+// they are reaped: the tuner reads them live (Iterator::worker_cpu_seconds).
+TEST(ReaderTuner, WorkersCpuTimeIsCounted) {
+  TempDir dir;
+  const Index index = open_index(test::make_dataset(dir, GenPattern::photo, 384, 2, 40));
+  LoaderConfig c = config("processes:2");
+  c.transform.size = 224;
+  Iterator it(index, c);
+  const double before = it.worker_cpu_seconds();
+  test::run_epoch(it, 0);
+  test::run_epoch(it, 1);
+  // 160 decodes of 384 px JPEGs: tens of milliseconds at the least, on the workers alone.
+  EXPECT_GT(it.worker_cpu_seconds() - before, 0.02);
+  it.switch_reader(parse_reader("threads:2"), 2);
+  EXPECT_EQ(it.worker_cpu_seconds(), 0.0);
+}
+
+// A pause between steps that is not the loader's (train's checkpoints and validation) is
+// left out of the window: the candidate is judged by its steps alone.
+TEST(ReaderTuner, NotAStepLeavesAPauseOut) {
+  const Index index = open_index(index_set());
+  Iterator it(index, config("serial"));
+  ReaderTuner tuner(it, {{parse_reader("serial"), 2}}, TunerLimits{1, 3, 400, 60, 0.1, 100});
+  tuner.start_epoch(0);
+  for (int step = 0; step < 8 && tuner.next() != nullptr; ++step) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (step == 2) {  // inside the window: a 300 ms checkpoint
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      tuner.not_a_step();
+    }
+  }
+  ASSERT_EQ(tuner.searches().size(), 1u);
+  const CandidateMeasure& m = tuner.searches()[0].tried.at(0);
+  EXPECT_EQ(m.steps, 3u);
+  EXPECT_GT(m.steps_per_s, 40.0) << "the pause counted as a step";  // 5 ms steps: ~190/s
+}
+
+TEST(ReaderTuner, BoundedInSteps) {
+  const Index index = open_index(index_set());
+  Iterator it(index, config("serial"));
+  ReaderTuner tuner(it, reader_candidates(2, 2), TunerLimits{1, 3, 10, 60, 0.1, 100});
+  checksums(
+      it, 2, [&](uint64_t e) { tuner.start_epoch(e); }, [&] { return tuner.next(); });
+  ASSERT_EQ(tuner.searches().size(), 1u);
+  const TuningSearch& s = tuner.searches()[0];
+  EXPECT_TRUE(s.cut_short);
+  EXPECT_LE(s.steps, 10u + 4u);  // the bound, and the window it ended in
+  EXPECT_LT(s.tried.size(), reader_candidates(2, 2).size());
+}
+
+}  // namespace
+}  // namespace stoker
