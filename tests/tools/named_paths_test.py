@@ -6,7 +6,7 @@
 # and every Markdown file. A path is a token that starts with one of the repository's top
 # folders and names a file with a known extension, or a folder (ending in '/'); `a.h/.cc` is
 # both files, `file.h:40` the file; a path is found from the root or from the naming file's own
-# folder (tools/README.md's `train/trainer.h` is tools/train/trainer.h). Tokens with a pattern in them (`*`, `<`, `{`, `NNN`,
+# folder (in tools/README.md, `train/...` is under tools/train/). Tokens with a pattern in them (`*`, `<`, `{`, `NNN`,
 # `...`) and the build's outputs are not paths of the tree. Usage: named_paths_test.py SRC
 import os
 import re
