@@ -114,11 +114,11 @@ TEST(QualifySpec, TheBoundRuleNamesTheLinkFirstThenTheBusiestCores) {
   EXPECT_EQ(qualify_bound(f), "decode");
   f.decode = false;
   EXPECT_EQ(qualify_bound(f), "cpu");
-  f.loader_cores = 0.5;
-  f.server_cores = 1.4;
+  f.loader_cores = 0.4;
+  f.server_cores = 1.3;
   EXPECT_EQ(qualify_bound(f), "server");
   f.server_cores = 0.3;
-  EXPECT_EQ(qualify_bound(f), "reader");
+  EXPECT_EQ(qualify_bound(f), "latency");
   // Others' work on the machine leaves no free core either.
   f.machine_cores = 1.95;
   EXPECT_EQ(qualify_bound(f), "cpu");

@@ -54,7 +54,7 @@ for e in q["results"]:
         assert n in (cap, ctx.get("max_accelerators")) and not failed, (where, steps)
     else:
         assert n + 1 in failed, (where, "N + 1 never tried", steps)
-        assert e["bound"] in ("link", "server", "decode", "cpu", "reader"), e["bound"]
+        assert e["bound"] in ("link", "server", "decode", "cpu", "latency"), e["bound"]
     if want == "cap":
         assert n == min(cap, ctx["max_accelerators"]), (where, n)
     elif want != "any":

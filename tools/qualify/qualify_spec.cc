@@ -148,7 +148,7 @@ std::string qualify_bound(const BoundFacts& f) {
     if (f.server_cores > f.loader_cores) return "server";
     return f.decode ? "decode" : "cpu";
   }
-  return "reader";
+  return "latency";
 }
 
 }  // namespace stoker

@@ -38,7 +38,7 @@ std::string bound_words(const std::string& bound) {
   if (bound == "server") return "the NFS server's CPU";
   if (bound == "decode") return "the client's CPU, decoding";
   if (bound == "cpu") return "the client's CPU, reading";
-  if (bound == "reader") return "the readers' latency";
+  if (bound == "latency") return "the storage's answer time for the requests in flight";
   if (bound == "max") return "the largest N tried";
   return bound;
 }
@@ -108,12 +108,12 @@ std::string fed_chart(const Json& q) {
     ymax = std::max(ymax, num_or(*e, "accelerators", 0));
   }
   if (order.empty()) return R"(<p class="empty">No dataset with a resolution in its name.</p>)";
-  const double W = 640, H = 340, L = 56, R = 190, T = 16, B = 44;
+  const double W = 720, H = 340, L = 56, R = 250, T = 16, B = 44;
   const auto xt = report::nice_ticks(0, xmax), yt = report::nice_ticks(0, ymax);
   const report::Scale x{xt.front(), xt.back(), L, W - R}, y{yt.front(), yt.back(), H - B, T};
   std::string svg = fmt::format(
-      R"(<svg viewBox="0 0 {} {}" role="img" aria-label="accelerators fed against resolution">)", W,
-      H);
+      R"(<svg viewBox="0 0 {} {}" style="max-width:760px" role="img" aria-label="accelerators fed against resolution">)",
+      W, H);
   report::x_axis(svg, x, xt, H - B, T, "resolution (px)");
   report::y_axis(svg, y, yt, L, W - R, "accelerators fed (AU >= 90% each)");
   std::map<std::string, size_t> storage_colour;
@@ -261,14 +261,15 @@ std::string render_qualify_report(const nlohmann::json& q) {
   html += fmt::format(
       R"(<section class="answer" id="answer"><h2>The answer: accelerators fed at AU &ge; 90% each</h2><p>Each accelerator: {}, {} img/s. The limit each N met is named under it.</p>)",
       esc(str(acc, "name")), report::short_num(num_or(acc, "images_per_s", 0)));
-  html += answer_table(q) + "<ul>";
+  html += answer_table(q) +
+          "<details><summary>In words, with the cores one accelerator needs</summary><ul>";
   for (const std::string& s : answer_lines(q)) {
     const auto colon = s.find(": ");
     html += colon == std::string::npos ? "<li>" + esc(s) + "</li>"
                                        : "<li><b>" + esc(s.substr(0, colon)) +
                                              "</b>: " + esc(s.substr(colon + 2)) + "</li>";
   }
-  html += "</ul></section>";
+  html += "</ul></details></section>";
   html += R"(<h2 id="fed">Accelerators fed against resolution</h2>)" + fed_chart(q);
   html += R"(<h2 id="bandwidth">Read bandwidth</h2>)" + bandwidth_table(q);
   html += R"(<h2 id="links">Links</h2>)" + links_table(q);
