@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "loader/index/index.h"
+#include "loader/sources/nfs_url.h"
 #include "tools/bench/bench_common.h"
 
 namespace stoker {
@@ -80,7 +81,7 @@ nlohmann::json dataset_json(const std::string& root, const Index& index, int res
   }
   const uint64_t total = index.total_bytes();
   return {{"name", short_name(root)},
-          {"root", fs::absolute(root).lexically_normal().string()},
+          {"root", is_nfs_url(root) ? root : fs::absolute(root).lexically_normal().string()},
           {"resolution", resolution ? nlohmann::json(resolution) : nlohmann::json(nullptr)},
           {"images", index.size()},
           {"classes", index.classes.size()},

@@ -69,9 +69,9 @@ for e in q["results"]:
             assert s["au_min"] >= 0.9 and "not_enough_data" not in s, s
         else:
             assert "bound" in s, s
-    if e["storage"].startswith("nfs"):
+    if e["storage"].startswith("nfs@") or e["storage"] == "nfs":
         assert e["caches"] == {"client": "none", "server": "cold"}, e["caches"]
-    else:
+    elif e["storage"] != "nfs-url":
         assert e["caches"]["server"] == "none", e["caches"]
     one = [s for s in steps if s["accelerators"] == 1][0]
     assert e["cores_per_accelerator"] > 0, e
@@ -119,7 +119,6 @@ expect_usage "'disk' is none of" "$tmp/d/32px" --storage disk --out "$tmp/u1"
 expect_usage "'both' is neither" "$tmp/d/32px" --mode both --out "$tmp/u1"
 expect_usage "nope.json: cannot open" "$tmp/d/32px" --accelerator "$tmp/nope.json" --out "$tmp/u1"
 expect_usage "--seconds must be above 0" "$tmp/d/32px" --seconds 0 --out "$tmp/u1"
-expect_usage "serves it over NFS itself" nfs://127.0.0.1/x --out "$tmp/u1"
 expect_usage "holds a result already (qualify.json)" "$tmp/d/32px" --out "$tmp/q1"
 [ ! -e "$tmp/u1/qualify.json" ] || fail "a refused run wrote a result"
 
@@ -144,6 +143,21 @@ assert 50e6 < link["bandwidth_bits_per_s"] <= 1.2 * 100e6, link
 assert link["rtt_ms_avg"] > 0, link
 PY
 [ -z "$(pgrep -f "$tmp/n1/nfs" || true)" ] || fail "an NFS server of n1 is still running"
+# A dataset given as a URL is read from its own server, whatever --storage says.
+url=$("$serve" start "$tmp/d/32px" --port auto --mount-port auto --state "$tmp/srv/nfs/nfs-0" 2> /dev/null |
+  grep '^nfs://') || fail "nfs_serve.sh start"
+"$stoker" qualify "$url" --accelerator 100 --storage local,nfs@1gbit --mode read "${common[@]}" \
+  --repeats 1 --max-accelerators 2 --out "$tmp/n2" > "$tmp/n2.txt" 2>&1 || fail "n2 exited $?: $(tail -5 "$tmp/n2.txt")"
+"$serve" stop --state "$tmp/srv/nfs/nfs-0" > /dev/null 2>&1
+check "$tmp/n2/qualify.json" 2 || fail "n2"
+"$py" - "$tmp/n2/qualify.json" << 'PY'
+import json, sys
+q = json.load(open(sys.argv[1]))
+r = q["results"]
+assert [e["storage"] for e in r] == ["nfs-url"], [e["storage"] for e in r]
+assert r[0]["caches"]["server"] == "as the server keeps it", r[0]["caches"]
+assert q["context"]["datasets"][0]["root"].startswith("nfs://"), q["context"]["datasets"]
+PY
 
 # 6. Interrupted mid-search (SIGINT): exit 130, what finished kept, the servers stopped.
 "$stoker" qualify "$tmp/d/32px" --accelerator 100 --storage nfs --mode read --batch 4 --size 16 \

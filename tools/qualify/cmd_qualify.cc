@@ -101,8 +101,9 @@ class QualifyRun {
                "storage", "mode", "N", "held", "img/s", "MB/s", "AU%", "cores", "spread AU%");
     std::fflush(stdout);
     write_result("running");
+    const std::vector<QualifyStorage> remote = {{QualifyStorage::Kind::nfs_url, "", "nfs-url"}};
     for (size_t d = 0; d < roots_.size(); ++d)
-      for (const QualifyStorage& s : storages_)
+      for (const QualifyStorage& s : is_nfs_url(roots_[d]) ? remote : storages_)
         for (QualifyMode m : modes_) qualify(d, s, m);
     write_result("complete");
     exports_->stop_all();
@@ -123,11 +124,6 @@ class QualifyRun {
     base_ = o_.loader.to_config();
     base_.reader = o_.loader.one_reader("qualify");
     base_.sampler.drop_last = true;  // every step a full batch, every accelerator the same
-    for (const std::string& root : o_.data)
-      if (is_nfs_url(root))
-        usage_fail(
-            "{}: qualify reads a local dataset and serves it over NFS itself (--storage nfs)",
-            root);
   }
 
   void open_datasets() {
@@ -135,12 +131,17 @@ class QualifyRun {
     for (const std::string& root : roots_) {
       indexes_.push_back(std::make_unique<Index>(open_index(root)));
       datasets_.push_back(dataset_json(root, *indexes_.back(), resolution_of(short_name(root))));
+      if (is_nfs_url(root))
+        fmt::print(
+            "# {}: read from its own server (storage nfs-url: its caches are the server's, not "
+            "ours to evict; --storage applies to local datasets)\n",
+            root);
     }
   }
 
   // The index a storage reads for dataset `d`, made ready (exported) once per pair.
   const Index& storage_index(size_t d, const QualifyStorage& s) {
-    if (s.kind != QualifyStorage::Kind::nfs) return *indexes_[d];
+    if (s.kind != QualifyStorage::Kind::nfs) return *indexes_[d];  // local, or the URL given
     const std::string key = fmt::format("{}@{}", d, s.name);
     if (auto it = nfs_.find(key); it != nfs_.end()) return *it->second;
     const std::string url = exports_->url_of(roots_[d], short_name(roots_[d]), s.link);
@@ -153,6 +154,7 @@ class QualifyRun {
   void set_caches(size_t d, const QualifyStorage& s, const Index& index, LoaderConfig& config) {
     const Index& local = *indexes_[d];
     size_t failed = 0;
+    if (s.kind == QualifyStorage::Kind::nfs_url) return;  // as its server keeps them
     if (s.kind == QualifyStorage::Kind::local) {
       if (warm_.insert(local.root).second) (void)warm_page_cache(local);
       return;
@@ -182,6 +184,8 @@ class QualifyRun {
       if (s.kind == QualifyStorage::Kind::nfs) {
         e["link"] = exports_->link_of(roots_[d], s.link);
         e["caches"] = {{"client", "none"}, {"server", "cold"}};
+      } else if (s.kind == QualifyStorage::Kind::nfs_url) {
+        e["caches"] = {{"client", "none"}, {"server", "as the server keeps it"}};
       } else {
         e["caches"] = {{"client", s.kind == QualifyStorage::Kind::local ? "warm" : "cold"},
                        {"server", "none"}};

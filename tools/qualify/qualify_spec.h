@@ -17,8 +17,10 @@ namespace stoker {
 // with O_DIRECT-like eviction), or an NFS-Ganesha server of our own on this machine, over
 // loopback ("nfs") or in a network namespace behind a veth pair shaped to `link`
 // ("nfs@10gbit", "nfs@unshaped"; scripts/nfs_serve.sh --netns --link).
+// A dataset given as an nfs:// URL is read where it is, from its own server ("nfs-url": not
+// ours to evict, shape or measure), whatever --storage says.
 struct QualifyStorage {
-  enum class Kind { local, local_cold, nfs } kind = Kind::local;
+  enum class Kind { local, local_cold, nfs, nfs_url } kind = Kind::local;
   std::string link;  // nfs: "" loopback, else the --link value
   std::string name;  // as given
 };
