@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -62,6 +64,20 @@ void write_atomically(const std::string& path, const std::string& text) {
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) fail("cannot rename {} to {}: {}", tmp, path, ec.message());
+}
+
+void write_result_and_report(const std::string& dir, const std::string& result_file,
+                             const nlohmann::json& doc,
+                             const std::function<std::string(const nlohmann::json&)>& render) {
+  write_atomically((fs::path(dir) / result_file).string(), doc.dump(2) + "\n");
+  std::string html;
+  try {
+    html = render(doc);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stoker: warning: the report could not be rendered: %s\n", e.what());
+    return;
+  }
+  write_atomically((fs::path(dir) / "report.html").string(), html);
 }
 
 int resolution_of(const std::string& name) {

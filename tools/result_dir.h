@@ -5,6 +5,7 @@
 // the command and its datasets. Not the results themselves: each command builds its own.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -22,6 +23,12 @@ void prepare_out(const std::string& dir, bool force, const std::string& result_f
 // Writes `text` to `path` through a temporary file and a rename: a reader (or an interrupt)
 // never sees half a file.
 void write_atomically(const std::string& path, const std::string& text);
+// Writes `doc` as dir/`result_file` and, rendered by `render`, dir/report.html, each
+// atomically, the JSON first. A report that cannot be rendered is a warning on stderr, not a
+// failure: the numbers are safe in the JSON, and `stoker report` renders them later.
+void write_result_and_report(const std::string& dir, const std::string& result_file,
+                             const nlohmann::json& doc,
+                             const std::function<std::string(const nlohmann::json&)>& render);
 // "256px" -> 256; 0 when the name carries no resolution.
 int resolution_of(const std::string& name);
 // {name, root, resolution (null: unknown), images, classes, bytes, mean_bytes, min_bytes,

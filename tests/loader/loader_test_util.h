@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers for the iterator tests of every reader: a generated dataset, and one epoch
-// recorded batch by batch (checksums and raw bytes) for bit-for-bit comparisons.
+// Helpers for the iterator tests of every reader: a generated dataset, whether io_uring works
+// here, and one epoch recorded batch by batch (checksums and raw bytes) for bit-for-bit
+// comparisons.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,19 @@ inline std::string make_dataset(const TempDir& d, GenPattern pattern, int size, 
   g.quality = 95;
   g.progress = false;
   return generate_dataset(g).roots.at(0);
+}
+
+// Whether io_uring works here (the build has liburing and the kernel accepts a ring).
+inline bool uring_works() {
+  static const bool works = [] {
+    try {
+      make_uring_source({});
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }();
+  return works;
 }
 
 struct EpochRecord {

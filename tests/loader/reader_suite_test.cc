@@ -29,6 +29,7 @@ namespace stoker {
 namespace {
 
 using test::TempDir;
+using test::uring_works;
 
 // ---- the tables: add a reader or a source here ------------------------------------------
 
@@ -55,19 +56,6 @@ struct SourceCase {
   // asynchronous source (auto resolves to one), or a synchronous one it must refuse.
   bool serves_submitters;
 };
-
-// Whether io_uring works here (the build has liburing and the kernel accepts a ring).
-bool uring_works() {
-  static const bool works = [] {
-    try {
-      make_uring_source({});
-      return true;
-    } catch (const Error&) {
-      return false;
-    }
-  }();
-  return works;
-}
 
 Prepared same_tree(const std::string& tree, const TempDir&, std::string*) {
   return {tree, tree};

@@ -17,6 +17,7 @@ namespace stoker {
 namespace {
 
 using test::TempDir;
+using test::uring_works;
 
 constexpr int kClasses = 3, kPerClass = 15;  // 45 samples: 9 batches of 5
 
@@ -25,18 +26,6 @@ const std::string& index_set() {
   static const std::string root =
       test::make_dataset(dir, GenPattern::index, 64, kClasses, kPerClass);
   return root;
-}
-
-bool uring_works() {
-  static const bool works = [] {
-    try {
-      make_uring_source({});
-      return true;
-    } catch (const Error&) {
-      return false;
-    }
-  }();
-  return works;
 }
 
 LoaderConfig config(const std::string& reader) {

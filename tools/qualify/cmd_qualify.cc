@@ -348,16 +348,7 @@ class QualifyRun {
   }
 
   void write_result(const std::string& status) {
-    const nlohmann::json doc = document(status);
-    write_atomically((fs::path(o_.out) / "qualify.json").string(), doc.dump(2) + "\n");
-    std::string html;
-    try {
-      html = render_qualify_report(doc);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "stoker: warning: the report could not be rendered: {}\n", e.what());
-      return;
-    }
-    write_atomically((fs::path(o_.out) / "report.html").string(), html);
+    write_result_and_report(o_.out, "qualify.json", document(status), render_qualify_report);
   }
 
   [[noreturn]] void stop(const std::string& why) {

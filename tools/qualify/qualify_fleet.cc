@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "common/measures.h"
+#include "common/stats.h"
 #include "common/system_info.h"
 #include "loader/iterator.h"
 #include "tools/bench/emulated_consumer.h"
@@ -69,13 +70,6 @@ nlohmann::json member_json(const Member& m) {
           {"data_wait_share", data_wait_share(1e-9 * double(u.wait_ns), u.window_s())},
           {"batches", m.consumed.batches},
           {"window_s", u.window_s()}};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty()      ? 0.0
-         : v.size() % 2 ? v[v.size() / 2]
-                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 nlohmann::json fleet_json(const std::vector<Member>& fleet, const FleetRun& run, size_t prefetch,

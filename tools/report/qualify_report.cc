@@ -245,9 +245,7 @@ std::string render_qualify_report(const nlohmann::json& q) {
   const Json& ctx = obj(q, "context");
   const std::string title =
       fmt::format("stoker qualify{}", str(ctx, "date").empty() ? "" : ", " + str(ctx, "date"));
-  std::string html = fmt::format(
-      R"(<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{}</title><style>{}</style></head><body>)",
-      esc(title), report_style());
+  std::string html = report_page_head(title);
   html +=
       fmt::format(R"(<h1>Stoker qualification</h1><p class="sub">{}{}{}</p>)",
                   esc(str(ctx, "cpu", "unknown machine")),

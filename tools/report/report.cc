@@ -207,8 +207,10 @@ std::string context_section(const Json& ctx) {
 
 }  // namespace
 
-const char* report_style() {
-  return kStyle;
+std::string report_page_head(const std::string& title) {
+  return fmt::format(
+      R"(<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{}</title><style>{}</style></head><body>)",
+      esc(title), kStyle);
 }
 
 std::string render_report(const nlohmann::json& study) {
@@ -224,9 +226,7 @@ std::string render_report(const nlohmann::json& study) {
   }
   const std::string title =
       fmt::format("stoker study{}", str(ctx, "date").empty() ? "" : ", " + str(ctx, "date"));
-  std::string html = fmt::format(
-      R"(<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{}</title><style>{}</style></head><body>)",
-      esc(title), kStyle);
+  std::string html = report_page_head(title);
   html += fmt::format(
       R"(<h1>Stoker study</h1><p class="sub">{}{}{}</p>)", esc(str(ctx, "cpu", "unknown machine")),
       num(ctx, "online_cpus") ? fmt::format(", {} cores", str(ctx, "online_cpus")) : "",

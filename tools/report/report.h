@@ -20,8 +20,9 @@ std::string render_qualify_report(const nlohmann::json& qualify);
 // Its answer in words: one line per dataset, storage and mode.
 std::vector<std::string> qualify_answer(const nlohmann::json& qualify);
 
-// The reports' one style sheet (inline CSS).
-const char* report_style();
+// The start of every report page, to its <body>: title, viewport and the one style sheet
+// (inline CSS).
+std::string report_page_head(const std::string& title);
 
 // The answer the report opens with (headline.cc): per size and storage, what bounds training
 // (the storage, the decode CPU, the accelerator), the cores one accelerator needs and what

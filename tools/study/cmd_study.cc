@@ -522,17 +522,8 @@ class StudyRun {
   }
 
   void write_result(const std::string& state) {
-    const nlohmann::json doc = {{"context", context(state)}, {"results", results_}};
-    write_atomically((fs::path(o_.out) / "study.json").string(), doc.dump(2) + "\n");
-    std::string html;
-    try {
-      html = render_report(doc);
-    } catch (const std::exception& e) {
-      // The numbers are safe in study.json; `stoker report` can render them later.
-      std::fprintf(stderr, "stoker: warning: the report could not be rendered: %s\n", e.what());
-      return;
-    }
-    write_atomically((fs::path(o_.out) / "report.html").string(), html);
+    write_result_and_report(o_.out, "study.json",
+                            {{"context", context(state)}, {"results", results_}}, render_report);
   }
 
   // Saves what is finished, stops our NFS servers and leaves with the interrupt's status.

@@ -4,15 +4,13 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
-#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 
 #include "common/error.h"
+#include "common/system_info.h"
 #include "tools/pack/pack_shards.h"
 
 namespace stoker {
@@ -108,19 +106,7 @@ double NfsExports::server_cpu_seconds(const std::string& dir, const std::string&
   std::ifstream pid_file(it->second + "/ganesha.pid");
   long pid = 0;
   if (!(pid_file >> pid) || pid <= 0) return -1;
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  // Fields after the command (which may hold spaces): state is field 3, utime 14, stime 15.
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int k = 3; k <= 15 && rest >> field; ++k) {
-    if (k == 14) utime = std::stod(field);
-    if (k == 15) stime = std::stod(field);
-  }
-  return (utime + stime) / double(::sysconf(_SC_CLK_TCK));
+  return pid_cpu_seconds(int(pid));
 }
 
 void NfsExports::stop_all() {

@@ -34,8 +34,8 @@ class NfsExports {
   // A --netns server's measured link (its link.json: rtt_ms, mbit_per_s, ...); null for
   // others or when it is not ours.
   nlohmann::json link_of(const std::string& dir, const std::string& link) const;
-  // The CPU seconds so far of our server for (dir, link) (its process, /proc); -1 when none
-  // runs or it cannot be read.
+  // The CPU seconds so far of our server for (dir, link) (its process: pid_cpu_seconds); -1
+  // when none of ours serves it, 0 when its process cannot be read.
   double server_cpu_seconds(const std::string& dir, const std::string& link) const;
   // Stops every server started here (the destructor does too).
   void stop_all();
