@@ -14,8 +14,10 @@ std::string tuning_lines(const TuningSearch& s, size_t n) {
       out += fmt::format("#   {:<26} skipped: {}\n", m.candidate.text(), m.skipped);
     } else {
       out += fmt::format(
-          "#   {:<26} {:>8.2f} steps/s (+-{:.2f}), data wait {:>5.1f}%, cores busy {:.2f}\n",
-          m.candidate.text(), m.steps_per_s, m.noise, 100 * m.data_wait, m.cores_busy);
+          "#   {:<26} {:>8.2f} steps/s (+-{:.2f}), data wait {:>5.1f}%, cores busy {:.2f}, {} "
+          "steps, {}\n",
+          m.candidate.text(), m.steps_per_s, m.rate_se, 100 * m.data_wait, m.cores_busy, m.steps,
+          verdict_name(m.verdict));
     }
   }
   if (s.finished) {
@@ -40,7 +42,8 @@ nlohmann::json tuning_json(const std::vector<TuningSearch>& searches) {
       } else {
         t.update({{"steps", m.steps},
                   {"steps_per_s", m.steps_per_s},
-                  {"noise", m.noise},
+                  {"rate_se", m.rate_se},
+                  {"verdict", verdict_name(m.verdict)},
                   {"data_wait", m.data_wait},
                   {"cores_busy", m.cores_busy}});
       }

@@ -9,7 +9,6 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/system_info.h"
-#include "loader/tuning/tuning_candidates.h"
 
 namespace stoker {
 
@@ -92,9 +91,6 @@ void ReaderTuner::begin_search(std::string reason) {
   cur_.tried.clear();
   search_start_ns_ = now_ns();
   search_side_ = last_side_;
-  queue_ = readers_;
-  next_ = 0;
-  prefetch_stage_ = false;
   searching_ = true;
   start_next_candidate();
 }
@@ -110,19 +106,23 @@ void ReaderTuner::measure(int64_t step_ns, int64_t wait_ns) {
   }
   step_ns_.push_back(step_ns);
   wait_ns_.push_back(wait_ns);
-  if (step_ns_.size() < limits_.window) return;
-  close_window();
+  const size_t fastest = fastest_of(cur_.tried);
+  const WindowVerdict v =
+      window_verdict(step_ns_, fastest == SIZE_MAX ? nullptr : &cur_.tried[fastest],
+                     limits_.min_window, limits_.window, limits_.rules);
+  if (v == WindowVerdict::go_on) return;
+  close_window(v);
   start_next_candidate();
 }
 
-void ReaderTuner::close_window() {
+void ReaderTuner::close_window(WindowVerdict verdict) {
   CandidateMeasure m;
-  m.candidate = queue_[next_ - 1];
+  m.candidate = current_;
+  m.verdict = verdict;
   m.steps = step_ns_.size();
-  const double ns =
-      static_cast<double>(std::accumulate(step_ns_.begin(), step_ns_.end(), int64_t{0}));
-  m.steps_per_s = ns > 0 ? static_cast<double>(m.steps) * 1e9 / ns : 0;
-  m.noise = rate_noise(step_ns_);
+  const StepRate r = step_rate(step_ns_);
+  m.steps_per_s = r.steps_per_s;
+  m.rate_se = r.se;
   m.data_wait = share(wait_ns_, step_ns_);
   const double wall = static_cast<double>(now_ns() - window_start_ns_) * 1e-9;
   m.cores_busy = wall > 0 ? (cpu_seconds() - cpu_mark_) / wall : 0;
@@ -131,34 +131,27 @@ void ReaderTuner::close_window() {
 
 void ReaderTuner::start_next_candidate() {
   while (true) {
+    const std::optional<TuningCandidate> c =
+        next_candidate(readers_, cur_.tried, limits_.plan, limits_.rules);
     const bool over =
         steps_ - cur_.first_step >= limits_.max_steps ||
         static_cast<double>(now_ns() - search_start_ns_) * 1e-9 >= limits_.max_seconds;
-    if (next_ == queue_.size() && !prefetch_stage_) {
-      // The readers are measured: the best one's prefetch depths next.
-      prefetch_stage_ = true;
-      const TuningChoice c = choose_candidate(cur_.tried);
-      if (c.best != SIZE_MAX) {
-        for (const TuningCandidate& p : prefetch_candidates(cur_.tried[c.best].candidate))
-          queue_.push_back(p);
-      }
-    }
-    if (next_ == queue_.size() || over) {
-      cur_.cut_short = next_ < queue_.size();
+    if (!c || over) {
+      cur_.cut_short = c.has_value();
       finish_search();
       return;
     }
-    const TuningCandidate& c = queue_[next_++];
     try {
-      if (it_.reader().text() != c.reader.text() || it_.config().prefetch != c.prefetch)
-        it_.switch_reader(c.reader, c.prefetch);
+      if (it_.reader().text() != c->reader.text() || it_.config().prefetch != c->prefetch)
+        it_.switch_reader(c->reader, c->prefetch);
     } catch (const Error& e) {
       CandidateMeasure skipped;
-      skipped.candidate = c;
+      skipped.candidate = *c;
       skipped.skipped = e.what();
       cur_.tried.push_back(skipped);
       continue;
     }
+    current_ = *c;
     in_candidate_ = 0;
     step_ns_.clear();
     wait_ns_.clear();
@@ -169,7 +162,7 @@ void ReaderTuner::start_next_candidate() {
 }
 
 void ReaderTuner::finish_search() {
-  cur_.choice = choose_candidate(cur_.tried);
+  cur_.choice = choose_candidate(cur_.tried, limits_.rules);
   cur_.kept_previous = cur_.choice.best == SIZE_MAX;
   chosen_wait_ = 0;
   if (!cur_.kept_previous) {

@@ -5,18 +5,16 @@
 // instead of the iterator's; a step is the time from one request for a batch to the next
 // (its data wait, then its compute), so the tuner needs nothing else from the consumer.
 //
-// A search: each candidate in turn (tuning_candidates.h) runs from a batch boundary
+// A search walks the candidates in tuning_candidates.h's order (next_candidate: by default
+// staged, the default reader first, then fewer cores while the consumer does not wait, or
+// other kinds and deeper prefetch while it does). Each runs from a batch boundary
 // (Iterator::switch_reader), its first `settle` steps left out (the new reader fills its
-// prefetch), then a window of `window` steps measured (tuning_choice.h's CandidateMeasure);
-// a candidate that cannot start is skipped and named. Then the best reader's prefetch depths,
-// then choose_candidate() over all, and the best runs. Bounded: at most `max_steps` steps
-// and `max_seconds` per search; what was measured by then decides.
-// Then it watches: a new search when the batches' image side changes (--size-schedule), or
-// when the data wait over the last window rises above `wait_threshold` (and above the chosen
-// candidate's own wait by as much), at least `cooldown` steps after the last search.
-// Nothing it does changes a batch: readers give the same batches in the same order
-// (Iterator::switch_reader), so a run's checksums, losses and checkpoints are any fixed
-// reader's, and resuming one resumes the data exactly (the search starts again).
+// prefetch), then a window of at least `min_window` and at most `window` steps, ended as soon
+// as window_verdict (tuning_choice.h) decides: clearly behind the fastest so far (dropped
+// early: a slow candidate costs few steps), shown level with it, or measured precisely enough.
+// A candidate that cannot start is skipped and named. Then choose_candidate() over all, and
+// the best runs. Bounded: at most `max_steps` steps and `max_seconds` per search; what was
+// measured by then decides.
 #pragma once
 
 #include <cstddef>
@@ -26,17 +24,21 @@
 #include <vector>
 
 #include "loader/iterator.h"
+#include "loader/tuning/tuning_candidates.h"
 #include "loader/tuning/tuning_choice.h"
 
 namespace stoker {
 
 struct TunerLimits {
   size_t settle = 3;            // steps left out after each switch
-  size_t window = 12;           // steps measured per candidate
+  size_t min_window = 6;        // steps measured per candidate, at least
+  size_t window = 24;           // and at most
   size_t max_steps = 400;       // a search's steps in all
   double max_seconds = 120;     // and its wall time
   double wait_threshold = 0.1;  // data wait share that starts a new search
   size_t cooldown = 100;        // steps after a search before the wait may start another
+  SearchPlan plan = SearchPlan::staged;
+  TuningRules rules;
 };
 
 // One search: why it began, every candidate as measured (or skipped), the choice and its
@@ -56,7 +58,8 @@ struct TuningSearch {
 
 class ReaderTuner {
  public:
-  // Searches from the first batch, over `readers` (reader_candidates()); `it` outlives it.
+  // Searches from the first batch, choosing among `readers` (reader_candidates()); `it`
+  // outlives it.
   ReaderTuner(Iterator& it, std::vector<TuningCandidate> readers, TunerLimits limits = {});
 
   // The iterator's next(), timed: the consumer is done with the batch before, so a switch
@@ -82,7 +85,7 @@ class ReaderTuner {
   void step_done(int64_t step_ns, int64_t wait_ns, int side);
   void begin_search(std::string reason);
   void measure(int64_t step_ns, int64_t wait_ns);
-  void close_window();
+  void close_window(WindowVerdict verdict);
   void start_next_candidate();
   void finish_search();
   void watch(int64_t step_ns, int64_t wait_ns);
@@ -96,10 +99,9 @@ class ReaderTuner {
   int64_t last_ask_ns_ = 0, last_wait_ns_ = 0;
   int last_side_ = 0, search_side_ = 0;
 
-  bool searching_ = false, prefetch_stage_ = false;
+  bool searching_ = false;
   TuningSearch cur_;
-  std::vector<TuningCandidate> queue_;  // candidates still to try in this search
-  size_t next_ = 0;
+  TuningCandidate current_;  // the candidate being measured
   int64_t search_start_ns_ = 0;
   size_t in_candidate_ = 0;  // steps since the switch to the current candidate
   std::vector<int64_t> step_ns_, wait_ns_;

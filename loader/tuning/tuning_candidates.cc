@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/error.h"
+
 namespace stoker {
 
 std::vector<TuningCandidate> reader_candidates(int cores, size_t prefetch) {
@@ -25,6 +27,125 @@ std::vector<TuningCandidate> prefetch_candidates(const TuningCandidate& best) {
     if (depth != best.prefetch) out.push_back({best.reader, depth});
   }
   return out;
+}
+
+const char* search_plan_name(SearchPlan p) {
+  return p == SearchPlan::full ? "full" : "staged";
+}
+
+SearchPlan parse_search_plan(const std::string& text) {
+  if (text == "staged") return SearchPlan::staged;
+  if (text == "full") return SearchPlan::full;
+  throw UsageError("--auto-search " + text + ": expected staged or full");
+}
+
+namespace {
+
+bool same(const TuningCandidate& a, const TuningCandidate& b) {
+  return a.text() == b.text();
+}
+
+bool was_tried(const std::vector<CandidateMeasure>& tried, const TuningCandidate& c) {
+  return std::any_of(tried.begin(), tried.end(),
+                     [&](const CandidateMeasure& m) { return same(m.candidate, c); });
+}
+
+const CandidateMeasure* find(const std::vector<CandidateMeasure>& tried,
+                             const TuningCandidate& c) {
+  for (const CandidateMeasure& m : tried)
+    if (same(m.candidate, c)) return &m;
+  return nullptr;
+}
+
+std::optional<TuningCandidate> next_in_full(const std::vector<TuningCandidate>& readers,
+                                            const std::vector<CandidateMeasure>& tried,
+                                            const TuningRules& rules) {
+  if (tried.size() < readers.size()) return readers[tried.size()];
+  const std::vector<CandidateMeasure> swept(tried.begin(), tried.begin() + readers.size());
+  const TuningChoice c = choose_candidate(swept, rules);
+  if (c.best == SIZE_MAX) return std::nullopt;
+  const std::vector<TuningCandidate> depths = prefetch_candidates(swept[c.best].candidate);
+  const size_t k = tried.size() - readers.size();
+  if (k < depths.size()) return depths[k];
+  return std::nullopt;
+}
+
+// The first of `readers` with the most cores, threads before the other kinds.
+TuningCandidate start_of(const std::vector<TuningCandidate>& readers) {
+  const TuningCandidate* s = &readers.front();
+  for (const TuningCandidate& c : readers) {
+    const bool more = c.cores() > s->cores();
+    const bool threads_first = c.cores() == s->cores() &&
+                               c.reader.kind == ReaderSpec::Kind::threads &&
+                               s->reader.kind != ReaderSpec::Kind::threads;
+    if (more || threads_first) s = &c;
+  }
+  return *s;
+}
+
+// Fewer cores than the start: its kind at each smaller count of `readers`, largest first, then
+// serial; the next untried rung while the one before it held (the fastest, or level with it).
+std::optional<TuningCandidate> next_fewer(const std::vector<TuningCandidate>& readers,
+                                          const std::vector<CandidateMeasure>& tried,
+                                          const TuningCandidate& start, const TuningRules& rules) {
+  std::vector<TuningCandidate> ladder;
+  for (const TuningCandidate& c : readers)
+    if (c.reader.kind == start.reader.kind && c.cores() < start.cores()) ladder.push_back(c);
+  std::stable_sort(ladder.begin(), ladder.end(), [](const auto& a, const auto& b) {
+    return a.cores() > b.cores();
+  });
+  for (const TuningCandidate& c : readers)
+    if (c.reader.kind == ReaderSpec::Kind::serial && start.reader.kind != c.reader.kind)
+      ladder.push_back(c);
+  const size_t top = fastest_of(tried);
+  TuningCandidate prev = start;
+  for (const TuningCandidate& c : ladder) {
+    if (!was_tried(tried, c)) {
+      const CandidateMeasure* p = find(tried, prev);
+      const bool held = p != nullptr && p->measured() &&
+                        (same(p->candidate, tried[top].candidate) || level_with(tried[top], *p, rules));
+      if (held) return c;
+      return std::nullopt;
+    }
+    prev = c;
+  }
+  return std::nullopt;
+}
+
+std::optional<TuningCandidate> next_in_staged(const std::vector<TuningCandidate>& readers,
+                                              const std::vector<CandidateMeasure>& tried,
+                                              const TuningRules& rules) {
+  const TuningCandidate start = start_of(readers);
+  if (!was_tried(tried, start)) return start;
+  const TuningChoice choice = choose_candidate(tried, rules);
+  if (choice.best == SIZE_MAX) {  // the start could not run: what is left, in order
+    for (const TuningCandidate& c : readers)
+      if (!was_tried(tried, c)) return c;
+    return std::nullopt;
+  }
+  const CandidateMeasure& best = tried[choice.best];
+  if (best.data_wait <= rules.busy_wait) return next_fewer(readers, tried, start, rules);
+  // It waits: the other kinds at its count, then deeper prefetch.
+  for (const TuningCandidate& c : readers) {
+    if (c.reader.kind != ReaderSpec::Kind::serial && c.cores() == best.candidate.cores() &&
+        !was_tried(tried, c))
+      return c;
+  }
+  if (best.candidate.reader.kind == ReaderSpec::Kind::serial) return std::nullopt;
+  const TuningCandidate deeper{best.candidate.reader,
+                               std::min<size_t>(2 * best.candidate.prefetch, 8)};
+  if (deeper.prefetch > best.candidate.prefetch && !was_tried(tried, deeper)) return deeper;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<TuningCandidate> next_candidate(const std::vector<TuningCandidate>& readers,
+                                              const std::vector<CandidateMeasure>& tried,
+                                              SearchPlan plan, const TuningRules& rules) {
+  if (readers.empty()) return std::nullopt;
+  return plan == SearchPlan::full ? next_in_full(readers, tried, rules)
+                                  : next_in_staged(readers, tried, rules);
 }
 
 }  // namespace stoker

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// What `--reader auto` tries, built from the host's cores: every reader kind at core counts
-// 1, 2, 4, ... up to the cores (the cores themselves last), at the configured prefetch
-// depth; then, for the best of those, shallower and deeper prefetch. Whether a candidate can
-// run here (a worker binary, io_uring) is found by trying it (reader_tuner.h skips and names
-// those that cannot), never assumed.
+// What `--reader auto` may choose, built from the host's cores, and the order a search tries
+// it in (next_candidate, a pure function of what the search measured so far). Whether a
+// candidate can run here (a worker binary, io_uring) is found by trying it (reader_tuner.h
+// skips and names those that cannot), never assumed.
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "loader/tuning/tuning_choice.h"
@@ -20,5 +21,29 @@ std::vector<TuningCandidate> reader_candidates(int cores, size_t prefetch);
 // `best`'s reader at prefetch 1 and at twice best.prefetch (at most 8), those that differ
 // from best.prefetch; none for serial, which prepares nothing ahead.
 std::vector<TuningCandidate> prefetch_candidates(const TuningCandidate& best);
+
+// How a search walks the candidates.
+//  - staged (the default): the start, the first of `readers` with the most cores, threads
+//    before the other kinds (the default reader, threads:<cpus>). Then, while the best so far
+//    (choose_candidate) does not wait for data (its data wait at most busy_wait), fewer
+//    cores: the start's kind at each smaller count, largest first, then serial, each tried
+//    only while the one before it is the fastest or shown level with it (a consumer that does
+//    not wait gains nothing from a faster reader; one with fewer cores may leave the consumer
+//    more CPU, the noisy neighbour). While the best waits: the other kinds at its count, then
+//    its reader at twice its prefetch (at most 8), again while that helps. Most candidates
+//    tried are near the best, and the worse ones end their windows early (window_verdict), so
+//    the search costs little of the run.
+//  - full: every reader in order, then the best's prefetch depths (prefetch_candidates):
+//    the sweep, for a user who wants every candidate measured.
+enum class SearchPlan { staged, full };
+const char* search_plan_name(SearchPlan p);
+// "staged" or "full"; anything else is a stoker::UsageError listing them.
+SearchPlan parse_search_plan(const std::string& text);
+
+// The search's next candidate over `readers` after `tried` (in the order tried, skipped ones
+// included), or nullopt: the search is done.
+std::optional<TuningCandidate> next_candidate(const std::vector<TuningCandidate>& readers,
+                                              const std::vector<CandidateMeasure>& tried,
+                                              SearchPlan plan, const TuningRules& rules);
 
 }  // namespace stoker

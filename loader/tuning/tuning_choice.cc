@@ -12,58 +12,109 @@ std::string TuningCandidate::text() const {
   return fmt::format("{} prefetch {}", reader.text(), prefetch);
 }
 
-double rate_noise(const std::vector<int64_t>& step_ns, size_t parts, double floor) {
-  int64_t total = 0;
-  for (int64_t t : step_ns) total += t;
-  if (total <= 0) return 0;
-  const double rate = static_cast<double>(step_ns.size()) * 1e9 / static_cast<double>(total);
-  if (parts < 2 || step_ns.size() < 2 * parts) return floor * rate;
-  double lo = INFINITY, hi = 0;
-  const size_t per = step_ns.size() / parts;
-  for (size_t p = 0; p < parts; ++p) {
-    int64_t ns = 0;
-    // The last part takes the remainder: every step counts once.
-    const size_t end = p + 1 == parts ? step_ns.size() : (p + 1) * per;
-    for (size_t i = p * per; i < end; ++i) ns += step_ns[i];
-    const double r =
-        ns > 0 ? static_cast<double>(end - p * per) * 1e9 / static_cast<double>(ns) : 0;
-    lo = std::min(lo, r);
-    hi = std::max(hi, r);
+const char* verdict_name(WindowVerdict v) {
+  switch (v) {
+    case WindowVerdict::go_on: return "go_on";
+    case WindowVerdict::behind: return "behind";
+    case WindowVerdict::level: return "level";
+    case WindowVerdict::ahead: return "ahead";
+    case WindowVerdict::precise: return "precise";
+    case WindowVerdict::full: return "full";
   }
-  return std::max((hi - lo) / 2, floor * rate);
+  return "?";
 }
 
-TuningChoice choose_candidate(const std::vector<CandidateMeasure>& m) {
-  TuningChoice c;
+StepRate step_rate(const std::vector<int64_t>& step_ns) {
+  StepRate r;
+  const size_t n = step_ns.size();
+  double total = 0;
+  for (int64_t t : step_ns) total += static_cast<double>(t);
+  if (n == 0 || total <= 0) return r;
+  const double mean = total / static_cast<double>(n);
+  r.steps_per_s = 1e9 / mean;
+  if (n < 2) {
+    r.se = r.steps_per_s;
+    return r;
+  }
+  double ss = 0;
+  for (int64_t t : step_ns) ss += (static_cast<double>(t) - mean) * (static_cast<double>(t) - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(n - 1));
+  r.se = r.steps_per_s * sd / std::sqrt(static_cast<double>(n)) / mean;
+  return r;
+}
+
+namespace {
+
+// The lead of `top` over `x` (steps/s, negative when x is faster) and its standard error.
+struct Lead {
+  double lead = 0, se = 0, base = 0;  // base: the faster rate, what the tolerance is a share of
+};
+
+Lead lead_of(double top_rate, double top_se, double x_rate, double x_se) {
+  return {top_rate - x_rate, std::hypot(top_se, x_se), std::max(top_rate, x_rate)};
+}
+
+bool shown_level(const Lead& l, const TuningRules& r) {
+  return std::fabs(l.lead) + r.z * l.se <= r.level_tolerance * l.base;
+}
+
+}  // namespace
+
+WindowVerdict window_verdict(const std::vector<int64_t>& step_ns, const CandidateMeasure* fastest,
+                             size_t min_steps, size_t max_steps, const TuningRules& rules) {
+  const size_t n = step_ns.size();
+  if (n < std::max<size_t>(min_steps, 1)) return WindowVerdict::go_on;
+  const StepRate r = step_rate(step_ns);
+  const bool precise = r.se <= rules.precision * r.steps_per_s;
+  if (fastest != nullptr && fastest->measured()) {
+    const Lead l = lead_of(fastest->steps_per_s, fastest->rate_se, r.steps_per_s, r.se);
+    if (shown_level(l, rules)) return WindowVerdict::level;
+    if (l.lead > rules.z * l.se) return WindowVerdict::behind;
+    if (-l.lead > rules.z * l.se && precise) return WindowVerdict::ahead;
+  } else if (precise) {
+    return WindowVerdict::precise;
+  }
+  return n >= max_steps ? WindowVerdict::full : WindowVerdict::go_on;
+}
+
+bool level_with(const CandidateMeasure& top, const CandidateMeasure& x, const TuningRules& rules) {
+  return shown_level(lead_of(top.steps_per_s, top.rate_se, x.steps_per_s, x.rate_se), rules);
+}
+
+size_t fastest_of(const std::vector<CandidateMeasure>& m) {
   size_t fastest = SIZE_MAX;
   for (size_t i = 0; i < m.size(); ++i) {
     if (m[i].measured() && (fastest == SIZE_MAX || m[i].steps_per_s > m[fastest].steps_per_s))
       fastest = i;
   }
+  return fastest;
+}
+
+TuningChoice choose_candidate(const std::vector<CandidateMeasure>& m, const TuningRules& rules) {
+  TuningChoice c;
+  const size_t fastest = fastest_of(m);
   if (fastest == SIZE_MAX) {
     c.why = "no candidate could be measured";
     return c;
   }
   const CandidateMeasure& top = m[fastest];
-  auto level = [&](const CandidateMeasure& x) {
-    return top.steps_per_s - x.steps_per_s <= std::max(top.noise, x.noise);
-  };
   c.best = fastest;
   for (size_t i = 0; i < m.size(); ++i) {
-    if (!m[i].measured() || !level(m[i])) continue;
+    if (!m[i].measured() || i == fastest || !level_with(top, m[i], rules)) continue;
     const CandidateMeasure& b = m[c.best];
     const int ci = m[i].candidate.cores(), cb = b.candidate.cores();
     if (ci < cb || (ci == cb && m[i].steps_per_s > b.steps_per_s)) c.best = i;
   }
   const CandidateMeasure& won = m[c.best];
   if (c.best == fastest) {
-    c.why = fmt::format("the highest rate: {:.2f} steps/s (+-{:.2f})", won.steps_per_s, won.noise);
+    c.why = fmt::format("the highest rate: {:.2f} steps/s (+-{:.2f})", won.steps_per_s,
+                        won.rate_se);
   } else {
     c.why = fmt::format(
-        "level with the fastest, {} at {:.2f} steps/s (+-{:.2f}), within the noise, at {:.2f} "
-        "steps/s with fewer cores ({} against {})",
-        top.candidate.text(), top.steps_per_s, top.noise, won.steps_per_s, won.candidate.cores(),
-        top.candidate.cores());
+        "level with the fastest, {} at {:.2f} steps/s (+-{:.2f}), within {:.0f}%: {:.2f} "
+        "steps/s (+-{:.2f}) with fewer cores ({} against {})",
+        top.candidate.text(), top.steps_per_s, top.rate_se, 100 * rules.level_tolerance,
+        won.steps_per_s, won.rate_se, won.candidate.cores(), top.candidate.cores());
   }
   return c;
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `--reader auto` (loader/tuning/): the decision rule over measured candidates (the fastest,
-// unless a candidate level with it within the noise asks for fewer cores), the candidate list
-// from the host's cores, and the tuner driving a real Iterator: every candidate tried or
+// `--reader auto` (loader/tuning/): the decision rules over measured steps and candidates (when
+// a window has seen enough; the fastest, unless one shown level with it asks for fewer cores),
+// the candidate list from the host's cores and the order a search tries them in, and the tuner
+// driving a real Iterator: every candidate tried or
 // skipped by name, a choice, a new search when the image side changes, and the batches
 // exactly a fixed reader's throughout.
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -22,12 +24,14 @@ namespace {
 
 using test::TempDir;
 
-CandidateMeasure measured(const char* reader, double rate, double noise, size_t prefetch = 2) {
+CandidateMeasure measured(const char* reader, double rate, double se, double wait = 0,
+                          size_t prefetch = 2) {
   CandidateMeasure m;
   m.candidate = {parse_reader(reader), prefetch};
   m.steps = 10;
   m.steps_per_s = rate;
-  m.noise = noise;
+  m.rate_se = se;
+  m.data_wait = wait;
   return m;
 }
 
@@ -38,48 +42,57 @@ CandidateMeasure skipped(const char* reader) {
   return m;
 }
 
+const TuningRules kRules;  // z 2, level within 3%, precise at 2%, waiting above 2%
+
 // ---- the decision rule ------------------------------------------------------------------
 
 TEST(TuningChoice, TheFastestWinsWhenNoneIsLevel) {
   const std::vector<CandidateMeasure> m = {
       measured("serial", 10, 0.2), measured("threads:2", 20, 0.4), measured("threads:1", 15, 0.3)};
-  const TuningChoice c = choose_candidate(m);
+  const TuningChoice c = choose_candidate(m, kRules);
   EXPECT_EQ(c.best, 1u);
   EXPECT_NE(c.why.find("highest rate"), std::string::npos) << c.why;
 }
 
-TEST(TuningChoice, LevelWithinTheNoiseTakesFewerCores) {
-  // threads:4 is fastest, but threads:2 is within threads:4's noise, and serial is not.
-  const std::vector<CandidateMeasure> m = {measured("threads:4", 20, 1.0),
-                                           measured("threads:2", 19.2, 0.3),
-                                           measured("serial", 18.5, 0.3)};
-  const TuningChoice c = choose_candidate(m);
+TEST(TuningChoice, ShownLevelTakesFewerCores) {
+  // threads:4 is fastest; threads:2 is shown within 3% of it (0.2 + 2 x 0.14 <= 0.6), serial
+  // is not (1.0 + 0.28).
+  const std::vector<CandidateMeasure> m = {measured("threads:4", 20, 0.1),
+                                           measured("threads:2", 19.8, 0.1),
+                                           measured("serial", 19.0, 0.1)};
+  const TuningChoice c = choose_candidate(m, kRules);
   EXPECT_EQ(c.best, 1u);
   EXPECT_NE(c.why.find("fewer cores (2 against 4)"), std::string::npos) << c.why;
   EXPECT_NE(c.why.find("threads:4 prefetch 2"), std::string::npos) << c.why;
 }
 
-TEST(TuningChoice, TheSlowerCandidatesOwnNoiseCountsToo) {
-  // Outside the fastest's noise (0.1), inside the slower one's (1.5): level.
-  const std::vector<CandidateMeasure> m = {measured("processes:2", 20, 0.1),
-                                           measured("threads:1", 19, 1.5)};
-  EXPECT_EQ(choose_candidate(m).best, 1u);
+// The case that made `serial` the choice of a 2-core training run (docs/PERFORMANCE.md): two
+// windows too noisy to tell apart are not "level"; the faster by its mean wins.
+TEST(TuningChoice, TooNoisyToShowLevelIsNotLevel) {
+  const std::vector<CandidateMeasure> m = {measured("threads:2", 20, 1.3),
+                                           measured("serial", 19.5, 1.3)};
+  EXPECT_EQ(choose_candidate(m, kRules).best, 0u);
 }
 
-TEST(TuningChoice, JustOutsideTheNoiseIsNotLevel) {
-  const std::vector<CandidateMeasure> m = {measured("threads:2", 20, 0.5),
-                                           measured("threads:1", 19.4, 0.5)};
-  EXPECT_EQ(choose_candidate(m).best, 0u);
+TEST(TuningChoice, LevelEndsAtTheTolerance) {
+  EXPECT_EQ(choose_candidate({measured("threads:2", 20, 0.05), measured("threads:1", 19.5, 0.05)},
+                             kRules)
+                .best,
+            0u);  // 0.5 + 0.14 > 0.6
+  EXPECT_EQ(choose_candidate({measured("threads:2", 20, 0.05), measured("threads:1", 19.6, 0.05)},
+                             kRules)
+                .best,
+            1u);  // 0.4 + 0.14 <= 0.6
 }
 
 TEST(TuningChoice, EqualCoresTakeTheFasterThenTheEarlier) {
-  const std::vector<CandidateMeasure> a = {measured("threads:2", 20, 1.0),
-                                           measured("processes:2", 20.5, 1.0),
-                                           measured("uring:16:2", 19.8, 1.0)};
-  EXPECT_EQ(choose_candidate(a).best, 1u);
-  const std::vector<CandidateMeasure> b = {measured("threads:2", 20, 1.0),
-                                           measured("processes:2", 20, 1.0)};
-  EXPECT_EQ(choose_candidate(b).best, 0u);
+  const std::vector<CandidateMeasure> a = {measured("threads:2", 20, 0.1),
+                                           measured("processes:2", 20.5, 0.1),
+                                           measured("uring:16:2", 19.8, 0.1)};
+  EXPECT_EQ(choose_candidate(a, kRules).best, 1u);
+  const std::vector<CandidateMeasure> b = {measured("threads:2", 20, 0.01),
+                                           measured("processes:2", 20, 0.01)};
+  EXPECT_EQ(choose_candidate(b, kRules).best, 0u);
 }
 
 TEST(TuningChoice, SkippedAndUnmeasuredNeverWin) {
@@ -87,24 +100,53 @@ TEST(TuningChoice, SkippedAndUnmeasuredNeverWin) {
   empty.steps = 0;
   const std::vector<CandidateMeasure> m = {skipped("processes:1"), empty,
                                            measured("threads:2", 10, 0.1)};
-  EXPECT_EQ(choose_candidate(m).best, 2u);
-  const TuningChoice none = choose_candidate({skipped("processes:1"), empty});
+  EXPECT_EQ(choose_candidate(m, kRules).best, 2u);
+  const TuningChoice none = choose_candidate({skipped("processes:1"), empty}, kRules);
   EXPECT_EQ(none.best, SIZE_MAX);
   EXPECT_NE(none.why.find("no candidate"), std::string::npos);
 }
 
-TEST(TuningChoice, RateNoiseIsHalfTheSpreadOfThePartsWithAFloor) {
-  // Three parts of 2 steps: 10 ms, 20 ms and 10 ms steps: 100, 50, 100 steps/s.
-  const std::vector<int64_t> ns = {10'000'000, 10'000'000, 20'000'000,
-                                   20'000'000, 10'000'000, 10'000'000};
-  EXPECT_NEAR(rate_noise(ns), 25.0, 1e-9);
-  // Steady steps: the floor, 2% of 100 steps/s.
-  EXPECT_NEAR(rate_noise(std::vector<int64_t>(6, 10'000'000)), 2.0, 1e-9);
-  // Too short to split: the floor.
-  EXPECT_NEAR(rate_noise({10'000'000, 30'000'000}), 0.02 * 50, 1e-9);
+std::vector<int64_t> steps_ms(std::vector<double> ms) {
+  std::vector<int64_t> ns;
+  for (double m : ms) ns.push_back(static_cast<int64_t>(m * 1e6));
+  return ns;
 }
 
-// ---- the candidates ---------------------------------------------------------------------
+TEST(TuningChoice, StepRateAndItsStandardError) {
+  const StepRate steady = step_rate(steps_ms({10, 10, 10, 10}));
+  EXPECT_NEAR(steady.steps_per_s, 100, 1e-9);
+  EXPECT_NEAR(steady.se, 0, 1e-9);
+  // Mean 15 ms: 66.7 steps/s; sd 5.77 ms, its mean's se 2.89 ms, 19.2% of the mean.
+  const StepRate mixed = step_rate(steps_ms({10, 20, 10, 20}));
+  EXPECT_NEAR(mixed.steps_per_s, 1000.0 / 15, 1e-9);
+  EXPECT_NEAR(mixed.se, 1000.0 / 15 * (std::sqrt(100.0 / 3) / 2) / 15, 1e-9);
+  const StepRate one = step_rate(steps_ms({10}));
+  EXPECT_NEAR(one.se, one.steps_per_s, 1e-9);  // nothing known of its spread
+}
+
+TEST(TuningChoice, AWindowEndsWhenItHasSeenEnough) {
+  const CandidateMeasure fastest = measured("threads:2", 100, 1);
+  auto verdict = [&](std::vector<double> ms, const CandidateMeasure* f = nullptr) {
+    return verdict_name(window_verdict(steps_ms(std::move(ms)), f, 4, 24, kRules));
+  };
+  EXPECT_STREQ(verdict({20, 20, 20}, &fastest), "go_on");  // fewer than the least
+  EXPECT_STREQ(verdict({20, 20, 20, 20}, &fastest), "behind");
+  EXPECT_STREQ(verdict({10, 10, 10, 10}, &fastest), "level");
+  EXPECT_STREQ(verdict({9, 9, 9, 9}, &fastest), "ahead");
+  EXPECT_STREQ(verdict({10, 10, 10, 10}), "precise");  // the first candidate
+  // 9% behind but noisy: not decided after 6 steps, dropped by 24.
+  std::vector<double> noisy;
+  for (int i = 0; i < 3; ++i) noisy.insert(noisy.end(), {9, 13});
+  EXPECT_STREQ(verdict(noisy, &fastest), "go_on");
+  for (int i = 0; i < 9; ++i) noisy.insert(noisy.end(), {9, 13});
+  EXPECT_STREQ(verdict(noisy, &fastest), "behind");
+  // The first candidate, noisy: measured until the window's most steps.
+  std::vector<double> first(24, 10);
+  for (size_t i = 0; i < first.size(); i += 2) first[i] = 16;
+  EXPECT_STREQ(verdict(first), "full");
+}
+
+// ---- the candidates and the order a search tries them in ---------------------------------
 
 std::vector<std::string> texts(const std::vector<TuningCandidate>& c) {
   std::vector<std::string> out;
@@ -127,6 +169,72 @@ TEST(TuningCandidates, FromTheHostsCores) {
   EXPECT_EQ(texts(prefetch_candidates({parse_reader("threads:2"), 8})),
             (std::vector<std::string>{"threads:2 prefetch 1"}));
   EXPECT_TRUE(prefetch_candidates({parse_reader("serial"), 2}).empty());
+}
+
+// Plays a search: each candidate next_candidate() proposes is "measured" by `measure` (its
+// rate, error and wait), until it proposes none. Returns the order tried.
+template <class Measure>
+std::vector<std::string> play(const std::vector<TuningCandidate>& readers, SearchPlan plan,
+                              Measure measure) {
+  std::vector<CandidateMeasure> tried;
+  std::vector<std::string> order;
+  while (const auto c = next_candidate(readers, tried, plan, kRules)) {
+    CandidateMeasure m = measure(*c);
+    m.candidate = *c;
+    tried.push_back(m);
+    order.push_back(c->text());
+    if (order.size() > 40) break;  // a plan that never ends
+  }
+  return order;
+}
+
+// A consumer that never waits: fewer cores while each holds level, then done.
+TEST(TuningSearchPlan, StagedGoesDownInCoresWhileNothingWaitsAndItHolds) {
+  const auto readers = reader_candidates(16, 2);
+  const auto level = play(readers, SearchPlan::staged,
+                          [](const TuningCandidate&) { return measured("serial", 10, 0.01); });
+  EXPECT_EQ(level, (std::vector<std::string>{"threads:16 prefetch 2", "threads:8 prefetch 2",
+                                             "threads:4 prefetch 2", "threads:2 prefetch 2",
+                                             "threads:1 prefetch 2", "serial prefetch 2"}));
+  // threads:4 is clearly behind: the search stops going down there.
+  const auto stops = play(readers, SearchPlan::staged, [](const TuningCandidate& c) {
+    return measured("serial", c.cores() >= 8 ? 10 : 8, 0.01);
+  });
+  EXPECT_EQ(stops, (std::vector<std::string>{"threads:16 prefetch 2", "threads:8 prefetch 2",
+                                             "threads:4 prefetch 2"}));
+}
+
+// A consumer that waits for data: the other kinds at the best's count, then deeper prefetch
+// while it helps and the wait stays.
+TEST(TuningSearchPlan, StagedTriesOtherKindsAndDeeperPrefetchWhileTheConsumerWaits) {
+  const auto order = play(reader_candidates(2, 2), SearchPlan::staged,
+                          [](const TuningCandidate& c) {
+                            if (c.reader.kind == ReaderSpec::Kind::processes)
+                              return measured("serial", 11 + double(c.prefetch), 0.05, 0.2);
+                            return measured("serial", 10 + double(c.prefetch), 0.05, 0.3);
+                          });
+  EXPECT_EQ(order, (std::vector<std::string>{"threads:2 prefetch 2", "processes:2 prefetch 2",
+                                             "uring:16:2 prefetch 2", "processes:2 prefetch 4",
+                                             "processes:2 prefetch 8"}));
+}
+
+TEST(TuningSearchPlan, AStartThatCannotRunLeavesTheRestInOrder) {
+  const auto readers = reader_candidates(2, 2);
+  std::vector<CandidateMeasure> tried = {skipped("threads:2")};
+  const auto next = next_candidate(readers, tried, SearchPlan::staged, kRules);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->text(), "serial prefetch 2");
+}
+
+TEST(TuningSearchPlan, FullTriesEveryReaderThenTheBestsPrefetchDepths) {
+  const auto readers = reader_candidates(2, 2);
+  const auto order = play(readers, SearchPlan::full, [](const TuningCandidate& c) {
+    return measured("serial", c.reader.kind == ReaderSpec::Kind::uring ? 10 + 5 * c.cores() : 10,
+                    0.01);
+  });
+  std::vector<std::string> want = texts(readers);
+  want.insert(want.end(), {"uring:16:2 prefetch 1", "uring:16:2 prefetch 4"});
+  EXPECT_EQ(order, want);
 }
 
 // ---- the tuner over a real iterator -----------------------------------------------------
@@ -171,6 +279,17 @@ std::vector<uint64_t> fixed_checksums(const LoaderConfig& c, int epochs) {
       it, epochs, [&](uint64_t e) { it.start_epoch(e); }, [&] { return it.next(); });
 }
 
+// Windows of exactly `window` steps after `settle`: the tests count steps.
+TunerLimits limits(size_t settle, size_t window, SearchPlan plan) {
+  TunerLimits l;
+  l.settle = settle;
+  l.min_window = window;
+  l.window = window;
+  l.max_seconds = 60;
+  l.plan = plan;
+  return l;
+}
+
 TEST(ReaderTuner, SearchesSkipsByNameChoosesAndKeepsTheBatches) {
   const Index index = open_index(index_set());
   Iterator it(index, config("serial"));
@@ -178,7 +297,7 @@ TEST(ReaderTuner, SearchesSkipsByNameChoosesAndKeepsTheBatches) {
                                           {parse_reader("threads:2"), 2},
                                           {parse_reader("processes:1"), 2}};
   ::setenv("STOKER_WORKER", "/nonexistent/stoker-worker", 1);
-  ReaderTuner tuner(it, readers, TunerLimits{1, 3, 400, 60, 0.1, 100});
+  ReaderTuner tuner(it, readers, limits(1, 3, SearchPlan::full));
   int reported = 0;
   tuner.on_search = [&](const TuningSearch&) { ++reported; };
   const auto got = checksums(
@@ -216,7 +335,7 @@ TEST(ReaderTuner, ANewSearchWhenTheImageSideChanges) {
   const Index index = open_index(index_set());
   Iterator it(index, c);
   ReaderTuner tuner(it, {{parse_reader("serial"), 2}, {parse_reader("threads:2"), 3}},
-                    TunerLimits{1, 2, 400, 60, 0.1, 100});
+                    limits(1, 2, SearchPlan::full));
   const auto got = checksums(
       it, 3, [&](uint64_t e) { tuner.start_epoch(e); }, [&] { return tuner.next(); });
   EXPECT_EQ(got, fixed_checksums(c, 3));
@@ -231,7 +350,9 @@ TEST(ReaderTuner, ANewSearchWhenTheImageSideChanges) {
 TEST(ReaderTuner, ANewSearchWhenTheDataWaitRises) {
   const Index index = open_index(index_set());
   Iterator it(index, config("serial"));
-  ReaderTuner tuner(it, {{parse_reader("serial"), 2}}, TunerLimits{1, 3, 400, 60, 0.1, 5});
+  TunerLimits l = limits(1, 3, SearchPlan::staged);
+  l.cooldown = 5;
+  ReaderTuner tuner(it, {{parse_reader("serial"), 2}}, l);
   size_t steps = 0;
   tuner.start_epoch(0);
   while (tuner.next() != nullptr) {
@@ -270,7 +391,7 @@ TEST(ReaderTuner, WorkersCpuTimeIsCounted) {
 TEST(ReaderTuner, NotAStepLeavesAPauseOut) {
   const Index index = open_index(index_set());
   Iterator it(index, config("serial"));
-  ReaderTuner tuner(it, {{parse_reader("serial"), 2}}, TunerLimits{1, 3, 400, 60, 0.1, 100});
+  ReaderTuner tuner(it, {{parse_reader("serial"), 2}}, limits(1, 3, SearchPlan::staged));
   tuner.start_epoch(0);
   for (int step = 0; step < 8 && tuner.next() != nullptr; ++step) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -288,7 +409,9 @@ TEST(ReaderTuner, NotAStepLeavesAPauseOut) {
 TEST(ReaderTuner, BoundedInSteps) {
   const Index index = open_index(index_set());
   Iterator it(index, config("serial"));
-  ReaderTuner tuner(it, reader_candidates(2, 2), TunerLimits{1, 3, 10, 60, 0.1, 100});
+  TunerLimits l = limits(1, 3, SearchPlan::full);
+  l.max_steps = 10;
+  ReaderTuner tuner(it, reader_candidates(2, 2), l);
   checksums(
       it, 2, [&](uint64_t e) { tuner.start_epoch(e); }, [&] { return tuner.next(); });
   ASSERT_EQ(tuner.searches().size(), 1u);

@@ -36,11 +36,14 @@ PY
 # Usage: auto only where a command chooses while it runs; --auto-window only with auto.
 expect 2 "auto chooses the reader while a run goes on" probe "$d" --reader auto
 expect 2 "--auto-window means nothing" bench "$d" --reader threads:2 --auto-window 4
+expect 2 "--auto-search means nothing" bench "$d" --reader threads:2 --auto-search full
+expect 2 "expected staged or full" bench "$d" --reader auto --auto-search wide
 expect 2 "train: --reader auto,threads:2 names 2 readers; train runs one" train "$d" \
   --reader auto,threads:2
 
-# train: 32 steps of 4 images (4 epochs of 8 batches), a fixed reader against auto. Every
-# worker of processes:N fails to start under auto: skipped, named, and the run goes on.
+# train: 32 steps of 4 images (4 epochs of 8 batches), a fixed reader against auto. The full
+# sweep tries every candidate; every worker of processes:N fails to start under auto: skipped,
+# named, and the run goes on. The resumed run below searches staged, the default.
 common=(--arch resnet18 --batch 4 --size 32 --seed 3 --lr 0.05 --lr-warmup 1 --total-steps 32
         --warmup 0 --threads 1)
 "$stoker" train "$d" "${common[@]}" --steps 32 --reader threads:2 \
@@ -50,7 +53,7 @@ expect 2 "auto chooses the reader while a run goes on" eval "$d" \
   --checkpoint "$tmp/fixed.safetensors" --reader auto
 # Validation every 8 steps (between steps: no step of a window) reads with the default reader.
 STOKER_WORKER=/nonexistent/stoker-worker "$stoker" train "$d" "${common[@]}" --steps 32 \
-  --reader auto --auto-window 2 --val "$d" --val-every 8 \
+  --reader auto --auto-search full --auto-window 2 --val "$d" --val-every 8 \
   --save "$tmp/auto.safetensors" --json "$tmp/auto.json" \
   > "$tmp/auto.txt" 2>&1 || { cat "$tmp/auto.txt"; fail "train --reader auto"; }
 grep -q "^# data: .*reader auto (chosen by the training step's rate" "$tmp/auto.txt" ||

@@ -198,7 +198,9 @@ std::string default_reader() {
 TunerLimits LoaderOptions::tuner_limits() const {
   TunerLimits l;
   l.window = auto_window;
-  l.settle = std::max<size_t>(1, auto_window / 4);
+  l.min_window = std::max<size_t>(2, auto_window / 4);
+  l.settle = std::max<size_t>(1, auto_window / 8);
+  l.plan = parse_search_plan(auto_search);
   return l;
 }
 
@@ -265,11 +267,24 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
             .sample("serial"));
     t.push_back(
         option_row("auto_window", "--auto-window", &O::auto_window,
-                   "With --reader auto (train, bench, study): the consumer's steps measured "
-                   "per candidate (a quarter as many more are left out after each "
-                   "switch)")
+                   "With --reader auto (train, bench, study): the most consumer steps "
+                   "measured per candidate; a window ends sooner, after at least a quarter "
+                   "as many, once its candidate is clearly behind, level, or measured "
+                   "precisely (an eighth as many more are left out after each switch)")
             .integer_range(2, 1u << 20)
             .python("auto_window")
+            .idle_with("--reader", "threads:2", "the search is --reader auto's",
+                       [](const std::string& v) { return !v.empty() && !has_auto(v); }));
+    t.push_back(
+        option_row("auto_search", "--auto-search", &O::auto_search,
+                   "With --reader auto (train, bench, study): how a search walks the "
+                   "candidates")
+            .accepts({{"staged",
+                       "the default reader first, then fewer cores while the consumer does not "
+                       "wait for data, other kinds and deeper prefetch while it does"},
+                      {"full", "every candidate in turn, then the best's prefetch depths"}},
+                     [](const std::string& s) { parse_search_plan(s); }, "PLAN")
+            .python("auto_search")
             .idle_with("--reader", "threads:2", "the search is --reader auto's",
                        [](const std::string& v) { return !v.empty() && !has_auto(v); }));
     // Stored and compared by its full name: a run started with `rrc` resumes with

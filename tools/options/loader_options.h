@@ -54,6 +54,8 @@ struct LoaderOptions {
   std::string reader;
   // --auto-window: --reader auto's steps measured per candidate (loader/tuning/reader_tuner.h).
   size_t auto_window = TunerLimits{}.window;
+  // --auto-search: how a search walks the candidates (tuning_candidates.h's SearchPlan).
+  std::string auto_search = search_plan_name(TunerLimits{}.plan);
 
   int out_width() const { return size; }
   int out_height() const { return height > 0 ? height : size; }
@@ -70,8 +72,9 @@ struct LoaderOptions {
   ReaderSpec one_reader(const char* who) const;
   // Validates and converts; the reader policy is set separately (bench runs several).
   LoaderConfig to_config() const;
-  // --reader auto's bounds: auto_window steps measured per candidate, a quarter as many (at
-  // least one) left out after each switch; the rest TunerLimits' defaults.
+  // --reader auto's bounds: at most auto_window steps measured per candidate, at least a
+  // quarter as many (at least 2), an eighth as many (at least 1) left out after each switch;
+  // the search plan of auto_search; the rest TunerLimits' defaults.
   TunerLimits tuner_limits() const;
 };
 
