@@ -243,6 +243,38 @@ def fastest(rows):
     return max(ok, key=lambda r: r["images_per_s"]) if ok else None
 
 
+def auto_of(w, row):
+    """A `--reader auto` run (the auto step): the reader it chose, its searches' cost, and its
+    last epoch's checksum (data_checksums: the epoch and rank 0's), kept for same_data()."""
+    d = load(os.path.join(w, f"{row['run']}.json")) or {}
+    r = {**(d.get("context") or {}), **((d.get("results") or [{}])[0] or {})}
+    sums = r.get("data_checksums") or {}
+    row["epoch_checksum"] = [sums.get("epoch"), (sums.get("ranks") or [None])[0]] if sums else None
+    tuning = r.get("reader_tuning")
+    if not tuning:
+        return
+    searches = tuning.get("searches") or []
+    row.update(auto_chose=(tuning.get("chosen") or {}).get("reader"),
+               auto_searches=len(searches),
+               auto_search_steps=sum(s.get("steps", 0) for s in searches),
+               auto_tried=[c.get("reader") + (f" prefetch {c.get('prefetch')}") for s in searches
+                           for c in s.get("tried", [])])
+
+
+def same_data(rows):
+    """Each auto run's epoch checksum against a fixed reader's of the same epoch, size and decode
+    (the auto step's threads:16 run of as many steps): equal, whatever reader ran (issue 43)."""
+    for r in rows:
+        if not r["reader"].endswith("-auto") or not r.get("epoch_checksum"):
+            continue
+        kind = r["reader"][:-len("auto")]
+        fixed = [f for f in rows if f["size"] == r["size"] and f["reader"].startswith(kind)
+                 and f is not r and f.get("epoch_checksum")
+                 and f["epoch_checksum"][0] == r["epoch_checksum"][0]]
+        if fixed:
+            r["same_data_as"] = {f["reader"]: f["epoch_checksum"] == r["epoch_checksum"] for f in fixed}
+
+
 def build(a):
     w = a.work
     env, idle = context_of(w)
@@ -259,6 +291,8 @@ def build(a):
     for r in loader:
         _, px, reader = r["run"].split("_", 2)
         r.update(size=int(px), reader=re.sub(r"(\D)(\d)", r"\1:\2", reader, count=1))
+        auto_of(w, r)
+    same_data(loader)
     budget = next((r for r in tsv(os.path.join(w, "check.tsv")) if r[0] == "budget"), None)
     checks = [{"step": r[0], "run": r[1], "verdict": r[2], "command": r[3], "ms": num(r[4]) if len(r) > 4 else None}
               for r in tsv(os.path.join(w, "check.tsv")) if r[0] != "budget" and len(r) >= 4]
@@ -296,6 +330,17 @@ def pct(v):
     return fmt(None if v is None else 100 * v)
 
 
+def auto_note(r):
+    if "auto_chose" not in r:
+        return ""
+    same = r.get("same_data_as") or {}
+    data = "; same data as " + ", ".join(k for k, v in same.items() if v) if any(same.values()) else ""
+    differs = [k for k, v in same.items() if not v]
+    if differs:
+        data += "; DATA DIFFERS from " + ", ".join(differs)
+    return f"chose {r['auto_chose']} ({r.get('auto_search_steps')} search steps){data}"
+
+
 def print_tables(doc):
     print("\nsynthetic ResNet: Stoker against PyTorch (img/s; memory MiB: Stoker's peak in use, torch's reserved)")
     print(f"  {'mode':18} {'stoker':>9} {'torch':>9} {'ratio':>6} {'compile':>8} {'st MiB':>8} {'tr MiB':>8}  note")
@@ -317,7 +362,8 @@ def print_tables(doc):
     for r in doc["loader"]["train"]:
         print(f"  {r['size']:>5} {r['reader']:18} {fmt(r.get('images_per_s')):>8} {fmt(r.get('timed_steps'), '{}'):>5} "
               f"{pct(r.get('data_wait_share')):>6} {pct(r.get('kernel_gap_share')):>6} "
-              f"{fmt(r.get('cpu_cores_busy')):>6}  {r.get('error', '')[:80]}")
+              f"{fmt(r.get('cpu_cores_busy')):>6}  {r.get('error', '')[:80]}"
+              f"{auto_note(r)}")
     print("the loader alone (img/s, per worker, cores used, ms per image: read decode augment collate)")
     for r in doc["loader"]["scaling"]:
         st = r.get("stage_ms_per_image") or {}

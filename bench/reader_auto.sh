@@ -1,61 +1,119 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # `--reader auto` against every fixed reader it could have chosen and the default (issue 43),
-# side by side, interleaved, medians of --repeats: `bench --emulate` at two rates (one the
-# loader can feed on this machine, one it cannot), and `train` with the CPU trainer (ResNet-18).
-# Auto's rate counts its search: it is the whole run's. Prints one table per case and writes
-# every run's JSON under --out.
-#   bench/reader_auto.sh DATA [--out DIR] [--repeats N] [--rates A,B] [--steps N] [--build DIR]
+# side by side in one run: each case's readers interleaved within a round (drift hits them all
+# alike), medians over its rounds. Auto's rate counts its search: it is the whole run's (train
+# leaves out its first step, every reader's set-up, alike). Prints one table per case and
+# writes every run's JSON and a summary (summary.json) under --out.
+#   bench/reader_auto.sh DATA256 DATA1024 [--out DIR] [--cases a,b] [--build DIR] [--scale X]
+# Cases (name: command; rounds; readers):
+#   emulate-800    bench DATA256 --emulate 800, 3 epochs of batch 32; 3 rounds; all
+#   emulate-2500   the same at 2500 img/s (more than the loader gives on 2 cores)
+#   r18-64-256     train DATA256 --arch resnet18 --size 64 --batch 32, 200 steps; 2 rounds; all
+#   r18-112-1024   train DATA1024 --arch resnet18 --size 112 --batch 32, 120 steps; 1 round; all
+#   r50-224-1024   train DATA1024 --arch resnet50 --size 224 --batch 16, 60 steps; 1 round;
+#                  auto, the default and the fewer-core readers only (a compute-bound step)
+# "all" is auto and reader_candidates(cpus): serial, threads:, processes: and uring:8N:N for
+# N = 1, 2, 4, ... cpus. --scale X multiplies steps and epochs (a quick rehearsal: 0.2).
 set -euo pipefail
-data=${1:?usage: bench/reader_auto.sh DATA [--out DIR] [--repeats N] [--rates A,B] [--steps N]}
-shift
-out=out/bench-reader-auto repeats=3 rates=800,2500 steps=240 build=build
+usage="usage: bench/reader_auto.sh DATA256 DATA1024 [--out DIR] [--cases a,b] [--build DIR] [--scale X]"
+d256=${1:?$usage}
+d1024=${2:?$usage}
+shift 2
+out=out/bench-reader-auto cases=emulate-800,emulate-2500,r18-64-256,r18-112-1024,r50-224-1024
+build=build scale=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
-    --repeats) repeats=$2; shift 2 ;;
-    --rates) rates=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
+    --cases) cases=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    --scale) scale=$2; shift 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
 done
 stoker=$build/tools/stoker
 cpus=$(nproc)
-readers="auto serial threads:1 threads:$cpus processes:$cpus uring:16:$cpus"
+counts="" n=1
+while [ "$n" -lt "$cpus" ]; do counts="$counts $n"; n=$((n * 2)); done
+counts="$counts $cpus"
+all="auto serial"
+for k in threads processes; do for n in $counts; do all="$all $k:$n"; done; done
+for n in $counts; do all="$all uring:$((8 * n)):$n"; done
+fewer="auto serial"
+for n in $counts; do fewer="$fewer threads:$n"; done
 mkdir -p "$out"
-images=$(find "$data" -type f | wc -l)
-# Enough epochs for `steps` batches of 32 (auto searches within them).
-epochs=$(( (steps * 32 + images - 1) / images ))
-for r in $(seq "$repeats"); do
-  for rate in ${rates//,/ }; do
-    for reader in $readers; do
-      f="$out/bench-$rate-${reader//:/_}-$r.json"
-      "$stoker" bench "$data" --reader "$reader" --emulate "$rate" --epochs "$epochs" --batch 32 \
-        --json "$f" > /dev/null
+n_of() { awk -v x="$1" -v s="$scale" 'BEGIN { v = int(x * s + 0.5); print (v < 1 ? 1 : v) }'; }
+epochs=$(n_of 3)
+
+# run CASE ROUND READER: one run, its JSON at $out/CASE-READER-ROUND.json.
+run() {
+  local c=$1 r=$2 reader=$3 f
+  f="$out/$c-${reader//:/_}-$r.json"
+  case "$c" in
+    emulate-*)
+      "$stoker" bench "$d256" --reader "$reader" --emulate "${c#emulate-}" --epochs "$epochs" \
+        --batch 32 --json "$f" > /dev/null 2>&1 ;;
+    r18-64-256)
+      "$stoker" train "$d256" --arch resnet18 --size 64 --batch 32 --steps "$(n_of 200)" \
+        --warmup 1 --reader "$reader" --no-save --json "$f" > /dev/null 2>&1 ;;
+    r18-112-1024)
+      "$stoker" train "$d1024" --arch resnet18 --size 112 --batch 32 --steps "$(n_of 120)" \
+        --warmup 1 --reader "$reader" --no-save --json "$f" > /dev/null 2>&1 ;;
+    r50-224-1024)
+      "$stoker" train "$d1024" --arch resnet50 --size 224 --batch 16 --steps "$(n_of 60)" \
+        --warmup 1 --reader "$reader" --no-save --json "$f" > /dev/null 2>&1 ;;
+    *) echo "unknown case $c" >&2; exit 2 ;;
+  esac
+}
+rounds_of() { case "$1" in emulate-*) echo 3 ;; r18-64-256) echo 2 ;; *) echo 1 ;; esac; }
+readers_of() { case "$1" in r50-*) echo "$fewer" ;; *) echo "$all" ;; esac; }
+
+for c in ${cases//,/ }; do
+  for r in $(seq "$(rounds_of "$c")"); do
+    for reader in $(readers_of "$c"); do
+      echo "# $(date -u +%H:%M:%S) $c round $r: $reader" >&2
+      run "$c" "$r" "$reader" || echo "# $c $reader round $r failed" >&2
     done
   done
-  for reader in $readers; do
-    f="$out/train-${reader//:/_}-$r.json"
-    "$stoker" train "$data" --arch resnet18 --size 64 --batch 32 --steps "$steps" --reader "$reader" \
-      --no-save --json "$f" > /dev/null 2>&1
-  done
-  echo "# round $r of $repeats done" >&2
 done
-python3 - "$out" "$repeats" "$rates" "$readers" << 'PY'
-import json, statistics, sys
-out, repeats, rates, readers = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4].split()
-def rate_of(path, key):
-    d = json.load(open(path))
-    r = d["results"][0]
-    return r[key]
-for rate in rates:
-    print(f"\nbench --emulate {rate}: img/s over the whole run (median of {repeats}; runs)")
+
+python3 - "$out" "$cases" "$cpus" "$all" "$fewer" << 'PY'
+import json, os, statistics, sys
+out, cases, cpus, every, fewer = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4].split(), sys.argv[5].split()
+default = f"threads:{cpus}"
+summary = {}
+for c in cases:
+    readers = fewer if c.startswith("r50-") else every
+    rows = {}
     for reader in readers:
-        v = [rate_of(f"{out}/bench-{rate}-{reader.replace(':', '_')}-{k}.json", "images_per_s") for k in range(1, repeats + 1)]
-        print(f"  {reader:<14} {statistics.median(v):8.0f}   {' '.join(f'{x:.0f}' for x in v)}")
-print(f"\ntrain resnet18 64 px: img/s, steady state (median of {repeats}; runs)")
-for reader in readers:
-    v = [rate_of(f"{out}/train-{reader.replace(':', '_')}-{k}.json", "images_per_s") for k in range(1, repeats + 1)]
-    print(f"  {reader:<14} {statistics.median(v):8.1f}   {' '.join(f'{x:.1f}' for x in v)}")
+        runs = []
+        for name in sorted(os.listdir(out)):
+            if name.startswith(f"{c}-{reader.replace(':', '_')}-") and name.endswith(".json"):
+                d = json.load(open(os.path.join(out, name)))
+                r = {**d.get("context", {}), **d["results"][0]}
+                t = r.get("reader_tuning") or {}
+                runs.append({"images_per_s": r["images_per_s"],
+                             "chose": (t.get("chosen") or {}).get("reader"),
+                             "search_steps": sum(s["steps"] for s in t.get("searches", [])),
+                             "tried": [f"{x['reader']}:{x.get('verdict', 'skipped')}:{x.get('steps', 0)}"
+                                       for s in t.get("searches", []) for x in s["tried"]]})
+        if runs:
+            rows[reader] = {"median": statistics.median(x["images_per_s"] for x in runs), "runs": runs}
+    fixed = {k: v for k, v in rows.items() if k != "auto"}
+    if not fixed or "auto" not in rows:
+        continue
+    best = max(fixed, key=lambda k: fixed[k]["median"])
+    a = rows["auto"]["median"]
+    summary[c] = {"rows": rows, "best_fixed": best, "auto_over_best": a / fixed[best]["median"],
+                  "auto_over_default": a / fixed[default]["median"] if default in fixed else None}
+    print(f"\n{c}: img/s of the whole run, median of {len(rows['auto']['runs'])} (runs)")
+    for k, v in rows.items():
+        mark = " <- best fixed" if k == best else (" <- default" if k == default else "")
+        print(f"  {k:<14} {v['median']:9.1f}   {' '.join('%.1f' % x['images_per_s'] for x in v['runs'])}{mark}")
+    for x in rows["auto"]["runs"]:
+        print(f"  auto chose {x['chose']} after {x['search_steps']} search steps: {' '.join(x['tried'])}")
+    s = summary[c]
+    print(f"  auto / best fixed ({best}) = {s['auto_over_best']:.3f}; auto / default = "
+          f"{s['auto_over_default']:.3f}" if s["auto_over_default"] else "")
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 PY

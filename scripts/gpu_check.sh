@@ -24,9 +24,10 @@ usage_line() { sed -n '11p' "$0" | sed 's/^# //'; }
 # sum plus $reserve (the summary and the tarball after each step) fits $limit.
 # decode: the trainer fed by CPU decode against GPU decode (issue 34); scaling: every reader
 # at 1..16 workers, the loader alone; study: `stoker study --consumer cuda:resnet50 --decode
-# cpu,gpu`, short (docs/GPU.md says which budgets were cut for it, and why). `compile`
+# cpu,gpu`, short (docs/GPU.md says which budgets were cut for it, and why); auto: the trainer
+# fed by `--reader auto` (issue 43) at the smallest and largest size, CPU and GPU decode. `compile`
 # (torch.compile, 6,668 img/s bf16 on the H200 of 2026-11-26) runs only when --steps names it.
-plan=(env:15 tests:90 stoker:45 torch:50 decode:80 scaling:105 trace:8 study:60)
+plan=(env:15 tests:82 stoker:45 torch:50 decode:70 auto:48 scaling:85 trace:8 study:55)
 limit=${STOKER_CHECK_SECONDS:-480} reserve=20
 all_steps="$(printf '%s ' "${plan[@]%%:*}")compile "
 
@@ -84,14 +85,17 @@ params() {
     # CPU decode with threads:16 fed 6,496 / 6,510 / 3,125 img/s at 256 / 512 / 1024 px on
     # 2026-11-26: 25 batches of 256 in 1-2 s, plus start-up.
     decode_reader=threads:16 decode_cap=15 decode_kinds="cpu gpu"
+    # --reader auto, 50 steps (2 epochs) with windows of at most 8: a staged search on 16 cores tries
+    # 3-6 candidates of 2-9 steps each (docs/CLI.md, Readers).
+    auto_steps=50 auto_window=8 auto_cap=10
     # The loader alone, every reader at 1..16 workers, 1 s each past its first batches.
     scale_readers="serial,threads:1,2,4,8,16,processes:1,2,4,8,16,uring:64:1,uring:64:2,uring:64:4,uring:64:8,uring:64:16"
-    scale_batch=64 scale_seconds=1 scale_cap=34
+    scale_batch=64 scale_seconds=1 scale_cap=28
     trace_steps=6:8
     # The seed study's figure, short: serial against threads:16, CPU and GPU decode, 3 sizes
     # (12 cells), the trainer's defaults at batch 64, 2 warm-up and 8 timed steps, run once.
     study_consumer=cuda:resnet50 study_decode=cpu,gpu study_readers=serial,threads:16
-    study_batch=64 study_steps=8 study_warmup=2 study_cap=55
+    study_batch=64 study_steps=8 study_warmup=2 study_cap=50
   else
     backend=cpu arch=resnet18 batch=2 size=32 device=cpu steps=3 warmup=1
     modes="f32" run_cap=60 fallback_mode=f32
@@ -99,6 +103,7 @@ params() {
     compile_variants=bf16-nhwc-compile compile_cap=60
     gen_sizes=256,512,1024 classes=2 per_class=4 gen_cap=60
     decode_reader=threads:2 decode_cap=60 decode_kinds=cpu  # the CPU backend has no GPU decode
+    auto_steps=8 auto_window=2 auto_cap=60
     scale_readers="serial,threads:1,2,processes:1,2,uring:8:1" scale_batch=2 scale_seconds=0.5 scale_cap=60
     trace_steps=1:3
     study_consumer=cpu:resnet18 study_decode=cpu study_readers=serial,threads:2
@@ -358,6 +363,36 @@ step_decode() {
       [ "$mode" = run ] && grep -E '^# (gpu decode|cpu|decode):' "$work/$tag.out" | sed 's/^/  /'
     done
   done
+  return $bad
+}
+
+# The trainer fed by --reader auto (issue 43) in the fastest mode, at the smallest and the
+# largest size, with CPU and GPU decode: beside the decode step's threads:16 runs (and the
+# scaling step's processes:16, the loader alone), its img/s, data wait and cores busy, the
+# reader it chose and its search's cost; then threads:16 over as many steps, whose last epoch's
+# checksum the summary holds auto's to (the same data whatever reader ran).
+step_auto() {
+  local px d m bad=0 saved=$steps
+  need_data || return 1
+  m=$(fastest)
+  steps=$auto_steps
+  for px in ${gen_sizes%%,*} ${gen_sizes##*,}; do
+    for d in $decode_kinds; do
+      say "-- reader auto, decode $d, $px px"
+      # shellcheck disable=SC2046
+      stoker_run "loader_${px}_${d}-auto" "$auto_cap" "$data_root/${px}px" --reader auto \
+        --auto-window "$auto_window" --decode "$d" --no-save $(mode_args "$m") || bad=1
+      [ "$mode" = run ] && grep -E '^# reader auto: (search|chose)' "$work/loader_${px}_${d}-auto.out" | sed 's/^/  /'
+    done
+  done
+  # The fixed reader over the same steps at the largest size with the last decode kind: the
+  # same epoch's checksum as auto's (the summary compares them).
+  px=${gen_sizes##*,} d=${decode_kinds##* }
+  say "-- $decode_reader, decode $d, $px px, $auto_steps steps (auto's data)"
+  # shellcheck disable=SC2046
+  stoker_run "loader_${px}_${d}-${decode_reader/:/}-${auto_steps}" "$auto_cap" "$data_root/${px}px" \
+    --reader "$decode_reader" --decode "$d" --no-save $(mode_args "$m") || bad=1
+  steps=$saved
   return $bad
 }
 

@@ -34,7 +34,7 @@ assert all(os.path.isfile(os.path.join(out, f)) for f in entries), f"folders und
 assert set(entries) == {"gpu_check.log", "gpu_check.json", "tests.log", "gpu_check_raw.tar.gz",
                         "trace_synthetic.json", "study_report.html"}, entries
 doc = json.load(open(os.path.join(out, "gpu_check.json")))
-plan = ["env", "tests", "stoker", "torch", "decode", "scaling", "trace", "study"]
+plan = ["env", "tests", "stoker", "torch", "decode", "auto", "scaling", "trace", "study"]
 steps = {s["step"]: s["status"] for s in doc["steps"]}
 assert steps == dict.fromkeys(plan, "ok"), steps
 assert [s["step"] for s in doc["steps"]] == plan, "steps out of the plan's order"
@@ -42,11 +42,12 @@ p = doc["plan_check"]
 assert p["fits"] and p["budget_s"] + p["reserve_s"] <= p["limit_s"] <= 480, p
 assert sum(s["budget_s"] for s in doc["steps"]) == p["budget_s"], (doc["steps"], p)
 # Every GPU command was checked: 7 tests, 4 synthetic modes, eager torch, gen, 6 decode runs
-# (CPU and GPU decode at 3 sizes), 3 scaling sweeps, the trace, the study.
-assert p["commands"] == 24 and not p["not_parsing"], p
+# (CPU and GPU decode at 3 sizes), 5 auto runs (auto with CPU and GPU decode at 256 and 1024
+# px, threads:16 over as many steps), 3 scaling sweeps, the trace, the study.
+assert p["commands"] == 29 and not p["not_parsing"], p
 checked = {c["run"] for c in p["checked"]}
 assert {"stoker_f16-nhwc-graph", "torch", "gen", "loader_1024_gpu-threads16",
-        "loader_256_cpu-threads16", "scaling_512", "stoker_traced",
+        "loader_256_cpu-threads16", "loader_1024_gpu-auto", "loader_1024_gpu-threads16-50", "scaling_512", "stoker_traced",
         "test_gpu_decode_test", "study"} <= checked, checked
 study_cmd = next(c["command"] for c in p["checked"] if c["run"] == "study")
 for part in ("--consumer cuda:resnet50", "--decode cpu,gpu", "--reader serial,threads:16", "256px", "1024px"):
@@ -73,11 +74,18 @@ for r in torch:
 assert doc["synthetic"]["torch_compile"] is None  # only when --steps names compile
 assert doc["rate_to_feed"] > 0
 loader = doc["loader"]["train"]
-assert [(r["size"], r["reader"]) for r in loader] == [(px, "cpu-threads:2") for px in (256, 512, 1024)], loader
+assert sorted((r["size"], r["reader"]) for r in loader) == sorted(
+    [(px, "cpu-threads:2") for px in (256, 512, 1024)] + [(256, "cpu-auto"), (1024, "cpu-auto"),
+                                                         (1024, "cpu-threads:2-8")]), loader
 for r in loader:
     assert r["exit"] == 0 and r["images_per_s"] > 0 and r["timed_steps"] >= 2, r
     assert 0 <= r["data_wait_share"] <= 1 and r["kernel_gap_share"] is not None, r
 assert all(r["cpu_cores_busy"] > 0 and r["decode"]["device"] == "cpu" for r in loader), loader
+# The auto runs say what they chose, and the one beside a fixed run of as many steps read the
+# same data (its last epoch's checksum).
+auto = {r["size"]: r for r in loader if r["reader"] == "cpu-auto"}
+assert all(r.get("auto_chose") and r["auto_search_steps"] > 0 for r in auto.values()), auto
+assert auto[1024]["same_data_as"] == {"cpu-threads:2-8": True}, auto[1024]
 sc = doc["loader"]["scaling"]
 assert len(sc) == 18 and [r["size"] for r in sc][::6] == ["256px", "512px", "1024px"], sc
 assert [r["reader"] for r in sc][:6] == ["serial", "threads:1", "threads:2", "processes:1",
@@ -99,7 +107,7 @@ for f in ("runs.tsv", "steps.tsv", "check.tsv", "stoker_f32.json", "torch.json",
     assert f in names, (f, sorted(names))
 assert not any(n.endswith(".jpg") for n in names), "the datasets went into the tarball"
 print(f"ok: plan check ({p['commands']} GPU commands, {p['budget_s']} s + {p['reserve_s']} s <= {p['limit_s']} s),",
-      "8 steps in order, tests.log, 2 stoker + 2 torch rows, 3 loader-fed runs, 18 scaling rows, 6 study cells,",
+      "9 steps in order, tests.log, 2 stoker + 2 torch rows, 6 loader-fed runs (2 auto), 18 scaling rows, 6 study cells,",
       len(entries), "files")
 PY
 
@@ -200,7 +208,7 @@ PY
 
 # --plan prints every step with its budget and every GPU command, and runs none.
 "$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
-grep -q '^stoker (45 s)$' "$tmp/plan" && grep -q '^study (60 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+grep -q '^stoker (45 s)$' "$tmp/plan" && grep -q '^study (55 s)$' "$tmp/plan" && grep -q '^auto (48 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-auto .* --reader auto --auto-window 8 --decode gpu' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
   grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
   { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
 echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"
