@@ -51,8 +51,8 @@ for data in args.data:
             lo, hi = math.log(alone / 3), math.log(alone * 1.3)  # AU >= target at lo, not hi
         for _ in range(args.steps):
             mid = (lo + hi) / 2
-            au = bench(data, reader, f"{math.exp(mid):.1f}")["emulation"]["au"]
+            au = bench(data, reader, f"{math.exp(mid):.1f}")["emulation"]["accelerator_utilisation"]
             lo, hi = (mid, hi) if au >= args.target else (lo, mid)
-        h100 = bench(data, reader, "resnet50-h100")["emulation"]["au"]
+        h100 = bench(data, reader, "resnet50-h100")["emulation"]["accelerator_utilisation"]
         print(f"| {os.path.basename(data.rstrip('/'))} | {reader} | {alone:.0f} | "
               f"{math.exp(lo):.0f} img/s | {h100:.0%} |", flush=True)

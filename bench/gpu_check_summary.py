@@ -66,6 +66,17 @@ def rnd(v, n=1):
     return None if v is None else round(v, n)
 
 
+# Keys renamed in stoker's JSON (issue 44): {name: older name}. A run written before the
+# rename still summarises: the older name is read where the new one is absent.
+OLDER_NAMES = {"data_wait_share": "data_wait_fraction", "warmup": "timing_warmup",
+               "accelerator_utilisation": "au"}
+
+
+def field(d, key):
+    """d[key], else d[its older name], else None."""
+    return d[key] if key in d else d.get(OLDER_NAMES.get(key, key))
+
+
 def result_of(doc):
     """The result and context of a {context, results:[one]} document."""
     if not doc or not doc.get("results"):
@@ -109,7 +120,7 @@ def train_row(w, tag, run, idle, peak):
         tail = lines(os.path.join(w, f"{tag}.out"))[-3:]
         row["error"] = " | ".join(tail) or "no output"
         return row
-    warm = int(ctx.get("timing_warmup", 0) or 0)
+    warm = int(field(ctx, "warmup") or 0)
     gaps = r.get("gaps") or {}
     dm = r.get("device_memory") or {}
     # images_per_s is null when stoker refused the rate as a measurement error (above the
@@ -121,7 +132,7 @@ def train_row(w, tag, run, idle, peak):
                step_ms_median=rnd((r.get("step_ms") or {}).get("median"), 3),
                timed_steps=max(0, len(r.get("per_step") or []) - warm), warmup_steps=warm,
                interrupted=bool(r.get("interrupted")), flop_per_image=r.get("flop_per_image"),
-               data_wait_share=rnd(r.get("data_wait_fraction"), 4),
+               data_wait_share=rnd(field(r, "data_wait_share"), 4),
                kernel_gap_share=rnd(gaps["share"], 4) if "share" in gaps else None,
                device_memory_planned_mib=rnd(dm["planned_bytes"] / 2**20) if dm.get("planned_bytes") else None,
                device_memory_peak_mib=rnd(dm["peak_in_use_bytes"] / 2**20) if dm.get("peak_in_use_bytes") else None,
@@ -208,7 +219,8 @@ def scaling_rows(w):
                          "images_per_s_per_worker": rnd(rate / workers) if rate else None,
                          "cpu_cores_used": rnd(r.get("cpu_cores_used"), 2), "batches": r.get("batches"),
                          "stage_ms_per_image": {k: rnd(v, 3) for k, v in (r.get("stage_ms_per_image") or {}).items()},
-                         "au": rnd(e.get("au"), 4), "meets_au_target": e.get("meets_target"),
+                         "accelerator_utilisation": rnd(field(e, "accelerator_utilisation"), 4),
+                         "meets_au_target": e.get("meets_target"),
                          "data_wait_share": rnd(e["data_wait_s"] / e["window_s"], 4) if e.get("window_s") else None,
                          "emulated_images_per_s": e.get("images_per_s")})
     return rows

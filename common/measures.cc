@@ -37,8 +37,8 @@ double step_compute(double busy_s, double forward_s, double backward_s, double u
   return busy_s > 0 ? busy_s : forward_s + backward_s + update_s;
 }
 
-double gap_remainder(double wall_s, double wait_s, double copy_s, double compute_s) {
-  return std::max(0.0, wall_s - wait_s - copy_s - compute_s);
+double gap_remainder(double wall_s, double wait_s, double stage_s, double compute_s) {
+  return std::max(0.0, wall_s - wait_s - stage_s - compute_s);
 }
 
 int64_t window_open_ns(size_t warmup, int64_t first_asked_ns, int64_t first_arrived_ns) {

@@ -35,9 +35,9 @@ double idle_share(double held_s, double window_s);
 // intervals) when it was recorded, else the backend's forward + backward + update.
 double step_compute(double busy_s, double forward_s, double backward_s, double update_s);
 
-// The gap remainder of a step or of a window: wall - wait - copy - compute, never negative:
-// the time the engine neither computed nor waited for data nor copied it in.
-double gap_remainder(double wall_s, double wait_s, double copy_s, double compute_s);
+// The gap remainder of a step or of a window: wall - wait - stage - compute, never negative:
+// the time the engine neither computed nor waited for data nor staged it (copied it in).
+double gap_remainder(double wall_s, double wait_s, double stage_s, double compute_s);
 
 // Where a measuring window opens (steady-clock ns): at the first timed batch's request, or,
 // with no warm-up before it, at its arrival: its wait is start-up (MLPerf Storage leaves the

@@ -8,13 +8,13 @@
 
 namespace stoker {
 
-void SizeCost::add_timed(double seconds, double wait, double copy, double compute,
+void SizeCost::add_timed(double seconds, double wait, double stage, double compute,
                          int64_t step_images) {
   ++timed_steps;
   images += step_images;
   step_s.push_back(seconds);
   wait_s += wait;
-  copy_s += copy;
+  stage_s += stage;
   compute_s += compute;
 }
 
@@ -58,9 +58,9 @@ nlohmann::json per_size_json(const std::vector<SizeCost>& sizes) {
                          {{"median", 1e3 * c.median_step_s()},
                           {"total", seconds * ms},
                           {"wait", c.wait_s * ms},
-                          {"copy", c.copy_s * ms},
+                          {"stage", c.stage_s * ms},
                           {"compute", c.compute_s * ms},
-                          {"gap", gap_remainder(seconds, c.wait_s, c.copy_s, c.compute_s) * ms}}}};
+                          {"gap", gap_remainder(seconds, c.wait_s, c.stage_s, c.compute_s) * ms}}}};
     if (c.reshape_s >= 0) z["reshape_s"] = c.reshape_s;
     if (c.flop_per_image >= 0) z["flop_per_image"] = c.flop_per_image;
     out.push_back(std::move(z));

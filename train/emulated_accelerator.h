@@ -39,7 +39,9 @@ struct Utilisation {
   int64_t wait_ns = 0;     // time blocked waiting for data inside the window
   int64_t window_ns = 0;
   // AU: the nominal compute's share of the window; a loaded host's oversleep lowers it.
-  double au() const { return accelerator_utilisation(1e-9 * double(compute_ns), window_s()); }
+  double accelerator_utilisation() const {
+    return stoker::accelerator_utilisation(1e-9 * double(compute_ns), window_s());
+  }
   // The share of the window in which the accelerator held no batch: oversleep is not idle.
   double idle_share() const { return stoker::idle_share(1e-9 * double(held_ns), window_s()); }
   double window_s() const { return 1e-9 * double(window_ns); }

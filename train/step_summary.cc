@@ -7,11 +7,11 @@
 
 namespace stoker {
 
-StepSummary summarise_steps(const std::vector<StepRecord>& records, size_t timing_warmup,
+StepSummary summarise_steps(const std::vector<StepRecord>& records, size_t warmup,
                             bool asynchronous, bool activity) {
   STOKER_CHECK(!records.empty());
   StepSummary s;
-  s.skipped = std::min(timing_warmup, records.size() - 1);
+  s.skipped = std::min(warmup, records.size() - 1);
   StepAccount& t = s.account_total;
   for (size_t k = s.skipped; k < records.size(); ++k) {
     const StepRecord& r = records[k];

@@ -14,7 +14,7 @@
 namespace stoker {
 
 struct StepSummary {
-  size_t skipped = 0;  // warm-up steps left out: min(timing_warmup, steps - 1)
+  size_t skipped = 0;  // warm-up steps left out: min(warmup, steps - 1)
   // Seconds per timed step, in step order (the loop's host figures and the backend's).
   std::vector<double> wait, stage, forward, backward, update, total;
   std::vector<StepAccount> account;  // per timed step
@@ -29,7 +29,7 @@ struct StepSummary {
 
 // `records` must not be empty (the loop runs at least one step). `asynchronous` and
 // `activity`: as account_step takes them (LoopResult::asynchronous, LoopConfig::activity).
-StepSummary summarise_steps(const std::vector<StepRecord>& records, size_t timing_warmup,
+StepSummary summarise_steps(const std::vector<StepRecord>& records, size_t warmup,
                             bool asynchronous = false, bool activity = false);
 
 }  // namespace stoker

@@ -164,7 +164,7 @@ class StepGaps {
     r.gap_during_wait = 1e-9 * double(g.during_wait_ns);
     r.longest_gap = 1e-9 * double(g.longest_ns);
     r.gaps = g.gaps;
-    if (int64_t(index) < c_.timing_warmup) return;
+    if (int64_t(index) < c_.warmup) return;
     GapStats& into = out_.gaps;
     into.window_ns += g.window_ns;
     into.busy_ns += g.busy_ns;

@@ -60,8 +60,9 @@ struct LoopConfig {
   bool progress = true;  // the live line on stderr
   std::string label = "train";
   // Gap statistics (when the backend records activity) merge steps from this one (a count
-  // from the first step of this run: the first steps pay for first touches).
-  int64_t timing_warmup = 0;
+  // from the first step of this run: the first steps pay for first touches). The timing
+  // warm-up (--warmup), not the learning rate's (LrSchedule::warmup_steps).
+  int64_t warmup = 0;
   // Global steps [trace_begin, trace_end) keep their activity records, loop intervals and
   // loader timings for a trace (LoopResult::trace); empty range: nothing kept.
   int64_t trace_begin = 0, trace_end = 0;
@@ -120,7 +121,7 @@ struct LoopTrace {
 
 struct LoopResult {
   std::vector<StepRecord> records;
-  GapStats gaps;  // merged over the steps from timing_warmup on (LoopConfig::activity):
+  GapStats gaps;  // merged over the steps from warmup on (LoopConfig::activity):
                   // host windows on a CPU, the device's per-step windows on a device
   LoopTrace trace;
   // The backend's ActivityTimeline::asynchronous: whose clock a step's window is on.

@@ -66,10 +66,10 @@ TEST(Measures, UtilisationLeavesOversleepOutOfAu) {
   u.held_ns = 1'700'000'000;
   u.wait_ns = 250'000'000;
   u.window_ns = 2'000'000'000;
-  EXPECT_DOUBLE_EQ(u.au(), 0.75);
+  EXPECT_DOUBLE_EQ(u.accelerator_utilisation(), 0.75);
   EXPECT_DOUBLE_EQ(u.idle_share(), 0.15);
   const double oversleep = double(u.held_ns - u.compute_ns) / double(u.window_ns);
-  EXPECT_DOUBLE_EQ(u.au() + u.idle_share() + oversleep, 1.0);
+  EXPECT_DOUBLE_EQ(u.accelerator_utilisation() + u.idle_share() + oversleep, 1.0);
 }
 
 }  // namespace

@@ -54,16 +54,21 @@ TEST(QualifySpec, ATrainResultGivesItsMeasuredRate) {
                           {"precision", "f16"},
                           {"synthetic", true},
                           {"backend", "cuda cuDNN 9.19 ..."}}},
-                        {"results", {{{"images_per_s", 6532.0}, {"data_wait_fraction", 0.0}}}}};
+                        {"results", {{{"images_per_s", 6532.0}, {"data_wait_share", 0.0}}}}};
   AcceleratorProfile p = profile_from_train_json(doc, "/x/h200.json");
   EXPECT_NEAR(p.accelerator.images_per_s(), 6532, 1e-6);
   EXPECT_EQ(p.name, "cuda resnet50 f16 (h200.json)");
   EXPECT_EQ(p.note, "");
   // Measured with data that kept it waiting: said, since it is not the accelerator's own rate.
   doc["context"]["synthetic"] = false;
-  doc["results"][0]["data_wait_fraction"] = 0.3;
+  doc["results"][0]["data_wait_share"] = 0.3;
   p = profile_from_train_json(doc, "run.json");
   EXPECT_NE(p.note.find("30% data wait"), std::string::npos) << p.note;
+  // A result written before the key's rename (issue 44) names it data_wait_fraction.
+  doc["results"][0].erase("data_wait_share");
+  doc["results"][0]["data_wait_fraction"] = 0.4;
+  p = profile_from_train_json(doc, "old.json");
+  EXPECT_NE(p.note.find("40% data wait"), std::string::npos) << p.note;
   // No rate (a refused one, or another command's document): a usage error naming the file.
   doc["results"][0].erase("images_per_s");
   try {

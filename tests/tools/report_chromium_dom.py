@@ -72,7 +72,7 @@ def expect(chart, panels):
 iters = {}
 for c in cells:
     iters.setdefault(f"{c['storage']} {c['consumer']}", set()).add((c["dataset"], kind(c)))
-expect("iterations-vs-readers", {k: len(v) for k, v in iters.items()})
+expect("steps-vs-readers", {k: len(v) for k, v in iters.items()})
 bw = {}
 for c in cells:
     if isinstance(c.get("read_mb_per_s"), (int, float)):

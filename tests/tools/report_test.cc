@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "tools/report/report.h"
 #include "tools/report/study_json.h"
@@ -29,18 +30,18 @@ json cell(const std::string& reader, double wall, double wait, const std::string
           {"reader_kind", reader.substr(0, colon)},
           {"threads", colon == std::string::npos ? 1 : std::stoi(reader.substr(colon + 1))},
           {"status", "ok"},
-          {"iterations", 10},
+          {"steps", 10},
           {"wall_s", wall},
           {"images_per_s", 320 / wall},
           {"read_mb_per_s", 10 / wall},
           {"data_wait_share", wait},
           {"step_s",
-           {{"wait", wall * wait}, {"copy", 0.0}, {"compute", wall * (1 - wait)}, {"gap", 0.0}}},
+           {{"wait", wall * wait}, {"stage", 0.0}, {"compute", wall * (1 - wait)}, {"gap", 0.0}}},
           {"bound", wait < 0.1 ? "compute" : "decode"}};
 }
 
 json study(std::vector<json> cells, const std::string& state = "complete") {
-  return {{"context", {{"state", state}, {"online_cpus", 2}, {"iterations", 10}}},
+  return {{"context", {{"state", state}, {"online_cpus", 2}, {"steps", 10}}},
           {"results", std::move(cells)}};
 }
 
@@ -309,13 +310,13 @@ TEST(ReportHtml, EscapesNamesEverywhere) {
 }
 
 TEST(ReportHtml, ChartsAndSeriesMatchTheCells) {
-  // 2 storages x 1 consumer = 2 iterations panels; datasets x reader kinds = series.
+  // 2 storages x 1 consumer = 2 steps panels; datasets x reader kinds = series.
   json s = study(
       {cell("serial", 2, 0.5, "local", "256px"), cell("processes:2", 1, 0.2, "local", "256px"),
        cell("processes:4", 0.9, 0.1, "local", "256px"), cell("serial", 4, 0.6, "local", "512px"),
        cell("serial", 3, 0.7, "nfs", "256px")});
   const std::string html = render_report(s);
-  EXPECT_EQ(count(html, R"(data-chart="iterations-vs-readers")"), 2u);
+  EXPECT_EQ(count(html, R"(data-chart="steps-vs-readers")"), 2u);
   EXPECT_EQ(count(html, R"(data-chart="bandwidth")"), 2u);       // one per dataset
   EXPECT_EQ(count(html, R"(data-chart="step-breakdown")"), 2u);  // per dataset x consumer
   EXPECT_EQ(count(html, R"(data-chart="trace")"), 0u);           // no cell has a trace
@@ -336,7 +337,7 @@ TEST(ReportHtml, PerSizeTableForCellsWhoseSizeChanged) {
         {"width", side},
         {"steps", 5},
         {"step_ms",
-         {{"wait", 1.0}, {"copy", 0.0}, {"compute", total - 1}, {"gap", 0.0}, {"total", total}}}};
+         {{"wait", 1.0}, {"stage", 0.0}, {"compute", total - 1}, {"gap", 0.0}, {"total", total}}}};
   };
   ramp["per_size"] = json::array({size(128, 40), size(192, 90)});
   json fixed = cell("serial", 3, 0.2);
@@ -428,6 +429,42 @@ TEST(ReportJson, ReaderThreadsReadsTheOldKeyToo) {
   EXPECT_EQ(report::reader_threads(json{{"reader", "serial"}}), 1);
 }
 
+// Results written before issue 44 gave each figure one name: each older key reads under its
+// new name (study_json.h `field`), the new one winning, and an older study draws what the
+// same study written now draws (its context table shows the keys as written).
+TEST(ReportJson, OlderKeyNamesStillRead) {
+  const std::pair<const char*, const char*> renamed[] = {{"threads", "workers"},
+                                                         {"stage", "copy"},
+                                                         {"data_wait_share", "data_wait_fraction"},
+                                                         {"accelerator_utilisation", "au"},
+                                                         {"warmup", "timing_warmup"},
+                                                         {"steps", "iterations"}};
+  for (const auto& [name, older] : renamed) {
+    EXPECT_EQ(report::num(json{{older, 0.25}}, name), 0.25) << older;
+    EXPECT_EQ(report::num(json{{name, 0.5}, {older, 0.25}}, name), 0.5) << name;
+  }
+  json now = cell("threads:2", 2, 0.4);
+  now["step_s"]["stage"] = 0.3;
+  now["step_s"]["compute"] = 0.9;
+  json before = now;
+  before["step_s"].erase("stage");
+  before["step_s"]["copy"] = 0.3;
+  before.erase("steps");
+  before["iterations"] = 10;
+  before.erase("threads");
+  before["workers"] = 2;
+  json older_study = study({before});
+  older_study["context"].erase("steps");
+  older_study["context"]["iterations"] = 10;
+  for (const json& s : {study({now}), older_study}) {
+    const std::string html = render_report(s);
+    EXPECT_NE(html.find("local threads:2 stage: 0.3 s"), std::string::npos);   // breakdown bar
+    EXPECT_NE(html.find("time for 10 timed steps"), std::string::npos);        // steps chart
+    EXPECT_NE(html.find("<b>10</b>timed steps of batch"), std::string::npos);  // summary
+    EXPECT_NE(html.find(R"(data-series="256px threads")"), std::string::npos);
+  }
+}
+
 TEST(ReportHtml, ToleratesMissingMistypedAndAbsentFields) {
   for (const json& s : {json::object(), json::array(), json(nullptr),
                         json{{"results", json::array()}}, json{{"results", 5}, {"context", "x"}},
@@ -447,7 +484,7 @@ TEST(ReportHtml, ToleratesMissingMistypedAndAbsentFields) {
   // One cell, one reader: a chart with one series and a sentence about it.
   const json one = study({cell("serial", 1, 0.5)});
   const std::string html = render_report(one);
-  EXPECT_EQ(count(html, R"(data-chart="iterations-vs-readers")"), 1u);
+  EXPECT_EQ(count(html, R"(data-chart="steps-vs-readers")"), 1u);
   EXPECT_EQ(count(html, "data-series=\"256px serial\""), 1u);
   EXPECT_EQ(conclusions(one).size(), 2u);  // the cell, the tally of bounds
 }
@@ -462,7 +499,7 @@ TEST(ReportHtml, TheFixtureRenders) {
   for (const auto& c : s["results"])
     if (c["status"] == "ok")
       panels.insert(c["storage"].get<std::string>() + " " + c["consumer"].get<std::string>());
-  EXPECT_EQ(count(html, R"(data-chart="iterations-vs-readers")"), panels.size());
+  EXPECT_EQ(count(html, R"(data-chart="steps-vs-readers")"), panels.size());
   EXPECT_EQ(count(html, R"(data-chart="trace")"), 4u);
   EXPECT_NE(html.find("stoker-worker 2 died"), std::string::npos);
   for (const auto& c : conclusions(s)) EXPECT_EQ(c.find("nan"), std::string::npos) << c;

@@ -49,7 +49,7 @@ assert c["datasets"][0]["min_bytes"] <= c["datasets"][0]["mean_bytes"] <= c["dat
 assert [s["name"] for s in c["storages"]] == ["local", "shards", "nfs"]
 assert [x["kind"] for x in c["consumers"]] == ["emulated"]
 assert [x["kind"] for x in dc["context"]["consumers"]] == ["cpu"]
-assert c["iterations"] == 3 and c["batch"] == 4 and c["size"] == 16
+assert c["steps"] == 3 and c["batch"] == 4 and c["size"] == 16
 # --repeats 2: every good cell ran twice (interleaved); its figures are its faster run's
 # (the lower middle), every run's wall time kept. A failed cell is not run again.
 assert c["repeats"] == 2 and dc["context"]["repeats"] == 1
@@ -81,13 +81,13 @@ for r in R:
         assert r["status"] == "ok", r
 for r in ok:
     where = (r["storage"], r["consumer"], r["reader"])
-    assert r["iterations"] == 3 and r["warmup"] == 1 and r["batch"] == 4, where
+    assert r["steps"] == 3 and r["warmup"] == 1 and r["batch"] == 4, where
     assert r["images"] == 12, where
     assert math.isclose(r["images_per_s"], r["images"] / r["wall_s"], rel_tol=1e-9), where
     for k in ("data_wait_share", "accelerator_utilisation", "gap_share"):
         assert 0 <= r[k] <= 1, (where, k, r[k])
     s = r["step_s"]
-    parts = s["wait"] + s["copy"] + s["compute"] + s["gap"]
+    parts = s["wait"] + s["stage"] + s["compute"] + s["gap"]
     assert all(v >= 0 for v in s.values()), (where, s)
     assert parts >= r["wall_s"] * 0.999 and parts <= r["wall_s"] * 1.05, (where, parts, r["wall_s"])
     assert math.isclose(r["data_wait_share"], s["wait"] / r["wall_s"], rel_tol=1e-6), where

@@ -45,7 +45,7 @@ assert ed["context"]["tool"] == "stoker eval" and ed["context"]["image_size"] ==
 t, e = td["results"][0], ed["results"][0]
 assert t["steps"] == 64 and len(t["loss"]) == 64 and len(t["per_step"]) == 64, t["steps"]
 assert all(math.isfinite(x) for x in t["loss"])
-for k in ("images_per_s", "data_wait_fraction", "flop_per_image", "achieved_gflop_per_s"):
+for k in ("images_per_s", "data_wait_share", "flop_per_image", "achieved_gflop_per_s"):
     assert t[k] >= 0, k
 for k in ("step_ms", "data_wait_ms", "forward_ms", "backward_ms", "update_ms"):
     assert set(t[k]) == {"median", "p10", "p90", "mean"}, k

@@ -60,7 +60,7 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
   c.schedule.total_steps = 20;
   c.images_per_step = 2;
   c.progress = false;
-  c.timing_warmup = 1;
+  c.warmup = 1;
   c.activity = true;
   c.trace_begin = 11;
   c.trace_end = 13;
@@ -89,7 +89,7 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
   // preemption in one step of a loaded CI box does not fail it.
   EXPECT_LT(outside_wait, 0.2 * total) << "framework overhead between primitives";
   EXPECT_EQ(r.gaps.gaps, r.records[1].gaps + r.records[2].gaps + r.records[3].gaps +
-                             r.records[4].gaps);  // steps from timing_warmup on
+                             r.records[4].gaps);  // steps from warmup on
   EXPECT_GT(r.gaps.busy_ns, 0);
 
   ASSERT_EQ(r.trace.steps.size(), 2u);
@@ -156,7 +156,7 @@ TEST(TrainLoop, StepAccountsAddUpOnTheCpu) {
     c.schedule.total_steps = 6;
     c.images_per_step = 2;
     c.progress = false;
-    c.timing_warmup = 1;
+    c.warmup = 1;
     c.activity = activity;
     const LoopResult r = train_loop(*backend, feed, c);
     EXPECT_FALSE(r.asynchronous);
@@ -269,7 +269,7 @@ TEST(TrainLoop, DeviceStepsAreWindowedByTheDevicesOwnRecords) {
   c.schedule.total_steps = 1000;
   c.images_per_step = 1;
   c.progress = false;
-  c.timing_warmup = 2;
+  c.warmup = 2;
   c.activity = true;
   c.trace_begin = 350;
   c.trace_end = 360;

@@ -217,15 +217,20 @@ LoaderStats run_one(const Index& index, const LoaderConfig& config, const BenchO
   if (o.accelerator.enabled() && failure.empty()) {  // a failed run's account is lost with it
     const Utilisation& use = consumed.use;
     nlohmann::json& e = result["emulation"];
-    e = {{"spec", o.accelerator.spec},        {"images_per_s", o.accelerator.images_per_s()},
-         {"batches", consumed.batches},       {"compute_s", use.compute_ns * 1e-9},
-         {"data_wait_s", use.wait_ns * 1e-9}, {"window_s", use.window_ns * 1e-9},
-         {"held_s", use.held_ns * 1e-9},      {"au", use.au()},
-         {"idle_share", use.idle_share()},    {"au_target", o.au_target}};
+    e = {{"spec", o.accelerator.spec},
+         {"images_per_s", o.accelerator.images_per_s()},
+         {"batches", consumed.batches},
+         {"compute_s", use.compute_ns * 1e-9},
+         {"data_wait_s", use.wait_ns * 1e-9},
+         {"window_s", use.window_ns * 1e-9},
+         {"held_s", use.held_ns * 1e-9},
+         {"accelerator_utilisation", use.accelerator_utilisation()},
+         {"idle_share", use.idle_share()},
+         {"au_target", o.au_target}};
     // No verdict from too little data: AU is measured, but neither met nor not met.
     const std::string why =
         not_enough_data(consumed.batches, use.window_ns * 1e-9, config.prefetch);
-    const bool met = use.au() >= o.au_target;
+    const bool met = use.accelerator_utilisation() >= o.au_target;
     e["verdict"] = !why.empty() ? "not enough data" : met ? "met" : "not met";
     e["meets_target"] = why.empty() ? nlohmann::json(met) : nlohmann::json(nullptr);
     if (!why.empty()) e["not_enough_data"] = why;
@@ -267,8 +272,8 @@ void print_row(const std::string& dataset, const std::string& storage, const std
     fmt::print(
         "{:<12} {:<7} {:<11} emulated accelerator {:.0f} img/s: AU {:.1f}% (target {:.0f}%: {}), "
         "data wait {:.2f} s of {:.2f} s\n",
-        "", "", "", e["images_per_s"].get<double>(), 100 * e["au"].get<double>(),
-        100 * e["au_target"].get<double>(),
+        "", "", "", e["images_per_s"].get<double>(),
+        100 * e["accelerator_utilisation"].get<double>(), 100 * e["au_target"].get<double>(),
         verdict == "met"       ? "met"
         : verdict == "not met" ? "NOT met"
                                : e["not_enough_data"].get<std::string>(),

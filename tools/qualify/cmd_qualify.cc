@@ -73,7 +73,7 @@ nlohmann::json median_run(const std::vector<nlohmann::json>& runs) {
   m.erase("per_accelerator");
   m["per_accelerator_au"] = nlohmann::json::array();
   for (const nlohmann::json& a : by_au[(by_au.size() - 1) / 2]->at("per_accelerator"))
-    m["per_accelerator_au"].push_back(a["au"]);
+    m["per_accelerator_au"].push_back(a["accelerator_utilisation"]);
   return m;
 }
 

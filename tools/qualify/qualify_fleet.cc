@@ -65,7 +65,7 @@ void feed_one(Member& m, const EmulatedAccelerator& a, const ConsumerRun& cr, st
 
 nlohmann::json member_json(const Member& m) {
   const Utilisation& u = m.consumed.use;
-  return {{"au", u.au()},
+  return {{"accelerator_utilisation", u.accelerator_utilisation()},
           {"images_per_s", images_per_s(double(m.images), u.window_s())},
           {"data_wait_share", data_wait_share(1e-9 * double(u.wait_ns), u.window_s())},
           {"batches", m.consumed.batches},
@@ -84,8 +84,8 @@ nlohmann::json fleet_json(const std::vector<Member>& fleet, const FleetRun& run,
   for (const Member& m : fleet) {
     const Utilisation& u = m.consumed.use;
     const size_t timed = m.consumed.batches > run.warmup ? m.consumed.batches - run.warmup : 0;
-    aus.push_back(u.au());
-    all_met = all_met && u.au() >= kAuTarget;
+    aus.push_back(u.accelerator_utilisation());
+    all_met = all_met && u.accelerator_utilisation() >= kAuTarget;
     ips += images_per_s(double(m.images), u.window_s());
     mbps += u.window_s() > 0 ? 1e-6 * double(m.bytes) / u.window_s() : 0.0;
     wait += data_wait_share(1e-9 * double(u.wait_ns), u.window_s());

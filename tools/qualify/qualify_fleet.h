@@ -34,9 +34,9 @@ struct FleetRun {
 // "fleet"): accelerators, held (every AU >= target over a window long enough to judge),
 // au_min, au_median, images_per_s and read_mb_per_s (the fleet's sums), data_wait_share
 // (mean), loader_cores_busy, server_cores_busy, machine_cores_busy (everyone's), epochs (of the
-// dataset read in the run), not_enough_data, per_accelerator [{au, images_per_s, data_wait_share,
-// batches, window_s}]. Throws stoker::Error naming the accelerator whose loader failed; Interrupted
-// on a signal.
+// dataset read in the run), not_enough_data, per_accelerator [{accelerator_utilisation,
+// images_per_s, data_wait_share, batches, window_s}]. Throws stoker::Error naming the accelerator
+// whose loader failed; Interrupted on a signal.
 nlohmann::json run_fleet(const Index& index, const LoaderConfig& base,
                          const EmulatedAccelerator& accelerator, const FleetRun& run);
 

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "tools/bench/bench_common.h"
+#include "tools/report/study_json.h"
 
 namespace stoker {
 
@@ -17,10 +18,6 @@ namespace {
 bool is_link_name(const std::string& s) {
   static const std::regex rate(R"(^[1-9][0-9]*(gbit|mbit)$)");
   return s == "unshaped" || std::regex_match(s, rate);
-}
-
-const nlohmann::json* find_key(const nlohmann::json& j, const char* key) {
-  return j.is_object() && j.contains(key) ? &j[key] : nullptr;
 }
 
 }  // namespace
@@ -54,12 +51,12 @@ std::vector<QualifyStorage> parse_qualify_storages(const std::string& text) {
 }
 
 AcceleratorProfile profile_from_train_json(const nlohmann::json& doc, const std::string& path) {
-  const nlohmann::json* context = find_key(doc, "context");
-  const nlohmann::json* results = find_key(doc, "results");
+  const nlohmann::json* context = report::field(doc, "context");
+  const nlohmann::json* results = report::field(doc, "results");
   const nlohmann::json* r = results && results->is_array() && !results->empty() ? &(*results)[0]
                             : results && results->is_object()                   ? results
                                                                                 : nullptr;
-  const nlohmann::json* rate = r ? find_key(*r, "images_per_s") : nullptr;
+  const nlohmann::json* rate = r ? report::field(*r, "images_per_s") : nullptr;
   if (context == nullptr || rate == nullptr || !rate->is_number() || rate->get<double>() <= 0)
     usage_fail(
         "--accelerator {}: not a `stoker train --json` result with a measured rate (no "
@@ -70,7 +67,7 @@ AcceleratorProfile profile_from_train_json(const nlohmann::json& doc, const std:
   p.accelerator = parse_emulation(fmt::format("{}img/s", ips));
   p.from = path;
   const auto text = [&](const char* key) {
-    const nlohmann::json* v = find_key(*context, key);
+    const nlohmann::json* v = report::field(*context, key);
     return v && v->is_string() ? v->get<std::string>() : std::string();
   };
   const std::string backend = text("backend");
@@ -78,8 +75,8 @@ AcceleratorProfile profile_from_train_json(const nlohmann::json& doc, const std:
   std::string engine = backend.substr(0, backend.find(' '));  // "cpu:", "cuda:"
   while (!engine.empty() && engine.back() == ':') engine.pop_back();
   p.name = fmt::format("{} {} {} ({})", engine, text("arch"), text("precision"), short_name(path));
-  const nlohmann::json* wait = find_key(*r, "data_wait_fraction");
-  const nlohmann::json* synthetic = find_key(*context, "synthetic");
+  const nlohmann::json* wait = report::field(*r, "data_wait_share");
+  const nlohmann::json* synthetic = report::field(*context, "synthetic");
   const bool synth = synthetic && synthetic->is_boolean() && synthetic->get<bool>();
   if (!synth && wait && wait->is_number() && wait->get<double>() > 0.02)
     p.note = fmt::format(

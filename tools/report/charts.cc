@@ -83,7 +83,7 @@ std::string legend_strip(const std::vector<LegendItem>& items) {
 
 }  // namespace
 
-std::string iterations_chart(const Json& study) {
+std::string steps_chart(const Json& study) {
   const auto cs = ok_cells(study);
   if (cs.empty()) return empty_figure("a wall time");
   const auto datasets = distinct(cs, "dataset");
@@ -94,11 +94,10 @@ std::string iterations_chart(const Json& study) {
     if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
     max_threads = std::max(max_threads, reader_threads(*c));
   }
-  const double iterations =
-      num_or(obj(study, "context"), "iterations", num_or(*cs.front(), "iterations", 0));
-  const std::string y_title =
-      iterations > 0 ? fmt::format("time for {} timed steps (s)", short_num(iterations))
-                     : std::string("time for the timed steps (s)");
+  const double steps = num_or(obj(study, "context"), "steps", num_or(*cs.front(), "steps", 0));
+  const std::string y_title = steps > 0
+                                  ? fmt::format("time for {} timed steps (s)", short_num(steps))
+                                  : std::string("time for the timed steps (s)");
 
   std::vector<LegendItem> items;
   for (size_t i = 0; i < datasets.size(); ++i) items.push_back({datasets[i], palette(i), "rect"});
@@ -122,7 +121,7 @@ std::string iterations_chart(const Json& study) {
     for (const auto& k : arr(obj(study, "context"), "consumers"))
       if (str(k, "name") == consumer) rate = num_or(k, "images_per_s", 0);
     const double batch = num_or(obj(study, "context"), "batch", num_or(*pc.front(), "batch", 0));
-    if (rate > 0 && iterations > 0 && batch > 0) floor_s = iterations * batch / rate;
+    if (rate > 0 && steps > 0 && batch > 0) floor_s = steps * batch / rate;
     ymax = std::max(ymax, floor_s);
     const auto yt = nice_ticks(0, ymax * 1.05);
     const Scale y{0, yt.back(), H - B, T};
@@ -133,7 +132,7 @@ std::string iterations_chart(const Json& study) {
     else
       xt = nice_ticks(1, max_threads);
     const std::string panel = storage + " " + consumer;
-    std::string svg = svg_open("iterations-vs-readers", panel, W, H);
+    std::string svg = svg_open("steps-vs-readers", panel, W, H);
     svg += panel_title(storage + " \u00b7 " + consumer, L);
     y_axis(svg, y, yt, L, W - R, y_title);
     x_axis(svg, x, xt, H - B, T, "readers (threads; processes:N: N; uring: decode threads)");
@@ -258,7 +257,7 @@ std::string bandwidth_chart(const Json& study) {
 }
 
 std::string breakdown_chart(const Json& study) {
-  static const char* const parts[] = {"wait", "copy", "compute", "gap"};
+  static const char* const parts[] = {"wait", "stage", "compute", "gap"};
   std::vector<const Json*> cs;
   for (const Json* c : ok_cells(study))
     if (!obj(*c, "step_s").empty()) cs.push_back(c);
@@ -308,7 +307,7 @@ std::string breakdown_chart(const Json& study) {
     }
   }
   html +=
-      R"(</div><figcaption>Where the timed steps went, one bar per cell: waiting for the batch, copying it to the device, computing, and engine gaps not already counted as wait. One panel per dataset and consumer.</figcaption></figure>)";
+      R"(</div><figcaption>Where the timed steps went, one bar per cell: waiting for the batch, staging it on the device (the copy in and any conversion), computing, and engine gaps not already counted as wait. One panel per dataset and consumer.</figcaption></figure>)";
   return html;
 }
 
@@ -326,13 +325,13 @@ std::string per_size_table(const Json& study) {
           esc(str(*c, "reader")), short_num(num_or(z, "height", 0)),
           short_num(num_or(z, "width", 0)), short_num(num_or(z, "steps", 0)),
           short_num(num_or(ms, "total", 0)), short_num(num_or(ms, "wait", 0)),
-          short_num(num_or(ms, "copy", 0)), short_num(num_or(ms, "compute", 0)),
+          short_num(num_or(ms, "stage", 0)), short_num(num_or(ms, "compute", 0)),
           short_num(num_or(ms, "gap", 0)));
     }
   }
   if (rows.empty()) return "";
   return R"(<figure class="chart"><table class="per-size"><tr><th>cell</th><th>size</th>)"
-         R"(<th>steps</th><th>step ms</th><th>wait ms</th><th>copy ms</th><th>compute ms</th>)"
+         R"(<th>steps</th><th>step ms</th><th>wait ms</th><th>stage ms</th><th>compute ms</th>)"
          R"(<th>gap ms</th></tr>)" +
          rows +
          R"(</table><figcaption>The cost per resolution of cells whose size changed over the timed steps (--size-schedule): mean milliseconds per step at each size.</figcaption></figure>)";

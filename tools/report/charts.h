@@ -13,7 +13,7 @@ namespace stoker::report {
 
 // Time for the timed steps against reader count: one panel per (storage, consumer),
 // one series per (dataset, reader kind); colour = dataset, marker = reader kind.
-std::string iterations_chart(const Json& study);
+std::string steps_chart(const Json& study);
 // Read bandwidth per storage: one panel per dataset, grouped bars (one bar per reader).
 std::string bandwidth_chart(const Json& study);
 // Step time stacked (wait, copy, compute, gap): one panel per (dataset, consumer), a bar per cell.

@@ -247,7 +247,7 @@ std::string render_report(const nlohmann::json& study) {
   if (const auto p = num(ctx, "planned_cells"))
     html += fmt::format("<div><b>{}</b>planned</div>", *p);
   html += fmt::format("<div><b>{}</b>ok</div><div><b>{}</b>failed</div>", good, failed.size());
-  if (const auto it = num(ctx, "iterations"))
+  if (const auto it = num(ctx, "steps"))
     html += fmt::format("<div><b>{}</b>timed steps of batch {}</div>", *it, str(ctx, "batch", "?"));
   if (const auto e = num(ctx, "elapsed_s"))
     html += fmt::format("<div><b>{:.0f} s</b>elapsed</div>", *e);
@@ -263,8 +263,8 @@ std::string render_report(const nlohmann::json& study) {
             : "<li><b>" + esc(s.substr(0, colon)) + "</b>: " + esc(s.substr(colon + 2)) + "</li>";
   }
   html += "</ul>";
-  html += R"(<h2 id="iterations">Time for the timed steps against reader count</h2>)" +
-          report::iterations_chart(study);
+  html += R"(<h2 id="steps">Time for the timed steps against reader count</h2>)" +
+          report::steps_chart(study);
   html += R"(<h2 id="bandwidth">Read bandwidth per storage</h2>)" + report::bandwidth_chart(study);
   html += R"(<h2 id="breakdown">Step time breakdown</h2>)" + report::breakdown_chart(study) +
           report::per_size_table(study);

@@ -7,14 +7,36 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 namespace stoker::report {
 
+namespace {
+// {name, older name}: keys renamed since results were first written (issue 44 gave each
+// figure one name). Each older name is read only where its new name is absent.
+constexpr const char* kOlderNames[][2] = {
+    {"threads", "workers"},
+    {"stage", "copy"},  // step_s, per_size[].step_ms: the backend's host-to-device step
+    {"data_wait_share", "data_wait_fraction"},  // train's results
+    {"accelerator_utilisation", "au"},          // bench's emulation
+    {"warmup", "timing_warmup"},                // train's context
+    {"steps", "iterations"},                    // study's context and cells
+};
+}  // namespace
+
+const Json* field(const Json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  if (const auto it = j.find(key); it != j.end()) return &*it;
+  for (const auto& [name, older] : kOlderNames)
+    if (std::string_view(name) == key)
+      if (const auto it = j.find(older); it != j.end()) return &*it;
+  return nullptr;
+}
+
 std::optional<double> num(const Json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  const double v = it->get<double>();
+  const Json* f = field(j, key);
+  if (f == nullptr || !f->is_number()) return std::nullopt;
+  const double v = f->get<double>();
   if (!std::isfinite(v)) return std::nullopt;
   return v;
 }
@@ -24,11 +46,10 @@ double num_or(const Json& j, const char* key, double fallback) {
 }
 
 std::string str(const Json& j, const char* key, const std::string& fallback) {
-  if (!j.is_object()) return fallback;
-  const auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_number() || it->is_boolean()) return it->dump();
+  const Json* f = field(j, key);
+  if (f == nullptr) return fallback;
+  if (f->is_string()) return f->get<std::string>();
+  if (f->is_number() || f->is_boolean()) return f->dump();
   return fallback;
 }
 
@@ -41,19 +62,13 @@ const Json& empty_of(Json::value_t t) {
 }  // namespace
 
 const Json& obj(const Json& j, const char* key) {
-  if (j.is_object()) {
-    const auto it = j.find(key);
-    if (it != j.end() && it->is_object()) return *it;
-  }
-  return empty_of(Json::value_t::object);
+  const Json* f = field(j, key);
+  return f && f->is_object() ? *f : empty_of(Json::value_t::object);
 }
 
 const Json& arr(const Json& j, const char* key) {
-  if (j.is_object()) {
-    const auto it = j.find(key);
-    if (it != j.end() && it->is_array()) return *it;
-  }
-  return empty_of(Json::value_t::array);
+  const Json* f = field(j, key);
+  return f && f->is_array() ? *f : empty_of(Json::value_t::array);
 }
 
 std::vector<const Json*> cells(const Json& study) {
@@ -78,7 +93,6 @@ std::vector<std::string> distinct(const std::vector<const Json*>& cs, const char
 
 double reader_threads(const Json& cell) {
   if (const auto t = num(cell, "threads")) return *t;
-  if (const auto w = num(cell, "workers")) return *w;
   const std::string r = str(cell, "reader");
   const auto colon = r.find(':');
   if (colon == std::string::npos) return 1;

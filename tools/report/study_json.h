@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tolerant reads of a study result (tools/study writes it; docs/FORMATS.md is the contract):
-// a missing, null or mistyped field reads as absent, never as an exception, so a report
-// renders from a partial or older result. Not a validator: it does not reject anything.
+// Tolerant reads of a study or train result (tools/study and tools/train write them;
+// docs/FORMATS.md is the contract): a missing, null or mistyped field reads as absent, never
+// as an exception, and a renamed key is found under its older name, so a report renders from
+// a partial or older result. Not a validator: it does not reject anything.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,10 @@
 namespace stoker::report {
 
 using Json = nlohmann::json;
+
+// j[key], else j[the key's older name] (kOlderNames in study_json.cc: `threads` was
+// `workers`, `stage` was `copy`, ...), else null: the one place older results stay readable.
+const Json* field(const Json& j, const char* key);
 
 // j[key] as a finite number, if it is one.
 std::optional<double> num(const Json& j, const char* key);
@@ -30,8 +35,7 @@ bool ok(const Json& cell);
 std::vector<std::string> distinct(const std::vector<const Json*>& cells, const char* key);
 
 // A reader's threads (ReaderSpec::threads: N of threads:N and processes:N, uring's T):
-// "threads" if present, else "workers" (its name in studies written before), else the number
-// after ':' (serial: 1).
+// "threads" if present (or "workers", its older name), else the number after ':' (serial: 1).
 double reader_threads(const Json& cell);
 // "serial", "threads", ...: "reader_kind" if present, else the reader name before ':'.
 std::string reader_kind(const Json& cell);

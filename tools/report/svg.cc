@@ -49,7 +49,7 @@ const char* stage_colour(std::string_view stage) {
   if (stage == "augment") return "#009E73";
   if (stage == "collate") return "#CC79A7";
   if (stage == "wait") return "#D55E00";
-  if (stage == "copy") return "#F0E442";
+  if (stage == "stage") return "#F0E442";  // the step part, not a loader stage
   if (stage == "compute") return "#0072B2";
   if (stage == "gap") return "#BBBBBB";
   return "#777777";

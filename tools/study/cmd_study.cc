@@ -421,7 +421,7 @@ class StudyRun {
     } catch (const std::exception& e) {
       cell["status"] = "failed";
       cell["error"] = e.what();
-      cell["iterations"] = c.run.iterations;
+      cell["steps"] = c.run.steps;
       cell["warmup"] = c.run.warmup;
       cell["batch"] = base_.sampler.batch_size;
     }
@@ -505,7 +505,7 @@ class StudyRun {
                     {"command", command_},
                     {"libraries", libs},
                     {"gpu", nullptr},
-                    {"iterations", o_.steps},  // the timed steps (--steps); the key keeps its name
+                    {"steps", o_.steps},  // the timed steps (`iterations` before issue 44)
                     {"warmup", o_.warmup},
                     {"repeats", o_.repeats},
                     {"quick", o_.quick},

@@ -32,12 +32,13 @@ namespace stoker {
 
 namespace {
 
-// One timed step as every consumer reports it: the consumer's wait for the batch, the copy
-// to the engine, the engine's work, the step's window, and the batch's loader timings.
+// One timed step as every consumer reports it: the consumer's wait for the batch, its stage
+// on the engine (the copy in), the engine's work, the step's window, and the batch's loader
+// timings.
 struct Step {
   int64_t begin_ns = 0, end_ns = 0;
-  double wait = 0, copy = 0, compute = 0;  // seconds
-  int height = 0, width = 0;               // the batch's size (a size schedule changes it)
+  double wait = 0, stage = 0, compute = 0;  // seconds
+  int height = 0, width = 0;                // the batch's size (a size schedule changes it)
   std::vector<SampleTiming> samples;
 };
 
@@ -48,7 +49,7 @@ nlohmann::json per_size(const std::vector<Step>& steps, size_t batch) {
   for (const Step& s : steps) {
     SizeCost& z = size_cost(sizes, s.height, s.width);
     ++z.steps;
-    z.add_timed(double(s.end_ns - s.begin_ns) * 1e-9, s.wait, s.copy, s.compute,
+    z.add_timed(double(s.end_ns - s.begin_ns) * 1e-9, s.wait, s.stage, s.compute,
                 int64_t(s.samples.empty() ? batch : s.samples.size()));
   }
   return per_size_json(sizes);
@@ -121,14 +122,14 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
                          const char* gap_kind, double cpu_seconds, double elapsed_s) {
   STOKER_CHECK(!steps.empty());
   const double wall = double(steps.back().end_ns - steps.front().begin_ns) * 1e-9;
-  double wait = 0, copy = 0, compute = 0;
+  double wait = 0, stage = 0, compute = 0;
   double read = 0, decode = 0, augment = 0, collate = 0;
   uint64_t bytes = 0, images = 0;
   std::vector<double> waits;
   nlohmann::json per_step = nlohmann::json::array();
   for (const Step& s : steps) {
     wait += s.wait;
-    copy += s.copy;
+    stage += s.stage;
     compute += s.compute;
     waits.push_back(s.wait);
     per_step.push_back({1e3 * s.wait, 1e3 * s.compute});
@@ -154,7 +155,7 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
   }
   std::map<int32_t, int> workers;
   nlohmann::json cell = {
-      {"iterations", steps.size()},
+      {"steps", steps.size()},
       {"batch", batch},
       {"wall_s", wall},
       {"images", images},
@@ -166,9 +167,9 @@ nlohmann::json summarise(const std::vector<Step>& steps, size_t batch, double ga
       {"gap_kind", gap_kind},
       {"step_s",
        {{"wait", wait},
-        {"copy", copy},
+        {"stage", stage},
         {"compute", compute},
-        {"gap", gap_remainder(wall, wait, copy, compute)}}},
+        {"gap", gap_remainder(wall, wait, stage, compute)}}},
       {"cpu_ms_per_image",
        {{"read", read_ms},
         {"decode", decode_ms},
@@ -214,7 +215,7 @@ nlohmann::json run_emulated(const Index& index, const LoaderConfig& config,
   std::vector<Step> steps;
   std::string checksum;
   ConsumerRun measured;
-  measured.batches = size_t(run.warmup + run.iterations);
+  measured.batches = size_t(run.warmup + run.steps);
   measured.warmup = size_t(run.warmup);
   measured.tuner = tuner.get();
   const ConsumerResult consumed = consume(
@@ -275,7 +276,7 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
   if (data.iterator->batches_per_epoch() == 0)
     fail("{} has {} images, fewer than one batch of {}", index.root, index.size(), batch);
   InterruptibleFeed feed(data.feed());
-  const int64_t total = run.warmup + run.iterations;
+  const int64_t total = run.warmup + run.steps;
   LoopConfig loop = trainer_loop(t, 0, total, total, batch, run.warmup);
   loop.progress = false;
   loop.label = fmt::format("study {}", consumer.name);
@@ -294,7 +295,7 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
     s.begin_ns = r.begin_ns;
     s.end_ns = r.end_ns;
     s.wait = r.wait;
-    s.copy = r.stage;
+    s.stage = r.stage;
     s.height = int(r.height);
     s.width = int(r.width);
     // The engine's busy time when it was recorded; the backend's phase times otherwise.
@@ -330,7 +331,7 @@ nlohmann::json run_trainer(const Index& index, LoaderConfig config, const StudyC
 nlohmann::json run_study_cell(const Index& index, const LoaderConfig& config,
                               const StudyConsumer& consumer, const CellRun& run,
                               const std::optional<TunerLimits>& tune) {
-  if (run.iterations < 1) fail("--steps must be at least 1");
+  if (run.steps < 1) fail("--steps must be at least 1");
   if (consumer.kind == StudyConsumer::Kind::emulated)
     return run_emulated(index, config, consumer, run, tune);
   return run_trainer(index, config, consumer, run, tune);

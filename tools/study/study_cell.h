@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One cell of the study: a loader over one dataset on one storage with one reader, feeding
 // one consumer (emulated accelerator, CPU or GPU trainer) for `warmup` untimed then
-// `iterations` timed steps. Returns the measured half of the CELL object of
+// `steps` timed steps. Returns the measured half of the CELL object of
 // docs/FORMATS.md ("study.json"): the sweep adds the names and the status.
 // Not the sweep: which cells run, and what happens when one fails, is tools/study/cmd_study.cc.
 #pragma once
@@ -17,8 +17,8 @@
 namespace stoker {
 
 struct CellRun {
-  int iterations = 100;  // timed steps
-  int warmup = 5;        // untimed steps before them (first touches, thread start-up)
+  int steps = 100;  // timed steps
+  int warmup = 5;   // untimed steps before them (first touches, thread start-up)
 };
 
 // Throws stoker::Error when the cell cannot run (no device, no data, a broken source) and

@@ -293,7 +293,7 @@ void add_train_command(CLI::App& app) {
   add_val_size_options(*cmd, o->val_size, o->val_resize);
   cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
   // --warmup is the word bench and study use; --timing-warmup, the older one, is still taken.
-  cmd->add_option("--warmup,--timing-warmup", o->timing_warmup,
+  cmd->add_option("--warmup,--timing-warmup", o->warmup,
                   "Steps left out of the steady-state figures (--timing-warmup: the older name, "
                   "deprecated)")
       ->capture_default_str()

@@ -37,7 +37,7 @@ struct TrainCommand {
   std::string init, resume, save, json;
   int64_t steps = 0;
   int epochs = 0;
-  int64_t timing_warmup = 2;  // --warmup (--timing-warmup, its older name)
+  int64_t warmup = 2;  // --warmup (--timing-warmup, its older name)
   bool no_gaps = false;
   bool no_save = false;
   std::string trace, trace_steps;

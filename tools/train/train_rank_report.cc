@@ -131,7 +131,7 @@ std::vector<SizeCost> sizes_of(const TrainRun& run, const LoopResult& result, si
 }
 
 StepSummary summary_of(const TrainRun& run, const LoopResult& result) {
-  return summarise_steps(result.records, size_t(run.loop.timing_warmup), result.asynchronous,
+  return summarise_steps(result.records, size_t(run.loop.warmup), result.asynchronous,
                          run.loop.activity);
 }
 
@@ -186,12 +186,12 @@ nlohmann::json timing_json(const TrainRun& run, const LoopResult& result) {
     return rate.withheld() ? nlohmann::json(nullptr) : nlohmann::json(v);
   };
   return {{"per_size", per_size_json(per_size)},
-          {"timing_warmup", s.skipped},
+          {"warmup", s.skipped},
           {"images_per_s", unless_withheld(rate.images_per_s)},
           {"flop_per_image", rate.flop_per_image},
           {"achieved_gflop_per_s", unless_withheld(rate.images_per_s * rate.flop_per_image / 1e9)},
           {"rate_check", rate_check_json(rate)},
-          {"data_wait_fraction", data_wait_share(s.wait_s, s.host_wall)},
+          {"data_wait_share", data_wait_share(s.wait_s, s.host_wall)},
           {"accounting", accounting_json(s)},
           {"totals_s",
            {{"wall", s.wall},
@@ -402,7 +402,7 @@ void write_train_json(const TrainRun& run, const TrainCommand& o, const LoopResu
   out << context_and_result(
              doc, {"tool", "version", "backend", "arch", "classes", "precision", "conv_algo",
                    "threads", "batch", "global_batch", "world", "collective", "image_size",
-                   "synthetic", "data", "reader", "input", "timing_warmup", "options"})
+                   "synthetic", "data", "reader", "input", "warmup", "options"})
              .dump(2)
       << "\n";
   if (!out) fail("train: cannot write {}", o.json);

@@ -319,7 +319,7 @@ int agree_stop(Collective& world, int here) {
 void make_loop_config(TrainRun& run, const TrainCommand& o) {
   // The rate scaled by the global batch.
   run.loop = trainer_loop(o.train, run.state.step, run.steps, run.schedule_steps, run.global_batch,
-                          o.timing_warmup);
+                          o.warmup);
   LoopConfig& loop = run.loop;
   loop.progress = run.rank0;
   if (run.world.world() > 1)

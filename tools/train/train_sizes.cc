@@ -30,7 +30,7 @@ void check_val_size(const std::string& val, const CLI::App& app) {
     if (app.count(opt) > 0 && val.empty()) usage_fail("train: {} needs --val DIR", opt);
 }
 
-std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size_t timing_warmup,
+std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size_t warmup,
                                     int64_t height, int64_t width, int64_t images_per_step,
                                     const Network& net, std::span<const double> seconds) {
   STOKER_CHECK(seconds.empty() || seconds.size() == records.size());
@@ -45,7 +45,7 @@ std::vector<SizeCost> cost_per_size(const std::vector<StepRecord>& records, size
     }
     ++c.steps;
     c.reshape_s += r.reshape;
-    if (k >= timing_warmup)
+    if (k >= warmup)
       c.add_timed(seconds.empty() ? r.total - r.reshape : seconds[k], r.wait, r.stage,
                   step_compute(r.busy, r.forward, r.backward, r.update), images_per_step);
   }

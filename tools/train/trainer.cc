@@ -69,7 +69,7 @@ TrainerFeed trainer_feed(const Index& index, const LoaderConfig& loader, Backend
 }
 
 LoopConfig trainer_loop(const TrainOptions& t, int64_t first_step, int64_t steps,
-                        int64_t schedule_steps, int64_t images_per_step, int64_t timing_warmup) {
+                        int64_t schedule_steps, int64_t images_per_step, int64_t warmup) {
   TrainOptions resolved = t;
   resolved.resolve_defaults(schedule_steps);
   LoopConfig loop;
@@ -78,7 +78,7 @@ LoopConfig trainer_loop(const TrainOptions& t, int64_t first_step, int64_t steps
   loop.sgd = resolved.sgd();
   loop.schedule = resolved.schedule(images_per_step, schedule_steps);
   loop.images_per_step = images_per_step;
-  loop.timing_warmup = std::clamp<int64_t>(timing_warmup, 0, std::max<int64_t>(0, steps - 1));
+  loop.warmup = std::clamp<int64_t>(warmup, 0, std::max<int64_t>(0, steps - 1));
   return loop;
 }
 

@@ -74,10 +74,10 @@ TrainerFeed trainer_feed(const Index& index, const LoaderConfig& loader, Backend
 
 // The loop over `steps` global steps from `first_step`, `images_per_step` images each: t's
 // optimiser, and its learning-rate schedule over `schedule_steps` steps (t's "auto" defaults
-// resolved for that length), the first `timing_warmup` steps (at most steps - 1) left out of
+// resolved for that length), the first `warmup` steps (at most steps - 1) left out of
 // the figures. The caller adds what is its own (label, progress, trace window, activity,
 // hooks).
 LoopConfig trainer_loop(const TrainOptions& t, int64_t first_step, int64_t steps,
-                        int64_t schedule_steps, int64_t images_per_step, int64_t timing_warmup);
+                        int64_t schedule_steps, int64_t images_per_step, int64_t warmup);
 
 }  // namespace stoker
