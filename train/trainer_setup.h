@@ -5,7 +5,7 @@
 // loader's batch memory from the backend's host memory, and the training iterator in it. The
 // order is always backend_config -> (the caller's compute options) -> make_backend ->
 // loader_memory or training_iterator. The commands' one set-up (`stoker train`, `eval`,
-// `study`, train's --val) is tools/train/trainer.h, built on these. Not the compute options
+// `study`, train's --val) is tools/setup/trainer.h, built on these. Not the compute options
 // (precision, algorithms, collective: the caller's) nor the loop (train/train_loop.h).
 #pragma once
 

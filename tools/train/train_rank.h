@@ -19,9 +19,9 @@
 #include "loader/iterator.h"
 #include "models/network.h"
 #include "tools/options/loader_options.h"
+#include "tools/setup/train_options.h"
+#include "tools/setup/trainer.h"
 #include "tools/train/decode_choice.h"
-#include "tools/train/train_options.h"
-#include "tools/train/trainer.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/collective.h"
@@ -71,7 +71,7 @@ struct TrainRun {
   std::optional<Index> index, val_index;
   std::optional<std::vector<std::string>> class_names;
   std::string class_names_from;
-  // plan_model: the network, the loader, the backend's configuration (tools/train/trainer.h).
+  // plan_model: the network, the loader, the backend's configuration (tools/setup/trainer.h).
   Network net;
   LoaderConfig lc;
   bool auto_reader = false;  // --reader auto: run.data.tuner chooses lc.reader while it runs

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/eval/evaluate.h"
+#include "tools/setup/evaluate.h"
 
 #include <algorithm>
 #include <cmath>

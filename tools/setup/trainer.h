@@ -21,7 +21,7 @@
 #include "loader/tuning/reader_tuner.h"
 #include "models/network.h"
 #include "tools/options/loader_options.h"
-#include "tools/train/train_options.h"
+#include "tools/setup/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/gpu_decode.h"

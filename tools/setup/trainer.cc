@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/train/trainer.h"
+#include "tools/setup/trainer.h"
 
 #include <algorithm>
 
