@@ -88,6 +88,7 @@ struct TrainRun {
   std::unique_ptr<BatchFeed> synthetic_feed;  // --synthetic
   BatchFeed* feed = nullptr;                  // what the loop pulls: one of the two
   DecodeChoice decode;
+  GpuDecodeOptions gpu_decode;  // --decode-memory, for the training feed's and --val's decoder
   // The loop's process CPU time and wall time (every thread: the loader's, the host's).
   double loop_cpu_s = 0, loop_wall_s = 0;
   int64_t per_epoch = 0;  // synthetic data has no epochs
