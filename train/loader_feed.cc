@@ -6,10 +6,7 @@
 namespace stoker {
 
 LoaderFeed::LoaderFeed(Iterator& iterator, Position from, ReaderTuner* tuner)
-    : it_(iterator), tuner_(tuner), position_(from) {
-  const LoaderConfig& c = it_.config();
-  STOKER_CHECK_MSG(c.sampler.drop_last, "the training feed needs batches without a short last one");
-}
+    : it_(iterator), tuner_(tuner), position_(from) {}
 
 HostBatch LoaderFeed::next() {
   for (int attempt = 0; attempt < 2; ++attempt) {

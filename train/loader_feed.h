@@ -14,10 +14,12 @@ namespace stoker {
 
 class LoaderFeed final : public BatchFeed {
  public:
-  // The iterator must drop short batches (the backend is planned for one batch size);
-  // STOKER_CHECK otherwise. Starts at `from` (a batch boundary). With `tuner` (--reader auto,
-  // over `iterator`), batches are pulled through it: it times the loop's steps, from one
-  // request to the next, and may switch the reader between them.
+  // A training loop's iterator drops short batches (training_iterator: the backend is planned
+  // for one batch size and refuses another count); an evaluation pass's keeps its short last
+  // one (evaluation_iterator), handed out with count below the batch for its consumer to pad.
+  // Starts at `from` (a batch boundary). With `tuner` (--reader auto, over `iterator`),
+  // batches are pulled through it: it times the loop's steps, from one request to the next,
+  // and may switch the reader between them.
   LoaderFeed(Iterator& iterator, Position from, ReaderTuner* tuner = nullptr);
   HostBatch next() override;
   std::span<const SampleTiming> timings() const override { return timings_; }

@@ -29,14 +29,17 @@ BackendConfig backend_config(const LoaderConfig& loader, int64_t batch, int thre
   return bc;
 }
 
-HostMemory loader_memory(const Backend& backend) {
-  return backend.host_memory();
-}
-
 std::unique_ptr<Iterator> training_iterator(const Index& index, LoaderConfig loader,
                                             const Backend& backend) {
-  loader.memory = loader_memory(backend);
+  loader.memory = backend.host_memory();
   loader.sampler.drop_last = true;
+  return std::make_unique<Iterator>(index, loader);
+}
+
+std::unique_ptr<Iterator> evaluation_iterator(const Index& index, LoaderConfig loader,
+                                              const Backend& backend) {
+  loader.memory = backend.host_memory();
+  loader.sampler.drop_last = false;
   return std::make_unique<Iterator>(index, loader);
 }
 

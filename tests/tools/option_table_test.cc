@@ -17,7 +17,7 @@
 #include "tools/commands.h"
 #include "tools/options/idle_options.h"
 #include "tools/options/loader_options.h"
-#include "tools/train/train_options.h"
+#include "tools/setup/train_options.h"
 
 namespace stoker {
 namespace {

@@ -17,8 +17,8 @@
 #include "test_util.h"
 #include "tools/gen/gen_dataset.h"
 #include "tools/options/loader_options.h"
+#include "tools/setup/train_options.h"
 #include "tools/train/decode_choice.h"
-#include "tools/train/train_options.h"
 #include "train/gpu_decode.h"
 
 namespace stoker {

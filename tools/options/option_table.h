@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// One table per option vocabulary (tools/train/train_options.h,
+// One table per option vocabulary (tools/setup/train_options.h,
 // tools/options/loader_options.h): each row names an option once, as fio's struct fio_option does:
 // its JSON key, command-line flag (and deprecated aliases), Python name and whether that name is
 // the flag inverted, help, bounds, accepted words each with its help, what it means nothing with

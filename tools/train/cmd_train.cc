@@ -28,16 +28,16 @@
 #include "common/interrupt.h"
 #include "common/system_info.h"
 #include "tools/commands.h"
-#include "tools/eval/class_names.h"
-#include "tools/eval/evaluate.h"
 #include "tools/options/loader_options.h"
 #include "tools/options/option_checks.h"
+#include "tools/setup/class_names.h"
+#include "tools/setup/evaluate.h"
+#include "tools/setup/train_options.h"
+#include "tools/setup/trainer.h"
 #include "tools/train/decode_choice.h"
 #include "tools/train/run_checkpoint.h"
-#include "tools/train/train_options.h"
 #include "tools/train/train_rank.h"
 #include "tools/train/train_sizes.h"
-#include "tools/train/trainer.h"
 #include "train/checkpoint.h"
 #include "train/loop_trace.h"
 #include "train/parallel/collectives.h"
@@ -121,6 +121,9 @@ void plan_validation(TrainRun& run, const TrainCommand& o) {
   LoaderOptions vo = o.loader;
   if (is_auto_reader(vo.reader)) vo.reader = default_reader();
   run.val_lc = evaluation_loader(vo, "train", run.lc.size_schedule, o.val_size, o.val_resize);
+  // Decoded where the training batches are (--decode): the feed is the training set-up's.
+  run.val_lc.decode_device = run.lc.decode_device;
+  run.val_lc.decode_arena = run.lc.decode_arena;
   fmt::print("# val: {}, centre crop {}x{} of the short side resized to {}\n", o.val,
              run.val_lc.transform.out_height(), run.val_lc.transform.out_width(),
              run.val_lc.transform.resize);
@@ -128,7 +131,7 @@ void plan_validation(TrainRun& run, const TrainCommand& o) {
 
 void validate(TrainRun& run, const TrainCommand& o, int64_t done) {
   const EvalResult r = evaluate(*run.backend, *run.val_index, run.val_lc, o.train.classes,
-                                run.batch, "val", /*progress=*/false);
+                                run.batch, "val", /*progress=*/false, run.gpu_decode);
   fmt::print("# val: step {}: top-1 {:.2f}%, top-5 {:.2f}%, loss {:.4f} ({} images{})\n", done,
              100 * r.top1, 100 * r.top5, r.loss, r.images, r.interrupted ? ", interrupted" : "");
   std::fflush(stdout);

@@ -19,9 +19,9 @@
 #include "loader/iterator.h"
 #include "models/network.h"
 #include "tools/options/loader_options.h"
+#include "tools/setup/train_options.h"
+#include "tools/setup/trainer.h"
 #include "tools/train/decode_choice.h"
-#include "tools/train/train_options.h"
-#include "tools/train/trainer.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/collective.h"
@@ -71,7 +71,7 @@ struct TrainRun {
   std::optional<Index> index, val_index;
   std::optional<std::vector<std::string>> class_names;
   std::string class_names_from;
-  // plan_model: the network, the loader, the backend's configuration (tools/train/trainer.h).
+  // plan_model: the network, the loader, the backend's configuration (tools/setup/trainer.h).
   Network net;
   LoaderConfig lc;
   bool auto_reader = false;  // --reader auto: run.data.tuner chooses lc.reader while it runs
@@ -88,6 +88,7 @@ struct TrainRun {
   std::unique_ptr<BatchFeed> synthetic_feed;  // --synthetic
   BatchFeed* feed = nullptr;                  // what the loop pulls: one of the two
   DecodeChoice decode;
+  GpuDecodeOptions gpu_decode;  // --decode-memory, for the training feed's and --val's decoder
   // The loop's process CPU time and wall time (every thread: the loader's, the host's).
   double loop_cpu_s = 0, loop_wall_s = 0;
   int64_t per_epoch = 0;  // synthetic data has no epochs

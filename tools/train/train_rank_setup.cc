@@ -13,13 +13,13 @@
 #include "common/system_info.h"
 #include "models/flops.h"
 #include "models/shapes.h"
-#include "tools/eval/class_names.h"
 #include "tools/options/option_checks.h"
 #include "tools/output_check.h"
+#include "tools/setup/class_names.h"
+#include "tools/setup/trainer.h"
 #include "tools/train/run_checkpoint.h"
 #include "tools/train/train_rank.h"
 #include "tools/train/train_sizes.h"
-#include "tools/train/trainer.h"
 #include "tools/tuning_report.h"
 #include "train/parallel/collectives.h"
 #ifdef STOKER_HAVE_NCCL
@@ -68,13 +68,12 @@ void plan_trace_window(TrainRun& run, const TrainCommand& o) {
 // The loader's batches on this rank, through the backend's memory (decoded on the GPU under
 // --decode gpu).
 void make_loader_feed(TrainRun& run, const TrainCommand& o) {
-  GpuDecodeOptions g;
-  g.decode_memory = size_t(o.decode_memory_mib) << 20;
+  run.gpu_decode.decode_memory = size_t(o.decode_memory_mib) << 20;
   std::optional<TunerLimits> tune;
   if (run.auto_reader) tune = o.loader.tuner_limits();
   run.data = trainer_feed(*run.index, run.lc, *run.backend,
                           Position{uint64_t(run.state.epoch), uint64_t(run.state.sampler_position)},
-                          g, tune);
+                          run.gpu_decode, tune);
   if (run.data.tuner && run.rank0) {
     run.data.tuner->on_search = [n = size_t{0}](const TuningSearch& s) mutable {
       fmt::print("{}", tuning_lines(s, ++n));

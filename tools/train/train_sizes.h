@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // stoker train's resolutions: the evaluation's own size options (--val-size, --val-resize as
-// torchvision's crop_size / resize_size; the loader they make is tools/eval/evaluate.h's) and the
+// torchvision's crop_size / resize_size; the loader they make is tools/setup/evaluate.h's) and the
 // cost of each training size when a size schedule (--size-schedule,
 // loader/sampler/size_schedule.h) changes it over the run. Not the schedule itself (loader/)
 // nor the backend's re-plan (Backend::reshape).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/eval/class_names.h"
+#include "tools/setup/class_names.h"
 
 #include <fmt/format.h>
 

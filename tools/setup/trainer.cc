@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/train/trainer.h"
+#include "tools/setup/trainer.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/system_info.h"
 #include "loader/tuning/tuning_candidates.h"
@@ -54,11 +55,16 @@ BatchFeed& TrainerFeed::feed() const {
   return *loader;
 }
 
-TrainerFeed trainer_feed(const Index& index, const LoaderConfig& loader, Backend& backend,
-                         Position from, const GpuDecodeOptions& gpu,
-                         const std::optional<TunerLimits>& tune) {
+namespace {
+
+// The feed over `iterator` (training's or evaluation's over `loader`, in the backend's
+// memory): the tuner, the loader's feed from `from`, and GPU decode into the backend's device
+// stage.
+TrainerFeed feed_over(std::unique_ptr<Iterator> iterator, const LoaderConfig& loader,
+                      Backend& backend, Position from, const GpuDecodeOptions& gpu,
+                      const std::optional<TunerLimits>& tune) {
   TrainerFeed f;
-  f.iterator = training_iterator(index, loader, backend);
+  f.iterator = std::move(iterator);
   if (tune)
     f.tuner = std::make_unique<ReaderTuner>(
         *f.iterator, reader_candidates(online_cpus(), loader.prefetch), *tune);
@@ -66,6 +72,20 @@ TrainerFeed trainer_feed(const Index& index, const LoaderConfig& loader, Backend
   if (loader.decode_device == DecodeDevice::gpu)
     f.gpu = make_gpu_decode_feed(*f.loader, backend, gpu);
   return f;
+}
+
+}  // namespace
+
+TrainerFeed trainer_feed(const Index& index, const LoaderConfig& loader, Backend& backend,
+                         Position from, const GpuDecodeOptions& gpu,
+                         const std::optional<TunerLimits>& tune) {
+  return feed_over(training_iterator(index, loader, backend), loader, backend, from, gpu, tune);
+}
+
+TrainerFeed evaluation_feed(const Index& index, const LoaderConfig& loader, Backend& backend,
+                            const GpuDecodeOptions& gpu) {
+  return feed_over(evaluation_iterator(index, loader, backend), loader, backend, Position{0, 0},
+                   gpu, std::nullopt);
 }
 
 LoopConfig trainer_loop(const TrainOptions& t, int64_t first_step, int64_t steps,

@@ -12,6 +12,7 @@
 #include "loader/loader_config.h"
 #include "tools/options/loader_options.h"
 #include "train/backend.h"
+#include "train/gpu_decode.h"
 
 namespace stoker {
 
@@ -29,11 +30,14 @@ struct EvalResult {
 LoaderConfig evaluation_loader(const LoaderOptions& l, const char* who,
                                const SizeSchedule& schedule = {}, int size = 0, int resize = 0);
 
-// Every image counts: the short last batch is kept (evaluate sets drop_last off in its copy
-// of `config`) and padded to the backend's batch, whose extra rows are computed and ignored
-// (eval-mode batch norm treats images independently). The batches go to the backend's
-// memory. `label` names the progress line; progress off: nothing drawn.
+// The batches come through the training set-up's feed (evaluation_feed, setup/trainer.h): in
+// the backend's memory and, under `config.decode_device` gpu, decoded into its device stage
+// (`gpu`'s options); each batch is released (Backend::release_input) before the next is asked
+// for, as in the training loop. Every image counts: the short last batch is kept and padded
+// to the backend's batch, whose extra rows are computed and ignored (eval-mode batch norm
+// treats images independently). `label` names the progress line; progress off: nothing drawn.
 EvalResult evaluate(Backend& backend, const Index& index, const LoaderConfig& config, int classes,
-                    int64_t batch, const std::string& label, bool progress = true);
+                    int64_t batch, const std::string& label, bool progress = true,
+                    const GpuDecodeOptions& gpu = {});
 
 }  // namespace stoker

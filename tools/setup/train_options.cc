@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/train/train_options.h"
+#include "tools/setup/train_options.h"
 
 #include <fmt/format.h>
 

@@ -21,7 +21,7 @@
 #include "loader/tuning/reader_tuner.h"
 #include "models/network.h"
 #include "tools/options/loader_options.h"
-#include "tools/train/train_options.h"
+#include "tools/setup/train_options.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/gpu_decode.h"
@@ -54,8 +54,9 @@ void add_trainer_loader_options(CLI::App& app, LoaderOptions& l,
 // --reader auto, the first candidate's (serial): the tuner switches from there.
 LoaderConfig trainer_loader(const LoaderOptions& l, const char* who);
 
-// The loader's batches as a training loop pulls them, destroyed in reverse order (the GPU
-// decode feed, the loader's feed, then the iterator), all before the backend.
+// The loader's batches as a training loop or an evaluation pass pulls them, destroyed in
+// reverse order (the GPU decode feed, the loader's feed, then the iterator), all before the
+// backend.
 struct TrainerFeed {
   std::unique_ptr<Iterator> iterator;  // `loader`'s batches in the backend's memory
   std::unique_ptr<ReaderTuner> tuner;  // --reader auto: chooses `iterator`'s reader
@@ -71,6 +72,12 @@ struct TrainerFeed {
 TrainerFeed trainer_feed(const Index& index, const LoaderConfig& loader, Backend& backend,
                          Position from, const GpuDecodeOptions& gpu = {},
                          const std::optional<TunerLimits>& tune = std::nullopt);
+// The same feed for one evaluation pass (evaluate, setup/evaluate.h): every sample once from
+// the epoch's start, the short last batch kept (count below the batch: the consumer pads it),
+// no tuner. In the backend's memory and, under `decode_device gpu`, decoded into its device
+// stage, as a training feed's.
+TrainerFeed evaluation_feed(const Index& index, const LoaderConfig& loader, Backend& backend,
+                            const GpuDecodeOptions& gpu = {});
 
 // The loop over `steps` global steps from `first_step`, `images_per_step` images each: t's
 // optimiser, and its learning-rate schedule over `schedule_steps` steps (t's "auto" defaults
