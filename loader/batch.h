@@ -56,6 +56,7 @@ struct Batch {
   uint64_t epoch = 0, number = 0;     // which batch of which epoch
   uint64_t checksum = 0;              // over labels and sample hashes, in order
   int64_t ready_ns = 0;               // when the last sample was written
+  uint64_t reader_generation = 0;     // the Iterator's reader that filled it (its release())
   // --decode gpu (LoaderConfig::decode_device): per sample its bytes' place in `arena` and its
   // crop, or why the CPU decoded it into `data` (spec: u8 NHWC) instead. Empty otherwise.
   std::vector<EncodedSample> encoded;

@@ -98,7 +98,6 @@ void Iterator::install(const ReaderSpec& spec, const ReaderSpec& asked, size_t p
 }
 
 const ReaderSpec& Iterator::switch_reader(const ReaderSpec& spec, size_t prefetch) {
-  STOKER_CHECK(retained_.load() == 0);
   if (prefetch == 0) fail("prefetch depth must be at least 1");
   if (!own_source_) refuse_source_object(spec, *ctx_->source);
   if (ctx_->recipe.gpu_decode) {
@@ -110,7 +109,7 @@ const ReaderSpec& Iterator::switch_reader(const ReaderSpec& spec, size_t prefetc
   const ReaderSpec was = ctx_->reader, was_asked = ctx_->config.reader;
   const size_t was_prefetch = ctx_->config.prefetch;
   reader_->stop();
-  reader_.reset();
+  retire_reader();
   try {
     install(spec, spec, prefetch);
   } catch (const Error&) {
@@ -119,6 +118,38 @@ const ReaderSpec& Iterator::switch_reader(const ReaderSpec& spec, size_t prefetc
     throw;
   }
   return ctx_->reader;
+}
+
+void Iterator::retire_reader() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  if (retained_ > 0) retired_.push_back({std::move(reader_), generation_, retained_});
+  reader_.reset();
+  retained_ = 0;
+  // From here no release() touches reader_ (none holds a batch of the next generation before
+  // next() returns one), so install() may replace it without the lock.
+  ++generation_;
+}
+
+void Iterator::retain() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  reader_->retain();
+  ++retained_;
+}
+
+void Iterator::release(const Batch* batch) {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  if (batch->reader_generation == generation_) {
+    reader_->release(*batch);
+    --retained_;
+    return;
+  }
+  for (auto r = retired_.begin(); r != retired_.end(); ++r) {
+    if (r->generation != batch->reader_generation) continue;
+    r->reader->release(*batch);
+    if (--r->held == 0) retired_.erase(r);  // its pool goes with it
+    return;
+  }
+  STOKER_CHECK_MSG(false, "a batch released twice, or of no reader of this iterator");
 }
 
 Iterator::~Iterator() {
@@ -141,6 +172,7 @@ const Batch* Iterator::next() {
   Batch& batch = reader_->wait(next_batch_);
   STOKER_CHECK(batch.number == next_batch_ && batch.epoch == ctx_->sampler.epoch());
   checksum_ = XXH3_64bits_withSeed(&batch.checksum, sizeof batch.checksum, checksum_);
+  batch.reader_generation = generation_;  // release() finds its reader by it
   // Replacements are counted as batches are delivered, not as readers fill them: a batch a
   // switched-out reader prepared ahead is prepared again, and counts once.
   for (size_t i = 0; i < batch.size; ++i) ctx_->bad.skipped += batch.timing[i].attempts - 1;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,27 +39,23 @@ class Iterator {
   const Batch* next();
 
   // From the next batch on, batches come from reader `spec` with `prefetch` batches ahead; the
-  // batch next() last returned is no longer valid (as after start_epoch). What the old reader
-  // had prepared ahead is dropped and prepared again by the new one (at most `prefetch` batches
-  // of work). Returns the reader that runs: exactly `spec`, never a fallback. A reader that
-  // cannot start here (a worker process that cannot start, an io_uring the kernel refuses, a
-  // kind the source or --decode gpu cannot take) throws stoker::Error naming it, and the
-  // previous reader runs on. Refused (a STOKER_CHECK) while the consumer retains batches.
+  // batch next() last returned is no longer valid (as after start_epoch) unless retained. What
+  // the old reader had prepared ahead is dropped and prepared again by the new one (at most
+  // `prefetch` batches of work). Batches the consumer retains stay valid: the old reader is
+  // stopped and kept, with its pool, until the last of them is released (so memory holds a
+  // pool more for each switch whose batches are still held). Returns the reader that runs:
+  // exactly `spec`, never a fallback. A reader that cannot start here (a worker process that
+  // cannot start, an io_uring the kernel refuses, a kind the source or --decode gpu cannot
+  // take) throws stoker::Error naming it, and the previous reader runs on.
   const ReaderSpec& switch_reader(const ReaderSpec& spec, size_t prefetch);
 
   // Keeps the batch next() last returned valid past the next call, until release(): for
   // consumers that hand batches on without a copy (the Python module). The pool has
   // config.keep extra buffers for such batches; once every buffer is retained, next()
   // throws rather than waits or grows. release() may be called from any thread, also after
-  // start_epoch(), never after the iterator is gone.
-  void retain() {
-    reader_->retain();
-    ++retained_;
-  }
-  void release(const Batch* batch) {
-    reader_->release(*batch);
-    --retained_;
-  }
+  // start_epoch() or switch_reader(), never after the iterator is gone.
+  void retain();
+  void release(const Batch* batch);
 
   // Samples consumed so far by every rank together (the global position; this rank's own
   // when it is the only one): resuming from here continues with exactly the next batch.
@@ -86,11 +83,24 @@ class Iterator {
   // for) and `prefetch`; the source (where this iterator made it) is made again for `spec`,
   // which then runs from the next batch.
   void install(const ReaderSpec& spec, const ReaderSpec& asked, size_t prefetch);
+  // Drops reader_ (stopped) for a switch, keeping it while the consumer holds its batches.
+  void retire_reader();
 
   std::unique_ptr<LoaderContext> ctx_;
   bool own_source_ = true;  // ctx_->source was made here from the configuration
-  std::atomic<int> retained_{0};
   std::unique_ptr<Reader> reader_;
+  // Who releases a retained batch: each reader has a generation, stamped on the batches
+  // next() returns (Batch::reader_generation). A reader switched out while some of its
+  // batches were retained is kept here, stopped, until its last one is released.
+  struct Retired {
+    std::unique_ptr<Reader> reader;
+    uint64_t generation = 0;
+    int held = 0;
+  };
+  std::mutex held_mu_;  // retained_, generation_ and retired_, against release() from any thread
+  int retained_ = 0;    // reader_'s batches the consumer holds
+  uint64_t generation_ = 1;
+  std::vector<Retired> retired_;
   size_t next_batch_ = 0;
   uint64_t consumed_ = 0;  // global position
   bool started_ = false;

@@ -50,8 +50,7 @@ bool was_tried(const std::vector<CandidateMeasure>& tried, const TuningCandidate
                      [&](const CandidateMeasure& m) { return same(m.candidate, c); });
 }
 
-const CandidateMeasure* find(const std::vector<CandidateMeasure>& tried,
-                             const TuningCandidate& c) {
+const CandidateMeasure* find(const std::vector<CandidateMeasure>& tried, const TuningCandidate& c) {
   for (const CandidateMeasure& m : tried)
     if (same(m.candidate, c)) return &m;
   return nullptr;
@@ -91,9 +90,8 @@ std::optional<TuningCandidate> next_fewer(const std::vector<TuningCandidate>& re
   std::vector<TuningCandidate> ladder;
   for (const TuningCandidate& c : readers)
     if (c.reader.kind == start.reader.kind && c.cores() < start.cores()) ladder.push_back(c);
-  std::stable_sort(ladder.begin(), ladder.end(), [](const auto& a, const auto& b) {
-    return a.cores() > b.cores();
-  });
+  std::stable_sort(ladder.begin(), ladder.end(),
+                   [](const auto& a, const auto& b) { return a.cores() > b.cores(); });
   for (const TuningCandidate& c : readers)
     if (c.reader.kind == ReaderSpec::Kind::serial && start.reader.kind != c.reader.kind)
       ladder.push_back(c);
@@ -102,8 +100,9 @@ std::optional<TuningCandidate> next_fewer(const std::vector<TuningCandidate>& re
   for (const TuningCandidate& c : ladder) {
     if (!was_tried(tried, c)) {
       const CandidateMeasure* p = find(tried, prev);
-      const bool held = p != nullptr && p->measured() &&
-                        (same(p->candidate, tried[top].candidate) || level_with(tried[top], *p, rules));
+      const bool held =
+          p != nullptr && p->measured() &&
+          (same(p->candidate, tried[top].candidate) || level_with(tried[top], *p, rules));
       if (held) return c;
       return std::nullopt;
     }

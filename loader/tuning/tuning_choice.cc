@@ -14,12 +14,18 @@ std::string TuningCandidate::text() const {
 
 const char* verdict_name(WindowVerdict v) {
   switch (v) {
-    case WindowVerdict::go_on: return "go_on";
-    case WindowVerdict::behind: return "behind";
-    case WindowVerdict::level: return "level";
-    case WindowVerdict::ahead: return "ahead";
-    case WindowVerdict::precise: return "precise";
-    case WindowVerdict::full: return "full";
+    case WindowVerdict::go_on:
+      return "go_on";
+    case WindowVerdict::behind:
+      return "behind";
+    case WindowVerdict::level:
+      return "level";
+    case WindowVerdict::ahead:
+      return "ahead";
+    case WindowVerdict::precise:
+      return "precise";
+    case WindowVerdict::full:
+      return "full";
   }
   return "?";
 }
@@ -107,8 +113,8 @@ TuningChoice choose_candidate(const std::vector<CandidateMeasure>& m, const Tuni
   }
   const CandidateMeasure& won = m[c.best];
   if (c.best == fastest) {
-    c.why = fmt::format("the highest rate: {:.2f} steps/s (+-{:.2f})", won.steps_per_s,
-                        won.rate_se);
+    c.why =
+        fmt::format("the highest rate: {:.2f} steps/s (+-{:.2f})", won.steps_per_s, won.rate_se);
   } else {
     c.why = fmt::format(
         "level with the fastest, {} at {:.2f} steps/s (+-{:.2f}), within {:.0f}%: {:.2f} "

@@ -5,6 +5,8 @@
 
 #include "common/clock.h"
 #include "common/system_info.h"
+#include "loader/tuning/tuning_candidates.h"
+#include "tools/tuning_report.h"
 
 namespace stoker::py {
 
@@ -27,7 +29,8 @@ BatchLease::~BatchLease() {
   --core_->held_;
 }
 
-LoaderCore::LoaderCore(const std::string& dataset, LoaderConfig config) {
+LoaderCore::LoaderCore(const std::string& dataset, LoaderConfig config,
+                       const std::optional<TunerLimits>& tune) {
   t0_ = now_ns();
   cpu0_ = process_cpu_seconds();
   // Ctrl-C: a signal does not wake a blocked wait, so the wait asks Python every 50 ms.
@@ -36,17 +39,30 @@ LoaderCore::LoaderCore(const std::string& dataset, LoaderConfig config) {
     pybind11::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw PythonErrorPending{};
   };
-  pool_batches_ = config.reader.kind == ReaderSpec::Kind::serial ? 1 + config.keep
-                                                                 : stoker::pool_batches(config);
   index_ = open_index(dataset);
   it_ = std::make_unique<Iterator>(index_, config);
+  if (tune)
+    tuner_ = std::make_unique<ReaderTuner>(*it_, reader_candidates(online_cpus(), config.prefetch),
+                                           *tune);
 }
 
 LoaderCore::~LoaderCore() = default;
 
+size_t LoaderCore::pool_batches() const {
+  // The running reader's pool: under reader="auto" it changes with the reader (serial keeps
+  // none ahead). Batches of a reader switched out are counted in held() too, so Python copies
+  // sooner after a switch, never later.
+  const LoaderConfig& c = it_->config();
+  return it_->reader().kind == ReaderSpec::Kind::serial ? 1 + c.keep : stoker::pool_batches(c);
+}
+
 void LoaderCore::start(uint64_t epoch, uint64_t position) {
   pybind11::gil_scoped_release nogil;
-  it_->start_epoch(epoch, position);
+  if (tuner_) {
+    tuner_->start_epoch(epoch, position);
+  } else {
+    it_->start_epoch(epoch, position);
+  }
   whole_epoch_ = position == 0;
 }
 
@@ -55,7 +71,7 @@ std::shared_ptr<BatchLease> LoaderCore::next() {
   try {
     pybind11::gil_scoped_release nogil;
     const int64_t w0 = now_ns();
-    batch = it_->next();
+    batch = tuner_ ? tuner_->next() : it_->next();
     if (batch != nullptr) {
       it_->retain();
       stats_.add_batch(*batch, now_ns() - w0);
@@ -73,7 +89,9 @@ std::shared_ptr<BatchLease> LoaderCore::next() {
 std::string LoaderCore::stats_json() {
   stats_.wall_ns = now_ns() - t0_;
   stats_.cpu_seconds = process_cpu_seconds() - cpu0_;
-  return stats_.to_json(*it_).dump();
+  nlohmann::json j = stats_.to_json(*it_);
+  if (tuner_) j["reader_tuning"] = tuning_json(tuner_->report());
+  return j.dump();
 }
 
 }  // namespace stoker::py

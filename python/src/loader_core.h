@@ -8,11 +8,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "loader/loader_stats.h"
+#include "loader/tuning/reader_tuner.h"
 
 namespace stoker::py {
 
@@ -35,8 +37,11 @@ class BatchLease {
 
 class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
  public:
-  // Opens `dataset` (as the CLI does) and starts the reader. Call without the GIL.
-  LoaderCore(const std::string& dataset, LoaderConfig config);
+  // Opens `dataset` (as the CLI does) and starts the reader. Call without the GIL. With
+  // `tune` (reader="auto"), a ReaderTuner chooses the reader while the loop runs, judging each
+  // candidate by the Python loop's own steps (the time from one next() to the following one).
+  LoaderCore(const std::string& dataset, LoaderConfig config,
+             const std::optional<TunerLimits>& tune = std::nullopt);
   ~LoaderCore();
 
   // Epoch `epoch` from sample `position` (a batch boundary) on.
@@ -53,7 +58,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   const std::vector<std::string>& empty_classes() const { return index_.empty_classes; }
   // Batches Python holds now, and the most it may hold (the pool).
   size_t held() const { return held_.load(); }
-  size_t pool_batches() const { return pool_batches_; }
+  size_t pool_batches() const;
   size_t pool_bytes() const { return it_->pool_bytes(); }
   // `stoker bench`'s JSON for this loader so far (docs/FORMATS.md), as a string.
   std::string stats_json();
@@ -62,7 +67,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   friend class BatchLease;
   Index index_;
   std::unique_ptr<Iterator> it_;
-  size_t pool_batches_ = 0;
+  std::unique_ptr<ReaderTuner> tuner_;  // reader="auto" only
   std::atomic<size_t> held_{0};
   LoaderStats stats_;
   int64_t t0_ = 0;

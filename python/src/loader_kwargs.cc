@@ -266,7 +266,7 @@ void refuse_idle_kwargs(const pyb::dict& kwargs) {
 
 }  // namespace
 
-LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
+LoaderArgs loader_args(const pyb::dict& kwargs) {
   LoaderOptions o = python_defaults();
   LoaderConfig extra;  // what LoaderOptions does not carry: keep, rank, world, warn
   extra.keep = kDefaultKeep;
@@ -284,10 +284,16 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
     it->set(extra, v);
   }
   refuse_idle_kwargs(kwargs);
-  LoaderConfig c;
+  LoaderArgs args;
+  LoaderConfig& c = args.config;
   try {
     c = o.to_config();
-    c.reader = o.one_reader("stoker.Loader");
+    if (is_auto_reader(o.reader)) {  // chosen while the loop runs, from the default on
+      c.reader = parse_reader(default_reader());
+      args.tune = o.tuner_limits();
+    } else {
+      c.reader = o.one_reader("stoker.Loader");
+    }
   } catch (const Error& e) {
     throw pyb::value_error(e.what());
   }
@@ -298,7 +304,7 @@ LoaderConfig config_from_kwargs(const pyb::dict& kwargs) {
     throw pyb::value_error(
         fmt::format("rank must be below world_size ({}), got {}", c.sampler.world, c.sampler.rank));
   c.warn = extra.warn;
-  return c;
+  return args;
 }
 
 pyb::dict default_kwargs() {

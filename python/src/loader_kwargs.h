@@ -7,13 +7,23 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
+
 #include "loader/loader_config.h"
+#include "loader/tuning/reader_tuner.h"
 
 namespace stoker::py {
 
+// What stoker.Loader's arguments make: the loader's configuration and, for reader="auto", the
+// search's bounds (config.reader is then the reader it starts with, the default).
+struct LoaderArgs {
+  LoaderConfig config;
+  std::optional<TunerLimits> tune;
+};
+
 // `kwargs`: the Python names (batch_size, reader, transform, ...: the loader rows' Python
 // names, and stoker.Loader's own keep, rank, world_size, warn). Unknown names are a TypeError.
-LoaderConfig config_from_kwargs(const pybind11::dict& kwargs);
+LoaderArgs loader_args(const pybind11::dict& kwargs);
 
 // The CLI's defaults, under the Python names (for stoker.Loader's signature and docs).
 pybind11::dict default_kwargs();

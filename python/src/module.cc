@@ -54,13 +54,13 @@ PYBIND11_MODULE(_stoker, m) {
       // (python/src/pinned_memory.h).
       .def(pyb::init(
                [](const std::string& dataset, const pyb::dict& kwargs, const pyb::object& pin) {
-                 stoker::LoaderConfig config = stoker::py::config_from_kwargs(kwargs);
+                 stoker::py::LoaderArgs args = stoker::py::loader_args(kwargs);
                  if (!pin.is_none()) {
                    const auto hooks = pin.cast<std::pair<pyb::object, pyb::object>>();
-                   config.memory = stoker::py::python_pinned_memory(hooks.first, hooks.second);
+                   args.config.memory = stoker::py::python_pinned_memory(hooks.first, hooks.second);
                  }
                  pyb::gil_scoped_release nogil;  // indexing and starting workers take a while
-                 return std::make_shared<LoaderCore>(dataset, std::move(config));
+                 return std::make_shared<LoaderCore>(dataset, std::move(args.config), args.tune);
                }),
            pyb::arg("dataset"), pyb::arg("kwargs"), pyb::arg("pin") = pyb::none())
       .def("start", &LoaderCore::start, pyb::arg("epoch"), pyb::arg("position"))

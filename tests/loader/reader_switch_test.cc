@@ -200,5 +200,44 @@ TEST(ReaderSwitch, ReplacementsCountOnceAcrossSwitches) {
   EXPECT_GE(want.second, 4u);
 }
 
+// Batches the consumer retains (the Python module's zero-copy hand-off) survive switches: each
+// old reader is kept, stopped, until its last retained batch is released, and no reader that
+// comes after reuses their buffers. Released out of order, after later switches.
+TEST(ReaderSwitch, RetainedBatchesSurviveSwitchesUntilReleased) {
+  const Index index = open_index(index_set());
+  LoaderConfig c = config("threads:2");
+  c.keep = 3;
+  Iterator it(index, c);
+  const std::vector<Step> steps = cycle();
+  struct Held {
+    const Batch* batch;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Held> held;
+  it.start_epoch(0);
+  size_t b = 0;
+  while (const Batch* batch = it.next()) {
+    const auto* p = static_cast<const uint8_t*>(batch->data);
+    std::vector<uint8_t> bytes(p, p + batch->bytes());
+    ASSERT_TRUE(bytes == fixed()[0].bytes[b]) << "batch " << b;
+    if (b % 3 == 0) {  // held across the next switches
+      it.retain();
+      held.push_back({batch, std::move(bytes)});
+    }
+    if (held.size() == 3) {  // the oldest goes back, two switches after its reader left
+      it.release(held.front().batch);
+      held.erase(held.begin());
+    }
+    const Step& s = steps[b++ % steps.size()];
+    it.switch_reader(parse_reader(s.reader), s.prefetch);
+  }
+  EXPECT_EQ(it.epoch_checksum(), fixed()[0].epoch_checksum);
+  for (const Held& h : held) {
+    const auto* p = static_cast<const uint8_t*>(h.batch->data);
+    EXPECT_TRUE(std::vector<uint8_t>(p, p + h.batch->bytes()) == h.bytes) << "overwritten";
+    it.release(h.batch);
+  }
+}
+
 }  // namespace
 }  // namespace stoker

@@ -75,14 +75,14 @@ TEST(TuningChoice, TooNoisyToShowLevelIsNotLevel) {
 }
 
 TEST(TuningChoice, LevelEndsAtTheTolerance) {
-  EXPECT_EQ(choose_candidate({measured("threads:2", 20, 0.05), measured("threads:1", 19.5, 0.05)},
-                             kRules)
-                .best,
-            0u);  // 0.5 + 0.14 > 0.6
-  EXPECT_EQ(choose_candidate({measured("threads:2", 20, 0.05), measured("threads:1", 19.6, 0.05)},
-                             kRules)
-                .best,
-            1u);  // 0.4 + 0.14 <= 0.6
+  EXPECT_EQ(
+      choose_candidate({measured("threads:2", 20, 0.05), measured("threads:1", 19.5, 0.05)}, kRules)
+          .best,
+      0u);  // 0.5 + 0.14 > 0.6
+  EXPECT_EQ(
+      choose_candidate({measured("threads:2", 20, 0.05), measured("threads:1", 19.6, 0.05)}, kRules)
+          .best,
+      1u);  // 0.4 + 0.14 <= 0.6
 }
 
 TEST(TuningChoice, EqualCoresTakeTheFasterThenTheEarlier) {
@@ -207,12 +207,12 @@ TEST(TuningSearchPlan, StagedGoesDownInCoresWhileNothingWaitsAndItHolds) {
 // A consumer that waits for data: the other kinds at the best's count, then deeper prefetch
 // while it helps and the wait stays.
 TEST(TuningSearchPlan, StagedTriesOtherKindsAndDeeperPrefetchWhileTheConsumerWaits) {
-  const auto order = play(reader_candidates(2, 2), SearchPlan::staged,
-                          [](const TuningCandidate& c) {
-                            if (c.reader.kind == ReaderSpec::Kind::processes)
-                              return measured("serial", 11 + double(c.prefetch), 0.05, 0.2);
-                            return measured("serial", 10 + double(c.prefetch), 0.05, 0.3);
-                          });
+  const auto order =
+      play(reader_candidates(2, 2), SearchPlan::staged, [](const TuningCandidate& c) {
+        if (c.reader.kind == ReaderSpec::Kind::processes)
+          return measured("serial", 11 + double(c.prefetch), 0.05, 0.2);
+        return measured("serial", 10 + double(c.prefetch), 0.05, 0.3);
+      });
   EXPECT_EQ(order, (std::vector<std::string>{"threads:2 prefetch 2", "processes:2 prefetch 2",
                                              "uring:16:2 prefetch 2", "processes:2 prefetch 4",
                                              "processes:2 prefetch 8"}));

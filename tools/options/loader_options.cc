@@ -265,28 +265,27 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
             .also("--readers")
             .python("reader")
             .sample("serial"));
-    t.push_back(
-        option_row("auto_window", "--auto-window", &O::auto_window,
-                   "With --reader auto (train, bench, study): the most consumer steps "
-                   "measured per candidate; a window ends sooner, after at least a quarter "
-                   "as many, once its candidate is clearly behind, level, or measured "
-                   "precisely (an eighth as many more are left out after each switch)")
-            .integer_range(2, 1u << 20)
-            .python("auto_window")
-            .idle_with("--reader", "threads:2", "the search is --reader auto's",
-                       [](const std::string& v) { return !v.empty() && !has_auto(v); }));
-    t.push_back(
-        option_row("auto_search", "--auto-search", &O::auto_search,
-                   "With --reader auto (train, bench, study): how a search walks the "
-                   "candidates")
-            .accepts({{"staged",
-                       "the default reader first, then fewer cores while the consumer does not "
-                       "wait for data, other kinds and deeper prefetch while it does"},
-                      {"full", "every candidate in turn, then the best's prefetch depths"}},
-                     [](const std::string& s) { parse_search_plan(s); }, "PLAN")
-            .python("auto_search")
-            .idle_with("--reader", "threads:2", "the search is --reader auto's",
-                       [](const std::string& v) { return !v.empty() && !has_auto(v); }));
+    t.push_back(option_row("auto_window", "--auto-window", &O::auto_window,
+                           "With --reader auto (train, bench, study): the most consumer steps "
+                           "measured per candidate; a window ends sooner, after at least a quarter "
+                           "as many, once its candidate is clearly behind, level, or measured "
+                           "precisely (an eighth as many more are left out after each switch)")
+                    .integer_range(2, 1u << 20)
+                    .python("auto_window")
+                    .idle_with("--reader", "threads:2", "the search is --reader auto's",
+                               [](const std::string& v) { return !v.empty() && !has_auto(v); }));
+    t.push_back(option_row("auto_search", "--auto-search", &O::auto_search,
+                           "With --reader auto (train, bench, study): how a search walks the "
+                           "candidates")
+                    .accepts(
+                        {{"staged",
+                          "the default reader first, then fewer cores while the consumer does not "
+                          "wait for data, other kinds and deeper prefetch while it does"},
+                         {"full", "every candidate in turn, then the best's prefetch depths"}},
+                        [](const std::string& s) { parse_search_plan(s); }, "PLAN")
+                    .python("auto_search")
+                    .idle_with("--reader", "threads:2", "the search is --reader auto's",
+                               [](const std::string& v) { return !v.empty() && !has_auto(v); }));
     // Stored and compared by its full name: a run started with `rrc` resumes with
     // `random-resized-crop` (the same transform), and contexts name it one way.
     t.push_back(option_row("transform", "--transform", &O::transform, "Crop and resize")
