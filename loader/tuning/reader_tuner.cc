@@ -92,6 +92,7 @@ void ReaderTuner::begin_search(std::string reason) {
   search_start_ns_ = now_ns();
   search_side_ = last_side_;
   searching_ = true;
+  confirming_ = false;
   start_next_candidate();
 }
 
@@ -131,11 +132,12 @@ void ReaderTuner::close_window(WindowVerdict verdict) {
 
 void ReaderTuner::start_next_candidate() {
   while (true) {
-    const std::optional<TuningCandidate> c =
-        next_candidate(readers_, cur_.tried, limits_.plan, limits_.rules);
+    std::optional<TuningCandidate> c;
+    if (!confirming_) c = next_candidate(readers_, cur_.tried, limits_.plan, limits_.rules);
     const bool over =
         steps_ - cur_.first_step >= limits_.max_steps ||
         static_cast<double>(now_ns() - search_start_ns_) * 1e-9 >= limits_.max_seconds;
+    if (!c && !over && !confirming_) c = confirmation();
     if (!c || over) {
       cur_.cut_short = c.has_value();
       finish_search();
@@ -161,8 +163,18 @@ void ReaderTuner::start_next_candidate() {
   }
 }
 
+std::optional<TuningCandidate> ReaderTuner::confirmation() {
+  const size_t inc = incumbent_of(readers_, cur_.tried);
+  const TuningChoice choice = choose_candidate(cur_.tried, limits_.rules, inc);
+  if (inc == SIZE_MAX || choice.best == SIZE_MAX ||
+      cur_.tried[choice.best].candidate.text() == cur_.tried[inc].candidate.text())
+    return std::nullopt;
+  confirming_ = true;
+  return cur_.tried[inc].candidate;
+}
+
 void ReaderTuner::finish_search() {
-  cur_.choice = choose_candidate(cur_.tried, limits_.rules);
+  cur_.choice = choose_candidate(cur_.tried, limits_.rules, incumbent_of(readers_, cur_.tried));
   cur_.kept_previous = cur_.choice.best == SIZE_MAX;
   chosen_wait_ = 0;
   if (!cur_.kept_previous) {

@@ -12,14 +12,16 @@
 // prefetch), then a window of at least `min_window` and at most `window` steps, ended as soon
 // as window_verdict (tuning_choice.h) decides: clearly behind the fastest so far (dropped
 // early: a slow candidate costs few steps), shown level with it, or measured precisely enough.
-// A candidate that cannot start is skipped and named. Then choose_candidate() over all, and
-// the best runs. Bounded: at most `max_steps` steps and `max_seconds` per search; what was
-// measured by then decides.
+// A candidate that cannot start is skipped and named. Then choose_candidate() over all, the
+// reader it started from its incumbent; a choice that would leave that reader measures it once
+// more first (confirmation()), and the best runs. Bounded: at most `max_steps` steps and
+// `max_seconds` per search; what was measured by then decides.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,11 @@ class ReaderTuner {
   void measure(int64_t step_ns, int64_t wait_ns);
   void close_window(WindowVerdict verdict);
   void start_next_candidate();
+  // The reader the search started from, once more, when the choice would leave it: the VM's
+  // speed drifts by 20% over tens of seconds (docs/PERFORMANCE.md), and a challenger measured
+  // later than the incumbent's first window may look faster for that alone; so it must be
+  // clearly faster than the incumbent's latest window. nullopt: nothing to confirm.
+  std::optional<TuningCandidate> confirmation();
   void finish_search();
   void watch(int64_t step_ns, int64_t wait_ns);
   // This process's CPU time and its live worker processes' (processes:N).
@@ -100,6 +107,7 @@ class ReaderTuner {
   int last_side_ = 0, search_side_ = 0;
 
   bool searching_ = false;
+  bool confirming_ = false;  // the incumbent is measured again (confirmation())
   TuningSearch cur_;
   TuningCandidate current_;  // the candidate being measured
   int64_t search_start_ns_ = 0;

@@ -61,25 +61,12 @@ std::optional<TuningCandidate> next_in_full(const std::vector<TuningCandidate>& 
                                             const TuningRules& rules) {
   if (tried.size() < readers.size()) return readers[tried.size()];
   const std::vector<CandidateMeasure> swept(tried.begin(), tried.begin() + readers.size());
-  const TuningChoice c = choose_candidate(swept, rules);
+  const TuningChoice c = choose_candidate(swept, rules, incumbent_of(readers, swept));
   if (c.best == SIZE_MAX) return std::nullopt;
   const std::vector<TuningCandidate> depths = prefetch_candidates(swept[c.best].candidate);
   const size_t k = tried.size() - readers.size();
   if (k < depths.size()) return depths[k];
   return std::nullopt;
-}
-
-// The first of `readers` with the most cores, threads before the other kinds.
-TuningCandidate start_of(const std::vector<TuningCandidate>& readers) {
-  const TuningCandidate* s = &readers.front();
-  for (const TuningCandidate& c : readers) {
-    const bool more = c.cores() > s->cores();
-    const bool threads_first = c.cores() == s->cores() &&
-                               c.reader.kind == ReaderSpec::Kind::threads &&
-                               s->reader.kind != ReaderSpec::Kind::threads;
-    if (more || threads_first) s = &c;
-  }
-  return *s;
 }
 
 // Fewer cores than the start: its kind at each smaller count of `readers`, largest first, then
@@ -95,7 +82,7 @@ std::optional<TuningCandidate> next_fewer(const std::vector<TuningCandidate>& re
   for (const TuningCandidate& c : readers)
     if (c.reader.kind == ReaderSpec::Kind::serial && start.reader.kind != c.reader.kind)
       ladder.push_back(c);
-  const size_t top = fastest_of(tried);
+  const size_t top = reference_of(tried, rules, incumbent_of(readers, tried));
   TuningCandidate prev = start;
   for (const TuningCandidate& c : ladder) {
     if (!was_tried(tried, c)) {
@@ -114,9 +101,9 @@ std::optional<TuningCandidate> next_fewer(const std::vector<TuningCandidate>& re
 std::optional<TuningCandidate> next_in_staged(const std::vector<TuningCandidate>& readers,
                                               const std::vector<CandidateMeasure>& tried,
                                               const TuningRules& rules) {
-  const TuningCandidate start = start_of(readers);
+  const TuningCandidate start = start_candidate(readers);
   if (!was_tried(tried, start)) return start;
-  const TuningChoice choice = choose_candidate(tried, rules);
+  const TuningChoice choice = choose_candidate(tried, rules, incumbent_of(readers, tried));
   if (choice.best == SIZE_MAX) {  // the start could not run: what is left, in order
     for (const TuningCandidate& c : readers)
       if (!was_tried(tried, c)) return c;
@@ -138,6 +125,27 @@ std::optional<TuningCandidate> next_in_staged(const std::vector<TuningCandidate>
 }
 
 }  // namespace
+
+TuningCandidate start_candidate(const std::vector<TuningCandidate>& readers) {
+  const TuningCandidate* s = &readers.front();
+  for (const TuningCandidate& c : readers) {
+    const bool more = c.cores() > s->cores();
+    const bool threads_first = c.cores() == s->cores() &&
+                               c.reader.kind == ReaderSpec::Kind::threads &&
+                               s->reader.kind != ReaderSpec::Kind::threads;
+    if (more || threads_first) s = &c;
+  }
+  return *s;
+}
+
+size_t incumbent_of(const std::vector<TuningCandidate>& readers,
+                    const std::vector<CandidateMeasure>& tried) {
+  if (readers.empty()) return SIZE_MAX;
+  const TuningCandidate start = start_candidate(readers);
+  for (size_t i = tried.size(); i-- > 0;)
+    if (same(tried[i].candidate, start) && tried[i].measured()) return i;
+  return SIZE_MAX;
+}
 
 std::optional<TuningCandidate> next_candidate(const std::vector<TuningCandidate>& readers,
                                               const std::vector<CandidateMeasure>& tried,

@@ -23,22 +23,30 @@ std::vector<TuningCandidate> reader_candidates(int cores, size_t prefetch);
 std::vector<TuningCandidate> prefetch_candidates(const TuningCandidate& best);
 
 // How a search walks the candidates.
-//  - staged (the default): the start, the first of `readers` with the most cores, threads
-//    before the other kinds (the default reader, threads:<cpus>). Then, while the best so far
-//    (choose_candidate) does not wait for data (its data wait at most busy_wait), fewer
-//    cores: the start's kind at each smaller count, largest first, then serial, each tried
-//    only while the one before it is the fastest or shown level with it (a consumer that does
-//    not wait gains nothing from a faster reader; one with fewer cores may leave the consumer
-//    more CPU, the noisy neighbour). While the best waits: the other kinds at its count, then
-//    its reader at twice its prefetch (at most 8), again while that helps. Most candidates
-//    tried are near the best, and the worse ones end their windows early (window_verdict), so
-//    the search costs little of the run.
+//  - staged (the default): the start (start_candidate). Then, while the best so far
+//    (choose_candidate, the start its incumbent) does not wait for data (its data wait at most
+//    busy_wait), fewer cores: the start's kind at each smaller count, largest first, then serial,
+//    each tried only while the one before it is the reference (reference_of) or shown level with it
+//    (a consumer that does not wait gains nothing from a faster reader; one with fewer cores may
+//    leave the consumer more CPU, the noisy neighbour). While the best waits: the other kinds at
+//    its count, then its reader at twice its prefetch (at most 8), again while that helps. Most
+//    candidates tried are near the best, and the worse ones end their windows early
+//    (window_verdict), so the search costs little of the run.
 //  - full: every reader in order, then the best's prefetch depths (prefetch_candidates):
 //    the sweep, for a user who wants every candidate measured.
 enum class SearchPlan { staged, full };
 const char* search_plan_name(SearchPlan p);
 // "staged" or "full"; anything else is a stoker::UsageError listing them.
 SearchPlan parse_search_plan(const std::string& text);
+
+// Where every search starts: the first of `readers` with the most cores, threads before the
+// other kinds (the default reader, threads:<cpus>).
+TuningCandidate start_candidate(const std::vector<TuningCandidate>& readers);
+// The incumbent of choose_candidate: `tried`'s index of start_candidate(readers), its latest
+// measure where it was measured twice (reader_tuner.h confirms a choice that leaves it);
+// SIZE_MAX if it was not tried.
+size_t incumbent_of(const std::vector<TuningCandidate>& readers,
+                    const std::vector<CandidateMeasure>& tried);
 
 // The search's next candidate over `readers` after `tried` (in the order tried, skipped ones
 // included), or nullopt: the search is done.

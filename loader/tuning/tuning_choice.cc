@@ -96,31 +96,55 @@ size_t fastest_of(const std::vector<CandidateMeasure>& m) {
   return fastest;
 }
 
-TuningChoice choose_candidate(const std::vector<CandidateMeasure>& m, const TuningRules& rules) {
-  TuningChoice c;
+size_t reference_of(const std::vector<CandidateMeasure>& m, const TuningRules& rules,
+                    size_t incumbent) {
   const size_t fastest = fastest_of(m);
-  if (fastest == SIZE_MAX) {
+  if (incumbent >= m.size() || !m[incumbent].measured()) return fastest;
+  const CandidateMeasure& inc = m[incumbent];
+  size_t ref = incumbent;
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (!m[i].measured()) continue;
+    const Lead l = lead_of(m[i].steps_per_s, m[i].rate_se, inc.steps_per_s, inc.rate_se);
+    const bool clearly_faster = l.lead > rules.z * l.se;
+    if (clearly_faster && (ref == incumbent || m[i].steps_per_s > m[ref].steps_per_s)) ref = i;
+  }
+  return ref;
+}
+
+TuningChoice choose_candidate(const std::vector<CandidateMeasure>& m, const TuningRules& rules,
+                              size_t incumbent) {
+  TuningChoice c;
+  const size_t ref = reference_of(m, rules, incumbent);
+  if (ref == SIZE_MAX) {
     c.why = "no candidate could be measured";
     return c;
   }
-  const CandidateMeasure& top = m[fastest];
-  c.best = fastest;
+  const CandidateMeasure& top = m[ref];
+  c.best = ref;
   for (size_t i = 0; i < m.size(); ++i) {
-    if (!m[i].measured() || i == fastest || !level_with(top, m[i], rules)) continue;
+    if (!m[i].measured() || i == ref || !level_with(top, m[i], rules)) continue;
     const CandidateMeasure& b = m[c.best];
     const int ci = m[i].candidate.cores(), cb = b.candidate.cores();
     if (ci < cb || (ci == cb && m[i].steps_per_s > b.steps_per_s)) c.best = i;
   }
   const CandidateMeasure& won = m[c.best];
-  if (c.best == fastest) {
+  const size_t fastest = fastest_of(m);
+  if (c.best == ref && ref == fastest) {
     c.why =
         fmt::format("the highest rate: {:.2f} steps/s (+-{:.2f})", won.steps_per_s, won.rate_se);
+  } else if (c.best == ref) {
+    c.why = fmt::format(
+        "the reader it started from, {:.2f} steps/s (+-{:.2f}): none was shown faster ({} at "
+        "{:.2f} +-{:.2f} is within the noise)",
+        won.steps_per_s, won.rate_se, m[fastest].candidate.text(), m[fastest].steps_per_s,
+        m[fastest].rate_se);
   } else {
     c.why = fmt::format(
-        "level with the fastest, {} at {:.2f} steps/s (+-{:.2f}), within {:.0f}%: {:.2f} "
+        "level with {}, {} at {:.2f} steps/s (+-{:.2f}), within {:.0f}%: {:.2f} "
         "steps/s (+-{:.2f}) with fewer cores ({} against {})",
-        top.candidate.text(), top.steps_per_s, top.rate_se, 100 * rules.level_tolerance,
-        won.steps_per_s, won.rate_se, won.candidate.cores(), top.candidate.cores());
+        ref == fastest ? "the fastest" : "the reader it started from", top.candidate.text(),
+        top.steps_per_s, top.rate_se, 100 * rules.level_tolerance, won.steps_per_s, won.rate_se,
+        won.candidate.cores(), top.candidate.cores());
   }
   return c;
 }

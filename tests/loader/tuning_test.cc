@@ -74,6 +74,25 @@ TEST(TuningChoice, TooNoisyToShowLevelIsNotLevel) {
   EXPECT_EQ(choose_candidate(m, kRules).best, 0u);
 }
 
+// The reader a search started from (the default) stays unless another is shown faster: a
+// run left threads:2 for processes:2 on 0.5%, inside the noise, and ran 4% slower.
+TEST(TuningChoice, TheIncumbentStaysUnlessAnotherIsShownFaster) {
+  const std::vector<CandidateMeasure> within = {measured("threads:2", 76.4, 1.53),
+                                                measured("processes:2", 76.8, 0.62)};
+  const TuningChoice stays = choose_candidate(within, kRules, 0);
+  EXPECT_EQ(stays.best, 0u);
+  EXPECT_NE(stays.why.find("none was shown faster"), std::string::npos) << stays.why;
+  EXPECT_EQ(choose_candidate(within, kRules).best, 1u);  // no incumbent: the faster mean
+  const std::vector<CandidateMeasure> shown = {measured("threads:2", 76.4, 1.53),
+                                               measured("processes:2", 80, 0.62)};
+  EXPECT_EQ(choose_candidate(shown, kRules, 0).best, 1u);  // 3.6 > 2 x 1.65
+  // Fewer cores level with the incumbent still win.
+  const std::vector<CandidateMeasure> fewer = {measured("threads:2", 25, 0.01),
+                                               measured("threads:1", 24.9, 0.01),
+                                               measured("processes:2", 25.1, 0.3)};
+  EXPECT_EQ(choose_candidate(fewer, kRules, 0).best, 1u);
+}
+
 TEST(TuningChoice, LevelEndsAtTheTolerance) {
   EXPECT_EQ(
       choose_candidate({measured("threads:2", 20, 0.05), measured("threads:1", 19.5, 0.05)}, kRules)
@@ -216,6 +235,20 @@ TEST(TuningSearchPlan, StagedTriesOtherKindsAndDeeperPrefetchWhileTheConsumerWai
   EXPECT_EQ(order, (std::vector<std::string>{"threads:2 prefetch 2", "processes:2 prefetch 2",
                                              "uring:16:2 prefetch 2", "processes:2 prefetch 4",
                                              "processes:2 prefetch 8"}));
+}
+
+// A choice that would leave the start is confirmed against the start's latest window: the
+// VM's speed drifted 25% within one search (docs/PERFORMANCE.md), so serial, measured after a
+// slow first window of threads:2, looked 25% faster; measured again, threads:2 is level.
+TEST(TuningSearchPlan, TheIncumbentIsItsLatestMeasure) {
+  const auto readers = reader_candidates(2, 2);
+  std::vector<CandidateMeasure> tried = {measured("threads:2", 4.09, 0.06),
+                                         measured("serial", 5.14, 0.10)};
+  EXPECT_EQ(incumbent_of(readers, tried), 0u);
+  EXPECT_EQ(choose_candidate(tried, kRules, incumbent_of(readers, tried)).best, 1u);
+  tried.push_back(measured("threads:2", 5.3, 0.08));
+  EXPECT_EQ(incumbent_of(readers, tried), 2u);
+  EXPECT_EQ(choose_candidate(tried, kRules, incumbent_of(readers, tried)).best, 2u);
 }
 
 TEST(TuningSearchPlan, AStartThatCannotRunLeavesTheRestInOrder) {
