@@ -57,6 +57,8 @@ Iterator::Iterator(const Index& index, const LoaderConfig& config, std::unique_p
   ReaderSpec runs = config.reader;
   if (own_source_) source = source_for(index, config, runs, /*fallback=*/true);
   ctx_ = std::make_unique<LoaderContext>(index, config, std::move(source));
+  recycler_ = std::make_unique<BufferRecycler>(config.memory);
+  ctx_->config.memory = recycler_->memory();
   if (config.prefetch == 0) fail("prefetch depth must be at least 1");
   make_reader(runs);
 }

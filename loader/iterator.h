@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/buffer_recycler.h"
 #include "loader/index/index.h"
 #include "loader/loader_config.h"
 #include "loader/readers/reader.h"
@@ -88,6 +89,9 @@ class Iterator {
 
   std::unique_ptr<LoaderContext> ctx_;
   bool own_source_ = true;  // ctx_->source was made here from the configuration
+  // Where every reader's batch memory comes from (ctx_->config.memory goes through it), so a
+  // switch reuses the last pool's buffers; declared before the readers, it outlives them.
+  std::unique_ptr<BufferRecycler> recycler_;
   std::unique_ptr<Reader> reader_;
   // Who releases a retained batch: each reader has a generation, stamped on the batches
   // next() returns (Batch::reader_generation). A reader switched out while some of its

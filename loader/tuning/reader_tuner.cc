@@ -164,10 +164,12 @@ void ReaderTuner::start_next_candidate() {
 }
 
 std::optional<TuningCandidate> ReaderTuner::confirmation() {
+  // Only a challenger shown faster than the incumbent is confirmed: one level with it and
+  // asking fewer cores costs at most the tolerance if drift made it look level.
   const size_t inc = incumbent_of(readers_, cur_.tried);
-  const TuningChoice choice = choose_candidate(cur_.tried, limits_.rules, inc);
-  if (inc == SIZE_MAX || choice.best == SIZE_MAX ||
-      cur_.tried[choice.best].candidate.text() == cur_.tried[inc].candidate.text())
+  const size_t ref = reference_of(cur_.tried, limits_.rules, inc);
+  if (inc == SIZE_MAX || ref == SIZE_MAX ||
+      cur_.tried[ref].candidate.text() == cur_.tried[inc].candidate.text())
     return std::nullopt;
   confirming_ = true;
   return cur_.tried[inc].candidate;

@@ -89,7 +89,7 @@ class ReaderTuner {
   void measure(int64_t step_ns, int64_t wait_ns);
   void close_window(WindowVerdict verdict);
   void start_next_candidate();
-  // The reader the search started from, once more, when the choice would leave it: the VM's
+  // The reader the search started from, once more, when a challenger was shown faster: the VM's
   // speed drifts by 20% over tens of seconds (docs/PERFORMANCE.md), and a challenger measured
   // later than the incumbent's first window may look faster for that alone; so it must be
   // clearly faster than the incumbent's latest window. nullopt: nothing to confirm.

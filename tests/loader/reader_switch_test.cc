@@ -3,6 +3,7 @@
 // depth changed at batch boundaries, mid-epoch, across every kind, lose or repeat no sample and
 // leave each batch's contents, the sample order and the epoch checksum exactly a fixed
 // reader's. A reader that cannot start is refused naming it, and the one before runs on.
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -237,6 +238,39 @@ TEST(ReaderSwitch, RetainedBatchesSurviveSwitchesUntilReleased) {
     EXPECT_TRUE(std::vector<uint8_t>(p, p + h.batch->bytes()) == h.bytes) << "overwritten";
     it.release(h.batch);
   }
+}
+
+// A switch reuses the last pool's memory (loader/buffer_recycler.h): a pool as large as the
+// one before asks the real allocator for nothing more, and every buffer goes back to it once
+// the iterator goes.
+TEST(ReaderSwitch, ASwitchReusesThePoolsMemory) {
+  const Index index = open_index(index_set());
+  std::atomic<int> allocated{0}, released{0};
+  LoaderConfig c = config("threads:2");
+  c.memory.allocate = [&](size_t bytes) {
+    ++allocated;
+    return std::aligned_alloc(4096, bytes);
+  };
+  c.memory.release = [&](void* p) {
+    ++released;
+    std::free(p);
+  };
+  {
+    Iterator it(index, c);
+    it.start_epoch(0);
+    ASSERT_NE(it.next(), nullptr);
+    const int first = allocated.load();
+    EXPECT_EQ(first, int(pool_batches(c)));
+    it.switch_reader(parse_reader("threads:1"), c.prefetch);  // the same pool size
+    ASSERT_NE(it.next(), nullptr);
+    it.switch_reader(parse_reader("serial"), c.prefetch);  // a smaller one
+    ASSERT_NE(it.next(), nullptr);
+    it.switch_reader(parse_reader("threads:2"), c.prefetch);
+    ASSERT_NE(it.next(), nullptr);
+    EXPECT_EQ(allocated.load(), first) << "a switch allocated its pool again";
+    EXPECT_EQ(released.load(), 0);
+  }
+  EXPECT_EQ(released.load(), allocated.load());
 }
 
 }  // namespace

@@ -97,6 +97,10 @@ same_weights "$tmp/fixed.safetensors" "$tmp/auto.safetensors" || fail "auto run'
 "$stoker" train "$d" --resume "$tmp/half.safetensors" --reader auto --auto-window 2 \
   --save "$tmp/resumed.safetensors" --json "$tmp/resumed.json" > "$tmp/resumed.txt" 2>&1 ||
   { cat "$tmp/resumed.txt"; fail "resume of an auto run"; }
+# The decode device is the run's: recorded in the checkpoint, and a resume that names another
+# is refused (before anything else could refuse it: the CPU backend has no GPU decode).
+expect 1 "contradicts the run being resumed .it was trained on cpu-decoded pixels" train "$d" \
+  --resume "$tmp/half.safetensors" --decode gpu --no-save --steps 12
 python3 - "$tmp/fixed.json" "$tmp/resumed.json" <<'PY'
 import json, sys
 def run(p):

@@ -85,7 +85,12 @@ RunState run_state_at(const TrainRun& run, const TrainCommand& o, int64_t done) 
   RunState s = run.state;
   s.step = done;
   s.seed = run.lc.sampler.seed;
-  s.config = train_options_json(o.train, o.loader, run.world.world()).dump();
+  nlohmann::json config = train_options_json(o.train, o.loader, run.world.world());
+  // The decode device is the run's, chosen once before its first step (--decode auto
+  // included): GPU decode's pixels differ from the CPU's, so --resume keeps it.
+  if (!o.synthetic)
+    config["decode_device"] = run.decode.device == DecodeDevice::gpu ? "gpu" : "cpu";
+  s.config = config.dump();
   if (run.data.loader) {
     s.epoch = int64_t(run.data.loader->position().epoch);
     s.sampler_position = int64_t(run.data.loader->position().index);

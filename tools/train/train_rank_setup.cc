@@ -93,6 +93,20 @@ void make_loader_feed(TrainRun& run, const TrainCommand& o) {
   }
 }
 
+// A resumed run decodes where it was trained (the checkpoint's decode_device; runs written
+// before it was recorded choose again): --decode auto or none takes it, another device is
+// refused, as a contradicting kept option is.
+void keep_decode_device(TrainCommand& o, const nlohmann::json& stored, const CLI::App& app) {
+  if (!stored.contains("decode_device")) return;
+  const std::string device = stored.at("decode_device").get<std::string>();
+  if (app.count("--decode") > 0 && o.decode != "auto" && o.decode != device)
+    fail(
+        "{}: --decode {} contradicts the run being resumed (it was trained on {}-decoded "
+        "pixels, which differ); a resumed run keeps its decode device",
+        o.resume, o.decode, device);
+  o.decode = device;
+}
+
 }  // namespace
 
 void check_train_usage(const TrainCommand& o, const CLI::App& app) {
@@ -132,7 +146,9 @@ void start_run(TrainRun& run, TrainCommand& o, const CLI::App& app) {
     run.start = load_checkpoint(o.resume);
     run.state = get_run_state(*run.start, o.resume);
     restore_train_options(o.train, o.loader, run.state.config, o.resume, app, run.world.world());
-    run.stored_total = nlohmann::json::parse(run.state.config).at("total_steps").get<int64_t>();
+    const nlohmann::json stored = nlohmann::json::parse(run.state.config);
+    run.stored_total = stored.at("total_steps").get<int64_t>();
+    keep_decode_device(o, stored, app);
   } else if (!o.init.empty()) {
     run.start = load_checkpoint(o.init);
   }
