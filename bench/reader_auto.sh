@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # `--reader auto` against every fixed reader it could have chosen and the default (issue 43),
-# side by side in one run: each case's readers interleaved within a round (drift hits them all
-# alike), medians over its rounds. Auto's rate counts its search: it is the whole run's (train
+# side by side in one run: each case's readers interleaved within a round, the order rotated
+# from round to round (drift hits them all alike), medians over its rounds. Auto's rate counts its search: it is the whole run's (train
 # leaves out its first step, every reader's set-up, alike). Prints one table per case and
 # writes every run's JSON and a summary (summary.json) under --out.
 #   bench/reader_auto.sh DATA256 DATA1024 [--out DIR] [--cases a,b] [--build DIR] [--scale X]
@@ -68,9 +68,19 @@ run() {
 rounds_of() { case "$1" in emulate-*) echo 3 ;; r18-64-256) echo 2 ;; *) echo 1 ;; esac; }
 readers_of() { case "$1" in r50-*) echo "$fewer" ;; *) echo "$all" ;; esac; }
 
+# rotated RNUM LIST...: the list started at item RNUM-1, so no reader always runs first in a
+# round (the VM's speed drifts over minutes: whoever runs first would carry it).
+rotated() {
+  local k=$1
+  shift
+  local n=$# a=("$@")
+  for ((i = 0; i < n; i++)); do echo "${a[$(((i + k - 1) % n))]}"; done
+}
+
 for c in ${cases//,/ }; do
   for r in $(seq "$(rounds_of "$c")"); do
-    for reader in $(readers_of "$c"); do
+    # shellcheck disable=SC2046
+    for reader in $(rotated "$r" $(readers_of "$c")); do
       echo "# $(date -u +%H:%M:%S) $c round $r: $reader" >&2
       run "$c" "$r" "$reader" || echo "# $c $reader round $r failed" >&2
     done

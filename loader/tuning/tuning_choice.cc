@@ -105,7 +105,9 @@ size_t reference_of(const std::vector<CandidateMeasure>& m, const TuningRules& r
   for (size_t i = 0; i < m.size(); ++i) {
     if (!m[i].measured()) continue;
     const Lead l = lead_of(m[i].steps_per_s, m[i].rate_se, inc.steps_per_s, inc.rate_se);
-    const bool clearly_faster = l.lead > rules.z * l.se;
+    // Faster beyond the noise, and by more than "level": 0.1% shown at 2 standard errors is
+    // no reason to leave the default.
+    const bool clearly_faster = l.lead > rules.z * l.se && l.lead > rules.level_tolerance * l.base;
     if (clearly_faster && (ref == incumbent || m[i].steps_per_s > m[ref].steps_per_s)) ref = i;
   }
   return ref;

@@ -93,7 +93,8 @@ struct TuningChoice {
 
 // What a choice is made against: the incumbent (m's index of the reader the search started
 // from, the default; SIZE_MAX or unmeasured: none) unless a candidate is clearly faster than
-// it, then the fastest of those; with no incumbent, the fastest. Leaving the default on a
+// it (by more than z standard errors of the difference, and by more than level_tolerance),
+// then the fastest of those; with no incumbent, the fastest. Leaving the default on a
 // difference the windows cannot show costs a switch and gains nothing measurable (a run chose
 // processes:2 over threads:2 on 0.5%, inside the noise, and trained 4% slower).
 size_t reference_of(const std::vector<CandidateMeasure>& m, const TuningRules& rules,

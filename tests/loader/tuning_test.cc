@@ -86,6 +86,10 @@ TEST(TuningChoice, TheIncumbentStaysUnlessAnotherIsShownFaster) {
   const std::vector<CandidateMeasure> shown = {measured("threads:2", 76.4, 1.53),
                                                measured("processes:2", 80, 0.62)};
   EXPECT_EQ(choose_candidate(shown, kRules, 0).best, 1u);  // 3.6 > 2 x 1.65
+  // Faster beyond its tiny noise, but by 0.1%: level, not a reason to leave the default.
+  const std::vector<CandidateMeasure> tiny = {measured("threads:2", 24.95, 0.01),
+                                              measured("processes:2", 24.97, 0.001)};
+  EXPECT_EQ(reference_of(tiny, kRules, 0), 0u);
   // Fewer cores level with the incumbent still win.
   const std::vector<CandidateMeasure> fewer = {measured("threads:2", 25, 0.01),
                                                measured("threads:1", 24.9, 0.01),
