@@ -25,13 +25,6 @@ HostMemory BufferRecycler::memory() const {
   return m;
 }
 
-size_t BufferRecycler::kept_bytes() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  size_t n = 0;
-  for (const auto& [bytes, p] : state_->free) n += bytes;
-  return n;
-}
-
 void BufferRecycler::State::free_upstream(void* p) const {
   if (upstream.release) {
     upstream.release(p);

@@ -30,7 +30,6 @@ class BufferRecycler {
   // `upstream` with allocate and release through this recycler (pin and unpin: upstream's);
   // copies may outlive it. Any thread.
   HostMemory memory() const;
-  size_t kept_bytes() const;  // held for the next pool now
 
  private:
   struct State {

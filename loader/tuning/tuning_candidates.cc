@@ -45,15 +45,14 @@ bool same(const TuningCandidate& a, const TuningCandidate& b) {
   return a.text() == b.text();
 }
 
-bool was_tried(const std::vector<CandidateMeasure>& tried, const TuningCandidate& c) {
-  return std::any_of(tried.begin(), tried.end(),
-                     [&](const CandidateMeasure& m) { return same(m.candidate, c); });
-}
-
 const CandidateMeasure* find(const std::vector<CandidateMeasure>& tried, const TuningCandidate& c) {
   for (const CandidateMeasure& m : tried)
     if (same(m.candidate, c)) return &m;
   return nullptr;
+}
+
+bool was_tried(const std::vector<CandidateMeasure>& tried, const TuningCandidate& c) {
+  return find(tried, c) != nullptr;
 }
 
 std::optional<TuningCandidate> next_in_full(const std::vector<TuningCandidate>& readers,
@@ -136,6 +135,10 @@ TuningCandidate start_candidate(const std::vector<TuningCandidate>& readers) {
     if (more || threads_first) s = &c;
   }
   return *s;
+}
+
+ReaderSpec auto_start_reader(int cores) {
+  return start_candidate(reader_candidates(cores, 1)).reader;
 }
 
 size_t incumbent_of(const std::vector<TuningCandidate>& readers,

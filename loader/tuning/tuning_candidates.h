@@ -42,6 +42,9 @@ SearchPlan parse_search_plan(const std::string& text);
 // Where every search starts: the first of `readers` with the most cores, threads before the
 // other kinds (the default reader, threads:<cpus>).
 TuningCandidate start_candidate(const std::vector<TuningCandidate>& readers);
+// The reader an auto run's loader starts with: its first search's start on `cores` cores
+// (every caller, CLI and Python, so that search begins without a switch).
+ReaderSpec auto_start_reader(int cores);
 // The incumbent of choose_candidate: `tried`'s index of start_candidate(readers), its latest
 // measure where it was measured twice (reader_tuner.h confirms a choice that leaves it);
 // SIZE_MAX if it was not tried.

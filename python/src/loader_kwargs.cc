@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/system_info.h"
+#include "loader/tuning/tuning_candidates.h"
 #include "tools/options/idle_rules.h"
 #include "tools/options/loader_options.h"
 
@@ -289,7 +291,7 @@ LoaderArgs loader_args(const pyb::dict& kwargs) {
   try {
     c = o.to_config();
     if (is_auto_reader(o.reader)) {  // chosen while the loop runs, from the default on
-      c.reader = parse_reader(default_reader());
+      c.reader = auto_start_reader(online_cpus());
       args.tune = o.tuner_limits();
     } else {
       c.reader = o.one_reader("stoker.Loader");

@@ -464,8 +464,8 @@ nlohmann::json bench_run(const BenchDataset& d, const LoaderConfig& base,
       fmt::print("# warning: {} files could not be evicted from the page cache\n", failed);
   }
   LoaderConfig config = base;
-  // auto starts from its first candidate, serial (reader_candidates), and switches from there.
-  config.reader = reader ? *reader : ReaderSpec{};
+  // auto starts with the reader its search starts from (tuning_candidates.h).
+  config.reader = reader ? *reader : auto_start_reader(online_cpus());
   const std::string name = reader ? reader->text() : "auto";
   nlohmann::json r;
   RunTrace run_trace;

@@ -46,7 +46,7 @@ void add_trainer_loader_options(CLI::App& app, LoaderOptions& l,
 
 LoaderConfig trainer_loader(const LoaderOptions& l, const char* who) {
   LoaderConfig c = l.to_config();
-  c.reader = is_auto_reader(l.reader) ? ReaderSpec{} : l.one_reader(who);
+  c.reader = is_auto_reader(l.reader) ? auto_start_reader(online_cpus()) : l.one_reader(who);
   return c;
 }
 

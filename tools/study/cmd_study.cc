@@ -21,6 +21,7 @@
 #include "loader/index/index.h"
 #include "loader/sources/nfs_url.h"
 #include "loader/sources/source.h"
+#include "loader/tuning/tuning_candidates.h"
 #include "tools/bench/bench_common.h"
 #include "tools/cache_dir.h"
 #include "tools/commands.h"
@@ -277,7 +278,8 @@ class StudyRun {
                   // skips its processes:N candidates there).
                   if (!g || (c.kind == StudyConsumer::Kind::cuda &&
                              (!r || r->kind != ReaderSpec::Kind::processes)))
-                    cells_.push_back({d, st, r.value_or(ReaderSpec{}), !r, &c, s.run, g});
+                    cells_.push_back(
+                        {d, st, r.value_or(auto_start_reader(online_cpus())), !r, &c, s.run, g});
   }
 
   // The root a cell of this dataset and storage reads, made ready (packed, exported, warmed)
