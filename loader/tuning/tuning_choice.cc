@@ -9,6 +9,8 @@
 namespace stoker {
 
 std::string TuningCandidate::text() const {
+  if (compute_threads > 0)
+    return fmt::format("{} compute thread{}", compute_threads, compute_threads == 1 ? "" : "s");
   return fmt::format("{} prefetch {}", reader.text(), prefetch);
 }
 
@@ -62,6 +64,12 @@ Lead lead_of(double top_rate, double top_se, double x_rate, double x_se) {
 
 bool shown_level(const Lead& l, const TuningRules& r) {
   return std::fabs(l.lead) + r.z * l.se <= r.level_tolerance * l.base;
+}
+
+// The default a search started from, as its choice names it.
+std::string started_from(const CandidateMeasure& m) {
+  return m.candidate.compute_threads > 0 ? "the split it started from"
+                                         : "the reader it started from";
 }
 
 }  // namespace
@@ -136,16 +144,16 @@ TuningChoice choose_candidate(const std::vector<CandidateMeasure>& m, const Tuni
         fmt::format("the highest rate: {:.2f} steps/s (+-{:.2f})", won.steps_per_s, won.rate_se);
   } else if (c.best == ref) {
     c.why = fmt::format(
-        "the reader it started from, {:.2f} steps/s (+-{:.2f}): none was shown faster ({} at "
+        "{} it started from, {:.2f} steps/s (+-{:.2f}): none was shown faster ({} at "
         "{:.2f} +-{:.2f} is within the noise)",
-        won.steps_per_s, won.rate_se, m[fastest].candidate.text(), m[fastest].steps_per_s,
-        m[fastest].rate_se);
+        started_from(won), won.steps_per_s, won.rate_se, m[fastest].candidate.text(),
+        m[fastest].steps_per_s, m[fastest].rate_se);
   } else {
     c.why = fmt::format(
         "level with {}, {} at {:.2f} steps/s (+-{:.2f}), within {:.0f}%: {:.2f} "
         "steps/s (+-{:.2f}) with fewer cores ({} against {})",
-        ref == fastest ? "the fastest" : "the reader it started from", top.candidate.text(),
-        top.steps_per_s, top.rate_se, 100 * rules.level_tolerance, won.steps_per_s, won.rate_se,
+        ref == fastest ? "the fastest" : started_from(top), top.candidate.text(), top.steps_per_s,
+        top.rate_se, 100 * rules.level_tolerance, won.steps_per_s, won.rate_se,
         won.candidate.cores(), top.candidate.cores());
   }
   return c;

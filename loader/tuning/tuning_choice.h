@@ -25,10 +25,15 @@ namespace stoker {
 struct TuningCandidate {
   ReaderSpec reader;
   size_t prefetch = 2;
-  // The loader threads it asks for: N of threads:N and processes:N, T of uring:QD:T, 1 for
-  // serial (the consumer's own thread). The tie rule's "fewer cores".
-  int cores() const { return reader.threads; }
-  std::string text() const;  // "threads:2 prefetch 2"
+  // The core split's candidates (tools/train/core_split.h): the CPU trainer's compute threads,
+  // the reader above fixed; 0: a reader candidate.
+  int compute_threads = 0;
+  // The cores it asks for, the tie rule's "fewer cores": the compute threads of a split
+  // candidate; else the loader threads, N of threads:N and processes:N, T of uring:QD:T, 1 for
+  // serial (the consumer's own thread).
+  int cores() const { return compute_threads > 0 ? compute_threads : reader.threads; }
+  // "threads:2 prefetch 2"; a split candidate: "2 compute threads"
+  std::string text() const;
 };
 
 // The thresholds of the decisions (defaults measured on the 2-core VMs: docs/PERFORMANCE.md).

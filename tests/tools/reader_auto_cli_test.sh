@@ -4,7 +4,8 @@
 # same bits as a fixed reader (losses, epoch checksums, checkpoint) while its search switches
 # readers mid-epoch; an auto run stopped mid-search and resumed is exact; a candidate that
 # cannot start is skipped and named; the header and --json list every candidate, the choice
-# and why; bench's auto row and study's auto cell have the fixed reader's checksums; commands of
+# and why; without --threads the core split is chosen once before the first step and kept by
+# --resume; bench's auto row and study's auto cell have the fixed reader's checksums; commands of
 # fixed readers refuse it.
 set -euo pipefail
 . "$(dirname "$0")/../cli_expect.sh"  # fail, expect CODE PATTERN ARGS...
@@ -113,6 +114,53 @@ assert r["reader"] == "auto" and r["reader_tuning"]["searches"][0]["first_step"]
 PY
 same_weights "$tmp/fixed.safetensors" "$tmp/resumed.safetensors" ||
   fail "the resumed auto run's weights differ from the fixed run's"
+
+# The core split: without --threads, auto first measures the trainer's compute threads on
+# scratch (every core, then fewer), chooses once before the first step, and trains exactly what
+# a fixed reader with --threads <chosen> trains; the checkpoint records the split and --resume
+# keeps it (no new search). At 64 px and batch 8 oneDNN's sums differ with its thread count from
+# the third step on (at 32 px and batch 4 they do not), so the losses tell the counts apart.
+split=(--arch resnet18 --batch 8 --size 64 --seed 3 --lr 0.05 --lr-warmup 1 --total-steps 8
+       --warmup 0)
+"$stoker" train "$d" "${split[@]}" --steps 6 --reader auto --auto-window 4 \
+  --save "$tmp/split.safetensors" --json "$tmp/split.json" > "$tmp/split.txt" 2>&1 ||
+  { cat "$tmp/split.txt"; fail "train --reader auto without --threads"; }
+grep -q "^# core split: searched on scratch before the first step" "$tmp/split.txt" ||
+  { cat "$tmp/split.txt"; fail "no core split search in the header"; }
+grep -Eq "^# core split: chose [0-9]+ compute threads?: " "$tmp/split.txt" ||
+  { cat "$tmp/split.txt"; fail "no core split choice"; }
+chosen=$(python3 - "$tmp/split.json" <<'PY'
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+r = {**d["context"], **d["results"][0]}
+c, cpus = r["core_split"], os.cpu_count()
+assert c["reason"] == "core split" and c["finished"], c
+assert c["tried"][0]["compute_threads"] == cpus and c["tried"][0]["steps"] >= 2, c["tried"]
+assert (cpus + 1) // 2 <= c["compute_threads"] <= cpus and c["why"], c
+assert r["threads"] == c["compute_threads"], (r["threads"], c)
+print(c["compute_threads"])
+PY
+) || fail "the core split's JSON"
+"$stoker" train "$d" "${split[@]}" --steps 8 --reader threads:2 --threads "$chosen" --no-save \
+  --json "$tmp/split_fixed.json" > "$tmp/split_fixed.txt" 2>&1 ||
+  { cat "$tmp/split_fixed.txt"; fail "train --threads $chosen"; }
+"$stoker" train "$d" --resume "$tmp/split.safetensors" --reader auto --auto-window 4 --no-save \
+  --json "$tmp/split_resumed.json" > "$tmp/split_resumed.txt" 2>&1 ||
+  { cat "$tmp/split_resumed.txt"; fail "resume of an auto run with a core split"; }
+grep -q "^# core split: $chosen compute threads\?, chosen when the run began (kept from " \
+  "$tmp/split_resumed.txt" || { cat "$tmp/split_resumed.txt"; fail "the split was not kept"; }
+grep -q "^# core split: searched" "$tmp/split_resumed.txt" &&
+  fail "a resumed run searched the core split again"
+python3 - "$tmp/split_fixed.json" "$tmp/split.json" "$tmp/split_resumed.json" <<'PY'
+import json, sys
+def run(p):
+    d = json.load(open(p))
+    return {**d["context"], **d["results"][0]}
+f, a, r = (run(p) for p in sys.argv[1:])
+assert a["loss"] == f["loss"][:6], (a["loss"], f["loss"])
+assert r["first_step"] == 6 and r["loss"] == f["loss"][6:], (r["loss"], f["loss"])
+assert r["core_split"] == {"compute_threads": a["core_split"]["compute_threads"], "kept": True}
+PY
 
 # bench: auto as one more row beside a fixed reader, the same epoch checksums.
 "$stoker" bench "$d" --reader auto,threads:2 --emulate 4000 --batch 4 --size 32 --epochs 6 \

@@ -34,6 +34,7 @@
 #include "tools/setup/evaluate.h"
 #include "tools/setup/train_options.h"
 #include "tools/setup/trainer.h"
+#include "tools/train/core_split.h"
 #include "tools/train/decode_choice.h"
 #include "tools/train/run_checkpoint.h"
 #include "tools/train/train_rank.h"
@@ -90,6 +91,8 @@ RunState run_state_at(const TrainRun& run, const TrainCommand& o, int64_t done) 
   // included): GPU decode's pixels differ from the CPU's, so --resume keeps it.
   if (!o.synthetic)
     config["decode_device"] = run.decode.device == DecodeDevice::gpu ? "gpu" : "cpu";
+  // So is --reader auto's core split (the compute threads' sums may differ in their last bits).
+  if (run.core_split_threads > 0) config["core_split"] = run.core_split_threads;
   s.config = config.dump();
   if (run.data.loader) {
     s.epoch = int64_t(run.data.loader->position().epoch);
@@ -185,6 +188,7 @@ void run_rank(TrainRun& run, TrainCommand& o, const CLI::App& app) {
   start_run(run, o, app);
   open_data(run, o);
   plan_model(run, o);
+  split_cores(run, o, app);
   make_trainer(run, o);
   plan_schedule(run, o, app);
   make_loop_config(run, o);

@@ -17,6 +17,7 @@
 
 #include "loader/index/index.h"
 #include "loader/iterator.h"
+#include "loader/tuning/reader_tuner.h"
 #include "models/network.h"
 #include "tools/options/loader_options.h"
 #include "tools/setup/train_options.h"
@@ -78,6 +79,12 @@ struct TrainRun {
   int64_t batch = 0, global_batch = 0;  // per rank, and over every rank
   BackendConfig bc;
   int64_t height = 0, width = 0;  // the first step's
+  // split_cores (tools/train/core_split.h): --reader auto's search of the CPU trainer's
+  // compute threads, and the count it chose or a resumed run kept (0: not chosen: --threads
+  // or the runtime's default), which the checkpoint records (core_split).
+  std::optional<TuningSearch> core_split;
+  int core_split_threads = 0;
+  int stored_core_split = 0;  // start_run: the resumed run's (0: none recorded)
   double flop_per_image = 0;
   int64_t trace_first = 0, trace_last = 0;  // the trace window, global steps [first, last)
   // make_trainer: the backend and what feeds it: the loader's batches (decoded on the GPU
@@ -107,6 +114,7 @@ void check_train_usage(const TrainCommand& o, const CLI::App& app);
 void start_run(TrainRun& run, TrainCommand& o, const CLI::App& app);
 void open_data(TrainRun& run, TrainCommand& o);
 void plan_model(TrainRun& run, TrainCommand& o);
+// split_cores(run, o, app): tools/train/core_split.h
 void make_trainer(TrainRun& run, TrainCommand& o);
 void plan_schedule(TrainRun& run, TrainCommand& o, const CLI::App& app);
 void make_loop_config(TrainRun& run, const TrainCommand& o);

@@ -256,6 +256,13 @@ void print_context(const TrainRun& run, const TrainCommand& o) {
   else
     fmt::print("# save: none ({})\n",
                o.no_save ? "--no-save" : "--synthetic keeps none unless --save names one");
+  // --reader auto's core split, measured before the backend above was made with its choice.
+  if (run.core_split) {
+    fmt::print("{}", core_split_lines(*run.core_split));
+  } else if (run.core_split_threads > 0) {
+    fmt::print("# core split: {} compute threads, chosen when the run began (kept from {})\n",
+               run.core_split_threads, o.resume);
+  }
 }
 
 void print_summary(const TrainRun& run, const LoopResult& result) {
@@ -303,6 +310,14 @@ void print_summary(const TrainRun& run, const LoopResult& result) {
         d.loader_cpu ? " (" : "", d.loader_cpu_reasons, d.loader_cpu ? ")" : "",
         d.batches ? 1e3 * d.host_s / double(d.batches) : 0.0);
   }
+}
+
+// --reader auto's core split: the search, or the count a resumed run kept; null: not chosen.
+nlohmann::json core_split_of(const TrainRun& run) {
+  if (run.core_split) return core_split_json(*run.core_split);
+  if (run.core_split_threads > 0)
+    return {{"compute_threads", run.core_split_threads}, {"kept", true}};
+  return nullptr;
 }
 
 nlohmann::json decode_json(const TrainRun& run) {
@@ -377,6 +392,7 @@ void write_train_json(const TrainRun& run, const TrainCommand& o, const LoopResu
                                    : run.lc.reader.text()},
       {"reader_tuning",
        run.data.tuner ? tuning_json(run.data.tuner->report()) : nlohmann::json(nullptr)},
+      {"core_split", core_split_of(run)},
       {"decode", o.synthetic ? nlohmann::json(nullptr) : decode_json(run)},
       {"cpu_seconds", run.loop_cpu_s},
       {"cpu_cores_busy", run.loop_wall_s > 0 ? run.loop_cpu_s / run.loop_wall_s : 0.0},

@@ -149,6 +149,7 @@ void start_run(TrainRun& run, TrainCommand& o, const CLI::App& app) {
     const nlohmann::json stored = nlohmann::json::parse(run.state.config);
     run.stored_total = stored.at("total_steps").get<int64_t>();
     keep_decode_device(o, stored, app);
+    if (stored.contains("core_split")) run.stored_core_split = stored.at("core_split").get<int>();
   } else if (!o.init.empty()) {
     run.start = load_checkpoint(o.init);
   }
@@ -209,8 +210,9 @@ void plan_model(TrainRun& run, TrainCommand& o) {
 
   // Random tensors read nothing: the reader is not chosen.
   run.lc = o.synthetic ? o.loader.to_config() : trainer_loader(o.loader, "train");
-  // The oneDNN threads stay --threads: a backend's sums may differ in their last bits with its
-  // thread count, and an auto run must train the bits a fixed reader's does.
+  // The compute threads are not the reader search's: a backend's sums may differ in their last
+  // bits with its thread count, and an auto run must train the bits a fixed reader's does (the
+  // split is chosen once, before the first step: tools/train/core_split.h).
   run.auto_reader = !o.synthetic && is_auto_reader(o.loader.reader);
   if (!o.synthetic) {
     run.lc.sampler.rank = uint32_t(run.world.rank());
