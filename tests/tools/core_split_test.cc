@@ -110,6 +110,18 @@ TEST(CoreSplit, NoneMeasuredKeepsEveryCore) {
   EXPECT_EQ(s.chosen.compute_threads, 2);
 }
 
+TEST(CoreSplit, ARunTooShortToPayForTheSearchKeepsEveryCore) {
+  // Two cores: two candidates of at most 3 settling steps and a window of 24, 54 scratch
+  // steps: 5% of a run of 1080.
+  const TunerLimits lim;
+  EXPECT_EQ(split_too_costly(2, 1080, lim), "");
+  const std::string why = split_too_costly(2, 1079, lim);
+  EXPECT_NE(why.find("1079 steps are too few"), std::string::npos) << why;
+  EXPECT_NE(why.find("up to 54 scratch steps"), std::string::npos) << why;
+  EXPECT_EQ(split_too_costly(16, 5 * 27 * 20, lim), "");  // 16, 15, 14, 12, 8
+  EXPECT_NE(split_too_costly(16, 5 * 27 * 20 - 1, lim), "");
+}
+
 TEST(CoreSplit, NextSplitStopsAtTheFirstClearlyBehind) {
   CandidateMeasure first, behind;
   first.candidate.compute_threads = 4;

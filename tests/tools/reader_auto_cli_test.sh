@@ -119,8 +119,15 @@ same_weights "$tmp/fixed.safetensors" "$tmp/resumed.safetensors" ||
 # scratch (every core, then fewer), chooses once before the first step, and trains exactly what
 # a fixed reader with --threads <chosen> trains; the checkpoint records the split and --resume
 # keeps it (no new search). At 64 px and batch 8 oneDNN's sums differ with its thread count from
-# the third step on (at 32 px and batch 4 they do not), so the losses tell the counts apart.
-split=(--arch resnet18 --batch 8 --size 64 --seed 3 --lr 0.05 --lr-warmup 1 --total-steps 8
+# the third step on (at 32 px and batch 4 they do not), so the losses tell the counts apart. The
+# search runs for a run it can pay for: a schedule of 400 steps (10 scratch steps at most, under
+# 5% of it); a run of 8 keeps every core and says why.
+"$stoker" train "$d" --arch resnet18 --batch 4 --size 32 --steps 1 --reader auto --no-save \
+  --auto-window 4 --json "$tmp/short.json" > "$tmp/short.txt" 2>&1 ||
+  { cat "$tmp/short.txt"; fail "a short auto run"; }
+grep -q "^# core split: not searched: the run's 1 steps are too few to pay for it" \
+  "$tmp/short.txt" || { cat "$tmp/short.txt"; fail "a short run does not say why no split"; }
+split=(--arch resnet18 --batch 8 --size 64 --seed 3 --lr 0.05 --lr-warmup 1 --total-steps 400
        --warmup 0)
 "$stoker" train "$d" "${split[@]}" --steps 6 --reader auto --auto-window 4 \
   --save "$tmp/split.safetensors" --json "$tmp/split.json" > "$tmp/split.txt" 2>&1 ||
@@ -144,7 +151,8 @@ PY
 "$stoker" train "$d" "${split[@]}" --steps 8 --reader threads:2 --threads "$chosen" --no-save \
   --json "$tmp/split_fixed.json" > "$tmp/split_fixed.txt" 2>&1 ||
   { cat "$tmp/split_fixed.txt"; fail "train --threads $chosen"; }
-"$stoker" train "$d" --resume "$tmp/split.safetensors" --reader auto --auto-window 4 --no-save \
+"$stoker" train "$d" --resume "$tmp/split.safetensors" --steps 2 --reader auto --auto-window 4 \
+  --no-save \
   --json "$tmp/split_resumed.json" > "$tmp/split_resumed.txt" 2>&1 ||
   { cat "$tmp/split_resumed.txt"; fail "resume of an auto run with a core split"; }
 grep -q "^# core split: $chosen compute threads\?, chosen when the run began (kept from " \

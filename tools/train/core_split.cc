@@ -23,6 +23,15 @@ std::vector<int> split_order(int cpus) {
   return order;
 }
 
+std::string split_too_costly(int cpus, int64_t planned, const TunerLimits& limits) {
+  const size_t most = split_order(cpus).size() * (limits.settle + limits.window);
+  if (double(most) <= kSplitShare * double(planned)) return "";
+  return fmt::format(
+      "not searched: the run's {} steps are too few to pay for it (up to {} scratch steps, more "
+      "than {:.0f}% of them); every core (--threads N sets the split)",
+      planned, most, 100 * kSplitShare);
+}
+
 std::optional<int> next_split(int cpus, const std::vector<CandidateMeasure>& tried) {
   const std::vector<int> order = split_order(cpus);
   if (tried.size() >= order.size()) return std::nullopt;
@@ -159,6 +168,12 @@ void split_cores(TrainRun& run, TrainCommand& o, const CLI::App& app) {
   const int cpus = online_cpus();
   if (cpus < 2) return;
   const TunerLimits lim = o.loader.tuner_limits();
+  // The run: its schedule (--total-steps), else --steps, else its epochs of the data.
+  const int64_t per_epoch = int64_t(run.index->size()) / std::max<int64_t>(run.global_batch, 1);
+  const int64_t planned =
+      std::max(o.train.total_steps, o.steps > 0 ? o.steps : per_epoch * std::max(1, o.epochs));
+  run.core_split_skipped = split_too_costly(cpus, planned, lim);
+  if (!run.core_split_skipped.empty()) return;
   const int64_t deadline = now_ns() + int64_t(lim.max_seconds * 1e9);
   run.core_split = search_core_split(
       cpus,

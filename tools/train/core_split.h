@@ -16,8 +16,10 @@
 // (every core) unless a split is clearly faster, the fewest threads among those shown level.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "loader/tuning/reader_tuner.h"
@@ -36,6 +38,17 @@ struct TrainCommand;
 // than half its cores is not a split a loader needs. One core: nothing to split.
 std::vector<int> split_order(int cpus);
 
+// The share of a run's steps the split's scratch steps may cost at most: a run shorter than
+// its search could cost over this share (split_order's candidates, each at most the settling
+// steps and a whole window) keeps every core. Scratch steps train nothing, unlike the reader
+// search's windows; on a 200-step ResNet-18 run on two cores the search cost more than the
+// split could gain (docs/PERFORMANCE.md).
+constexpr double kSplitShare = 0.05;
+
+// Why a run of `planned` steps does not search the split ("" when it does): its search could
+// cost more than kSplitShare of it.
+std::string split_too_costly(int cpus, int64_t planned, const TunerLimits& limits);
+
 // The next count to measure after `tried` (in split_order's order), or none: the search goes
 // down while each step down is not clearly behind the fastest so far (its window's verdict),
 // and stops at the first that is, or a skipped one, or the end of the order.
@@ -53,9 +66,9 @@ TuningSearch search_core_split(int cpus, const SplitProbe& probe, const TunerLim
 
 // The step of `stoker train` (tools/train/train_rank.h), after plan_model, before
 // make_trainer: under --reader auto with the CPU backend, one rank, no --threads and a fresh
-// run on two cores or more, searches the split and sets the backend's threads to the choice
-// (run.core_split holds the search); a resumed run takes the split its checkpoint recorded
-// (core_split), unless
+// run on two cores or more, long enough to pay for it (split_too_costly), searches the split and
+// sets the backend's threads to the choice (run.core_split holds the search); a resumed run takes
+// the split its checkpoint recorded (core_split), unless
 // --threads says otherwise. Says on stderr which split it measures (print_context prints
 // the search).
 void split_cores(TrainRun& run, TrainCommand& o, const CLI::App& app);

@@ -84,7 +84,8 @@ struct TrainRun {
   // or the runtime's default), which the checkpoint records (core_split).
   std::optional<TuningSearch> core_split;
   int core_split_threads = 0;
-  int stored_core_split = 0;  // start_run: the resumed run's (0: none recorded)
+  std::string core_split_skipped;  // why auto did not search it ("": it did, or not auto)
+  int stored_core_split = 0;       // start_run: the resumed run's (0: none recorded)
   double flop_per_image = 0;
   int64_t trace_first = 0, trace_last = 0;  // the trace window, global steps [first, last)
   // make_trainer: the backend and what feeds it: the loader's batches (decoded on the GPU

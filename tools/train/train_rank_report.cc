@@ -260,8 +260,10 @@ void print_context(const TrainRun& run, const TrainCommand& o) {
   if (run.core_split) {
     fmt::print("{}", core_split_lines(*run.core_split));
   } else if (run.core_split_threads > 0) {
-    fmt::print("# core split: {} compute threads, chosen when the run began (kept from {})\n",
-               run.core_split_threads, o.resume);
+    fmt::print("# core split: {} compute thread{}, chosen when the run began (kept from {})\n",
+               run.core_split_threads, run.core_split_threads == 1 ? "" : "s", o.resume);
+  } else if (!run.core_split_skipped.empty()) {
+    fmt::print("# core split: {}\n", run.core_split_skipped);
   }
 }
 
@@ -317,6 +319,8 @@ nlohmann::json core_split_of(const TrainRun& run) {
   if (run.core_split) return core_split_json(*run.core_split);
   if (run.core_split_threads > 0)
     return {{"compute_threads", run.core_split_threads}, {"kept", true}};
+  if (!run.core_split_skipped.empty())
+    return {{"compute_threads", nullptr}, {"not_searched", run.core_split_skipped}};
   return nullptr;
 }
 
