@@ -435,6 +435,60 @@ TEST_P(ReaderSuite, EveryReaderUsesTheMemoryHookAndTheBatchesStayTheSame) {
   }
 }
 
+// Iterator::retain/release (the hook zero-copy consumers such as the Python module use): a
+// retained batch is never overwritten while later batches come, its buffer is reused once
+// released, and holding every buffer is an error rather than a wait.
+std::vector<char> bytes_of(const Batch& b) {
+  const char* p = static_cast<const char*>(b.data);
+  return {p, p + b.bytes()};
+}
+
+TEST_P(ReaderSuite, RetainedBatchesSurviveAndBuffersComeBack) {
+  std::string root;
+  if (!prepare(clean_set(), root)) STOKER_SKIP_IF_OPTIONAL(skip_);
+  const Index index = open_index(root);
+  LoaderConfig c = config(reader(), source().kind);
+  c.sampler.batch_size = 4;
+  c.keep = 2;
+  Iterator it(index, c);
+  ASSERT_EQ(it.batches_per_epoch(), 10u);  // 39 images
+  it.start_epoch(0);
+  const Batch* first = it.next();
+  it.retain();
+  const std::vector<char> first_bytes = bytes_of(*first);
+  const uint64_t first_number = first->number;
+  // The other buffers cycle under it for the rest of the epoch.
+  size_t n = 1;
+  while (const Batch* b = it.next()) {
+    EXPECT_NE(b, first);
+    ++n;
+  }
+  EXPECT_EQ(n, 10u);
+  EXPECT_EQ(first->number, first_number);
+  EXPECT_EQ(bytes_of(*first), first_bytes);
+  it.release(first);
+
+  // Hold every buffer: the pool is prefetch + 1 + keep (serial: 1 + keep).
+  const size_t pool = reader() == "serial" ? 1 + c.keep : pool_batches(c);
+  it.start_epoch(1);
+  std::vector<const Batch*> held;
+  for (size_t i = 0; i < pool; ++i) {
+    held.push_back(it.next());
+    it.retain();
+  }
+  try {
+    it.next();
+    ADD_FAILURE() << "next() with every buffer retained did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("held by the consumer"), std::string::npos) << e.what();
+  }
+  it.release(held.back());
+  const Batch* again = it.next();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->number, pool);  // the refused call did not skip a batch
+  for (size_t i = 0; i + 1 < held.size(); ++i) it.release(held[i]);
+}
+
 TEST_P(ReaderSuite, CorruptedDataIsDeterministicAndEqualsSerial) {
   if (!source().reads_files)
     STOKER_SKIP_HONEST("not-applicable", "the null source serves fixed bytes: nothing is bad");
@@ -454,6 +508,45 @@ TEST_P(ReaderSuite, CorruptedDataIsDeterministicAndEqualsSerial) {
     ASSERT_EQ(got.checksums, want.checksums) << "run " << repeat;
     ASSERT_EQ(got.replacements, want.replacements) << "run " << repeat;
     ASSERT_EQ(got.bad, want.bad) << "run " << repeat;
+  }
+}
+
+// Files bad before indexing (truncated, empty, text) and one gone after it: every reader
+// over every source of files skips the same ones, with the same batches and replacements, as
+// serial over pread on the local copy. A tree of this test's own, since a file of it goes (on
+// the NFS rows from the served copy: the server no longer has it; packed shards keep it).
+TEST_P(ReaderSuite, FilesBadOrGoneAfterIndexingAreSkippedAsSerialSkipsThem) {
+  if (!source().reads_files)
+    STOKER_SKIP_HONEST("not-applicable", "the null source serves fixed bytes: nothing is bad");
+  const std::string tree = test::make_dataset(scratch_, GenPattern::index, 64, 3, 12);
+  const auto good = test::read_bytes(tree + "/class_000/img_000000.jpg");
+  test::write_bytes(tree + "/class_000/img_000100.jpg",
+                    {good.begin(), good.begin() + ptrdiff_t(good.size() / 2)});  // truncated
+  test::write_bytes(tree + "/class_001/img_000100.jpg", {});
+  test::write_text(tree + "/class_002/img_000100.jpg", "not an image at all\n");
+  const std::string gone = "class_002/img_000101.jpg";
+  test::write_bytes(tree + "/" + gone, good);
+  std::string root;
+  if (!prepare(tree, root)) STOKER_SKIP_IF_OPTIONAL(skip_);
+  const Index index = open_index(root);
+  const Index local = open_index(local_);
+  ASSERT_EQ(index.size(), 40u);
+  std::filesystem::remove(local_ + "/" + gone);  // gone from a tree; a shard keeps its bytes
+  const Outcome want = run(local, config("serial", reference_kind()));
+  const Outcome got = run(index, config(reader(), source().kind));
+  EXPECT_EQ(want.bad.size(), index.sharded() ? 3u : 4u);
+  EXPECT_EQ(got.checksums, want.checksums);
+  EXPECT_EQ(got.replacements, want.replacements);
+  ASSERT_EQ(got.bad.size(), want.bad.size());
+  for (size_t i = 0; i < want.bad.size(); ++i) {
+    const auto& [index_got, rel, why] = got.bad[i];
+    EXPECT_EQ(index_got, std::get<0>(want.bad[i]));
+    EXPECT_EQ(rel, std::get<1>(want.bad[i]));
+    // A file gone from a server fails in the server's words, not the local filesystem's.
+    if (root == local_ || rel != gone) {
+      EXPECT_EQ(why, std::get<2>(want.bad[i])) << rel;
+    }
+    EXPECT_NE(why.find(rel), std::string::npos) << why;  // names the file
   }
 }
 
