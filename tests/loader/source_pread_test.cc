@@ -24,37 +24,16 @@ using test::FaultPlan;
 using test::Faults;
 using test::Outcome;
 using test::run;
-using test::TempDir;
 
-LoaderConfig config(const std::string& reader) {
-  LoaderConfig c;
-  c.reader = parse_reader(reader);
-  c.source.kind = SourceOptions::Kind::pread;
-  c.sampler.batch_size = 5;
-  c.sampler.seed = 3;
-  c.transform.size = 32;
-  c.prefetch = 2;
-  c.warn = false;
-  return c;
-}
-
-class PreadSource : public ::testing::Test {
+class PreadSource : public ::testing::Test, protected test::SourceData {
  protected:
-  void SetUp() override {
-    root = test::make_dataset(dir, GenPattern::photo, 128, 2, 8);
-    index = open_index(root);
-    want = run(index, config("serial"));
-  }
-  TempDir dir;
-  std::string root;
-  Index index;
-  Outcome want;
+  void SetUp() override { make(); }
 };
 
 // read_file (stoker peek, probe) continues short and interrupted reads as the sources do
 // (source_faults_test.cc).
 TEST_F(PreadSource, ReadFileSurvivesShortReadsAndEintr) {
-  const std::string path = root + "/" + std::string(index.relative_path(3));
+  const std::string path = root + "/" + file(3);
   std::vector<uint8_t> clean, faulted;
   const std::vector<uint8_t> a(read_file(path, clean).begin(), read_file(path, clean).end());
   FaultPlan p;
@@ -114,14 +93,8 @@ TEST_F(PreadSource, EvictionReallyEmptiesThePageCache) {
   for (const auto& [reader, source] : {std::pair{"threads:2", SourceOptions::Kind::pread},
                                        {"uring:4:2", SourceOptions::Kind::uring},
                                        {"processes:2", SourceOptions::Kind::pread}}) {
-    if (source == SourceOptions::Kind::uring) {
-      try {
-        make_uring_source({});
-      } catch (const Error&) {
-        continue;  // no io_uring in this build
-      }
-    }
-    LoaderConfig c = config(reader);
+    if (source == SourceOptions::Kind::uring && !test::uring_works()) continue;
+    LoaderConfig c = test::source_config(reader);
     c.source.kind = source;
     c.source.evict_after_read = true;
     warm(index);
