@@ -12,6 +12,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "nfs_server.h"
+#include "reader_suite.h"
 #include "test_util.h"
 #include "tools/pack/pack_shards.h"
 
@@ -74,9 +75,9 @@ TEST_F(NfsReaders, ShardIndexFileUrlOpensTheShards) {
 TEST(NfsReadersFaults, ServerStoppedMidEpochIsAnErrorNamingTheUrl) {
   TempDir d;
   const std::string root = test::make_dataset(d, GenPattern::photo, 64, 2, 24);
-  // A server of its own per reader: each run stops it (so not ReaderSuite rows, whose NFS rows
-  // share one server).
-  for (const char* reader : {"serial", "threads:2", "processes:2", "uring:16:2"}) {
+  // Every reader of the suite's table, each with a server of its own: each run stops it (so
+  // not ReaderSuite rows, whose NFS rows share one server).
+  for (const char* reader : suite::kReaders) {
     NfsServer server(d.path());
     STOKER_REQUIRE_NFS(server);
     const std::string url = server.url_of(std::filesystem::relative(root, d.path()).string());
