@@ -18,7 +18,7 @@
 #include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
-#include "reader_suite.h"
+#include "reader_table.h"
 #include "test_util.h"
 #include "tools/gen/synth_image.h"
 

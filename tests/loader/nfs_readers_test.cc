@@ -12,7 +12,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "nfs_server.h"
-#include "reader_suite.h"
+#include "reader_table.h"
 #include "test_util.h"
 #include "tools/pack/pack_shards.h"
 

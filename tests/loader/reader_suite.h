@@ -2,9 +2,9 @@
 // The reader suite's tables, datasets and fixture, shared by its test files
 // (reader_suite_test.cc, reader_suite_bad_input_test.cc, source_layer_test.cc): every
 // (reader, source) pair this build has, each pair held to `serial` over pread on the same
-// samples. A new reader or source is one line in a table below. NFS rows read through a real
-// NFS-Ganesha on 127.0.0.1 (one per test process, stopped at exit; skipped with the reason
-// only where it cannot run, see nfs_server.h).
+// samples. A new source is one line in a table below, a new reader one in reader_table.h.
+// NFS rows read through a real NFS-Ganesha on 127.0.0.1 (one per test process, stopped at
+// exit; skipped with the reason only where it cannot run, see nfs_server.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "nfs_server.h"
+#include "reader_table.h"
 #include "test_util.h"
 #include "tools/gen/gen_dataset.h"
 #include "tools/pack/pack_shards.h"
@@ -31,10 +32,7 @@ namespace stoker::suite {
 using test::TempDir;
 using test::uring_works;
 
-// ---- the tables: add a reader or a source here ------------------------------------------
-
-inline constexpr const char* kReaders[] = {"serial",      "threads:1", "threads:3",
-                                           "processes:2", "uring:4:2", "uring:16:3"};
+// ---- the tables: add a source here (a reader: reader_table.h) ----------------------------
 
 // A dataset as a source row reads it, and the local copy of the same samples (same order,
 // same bytes) that the serial reference runs on with pread: a URL cannot be read by pread.

@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
-#include "reader_suite.h"
+#include "reader_table.h"
 #include "tools/pack/pack_shards.h"
 
 namespace stoker {
