@@ -91,7 +91,8 @@ def main():
                 for p in BARE.findall(line):
                     if GENERATED.search(p + "/") or (f, p) in NOT_OURS:
                         continue
-                    if not any(bare_exists(os.path.join(src, base, p), built) for base in ("", here)):
+                    bases = ("", here)
+                    if not any(bare_exists(os.path.join(src, b, p), built) for b in bases):
                         missing.append(f"{f}:{n}: {p}")
     for m in missing:
         print("missing:", m)
