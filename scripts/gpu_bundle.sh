@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Builds the lean GPU build and packs it into one folder that runs on a bare CUDA machine
-# (docs/GPU.md): stoker, stoker-worker, the GPU tests and drivers, the scripts gpu_check.sh
-# runs, and every non-CUDA shared library they need (RPATH $ORIGIN/../lib), with a manifest.
+# (docs/GPU.md): stoker, stoker-worker, the GPU tests and bench programs, the scripts
+# gpu_check.sh runs, and every non-CUDA shared library they need (RPATH $ORIGIN/../lib), with
+# a manifest.
 # CUDA's own libraries (cudart, cuDNN, cuBLAS, CUPTI, NCCL) are not packed: bin/run finds
 # them on the target. Fails if the folder would exceed the device tool's 64 MiB.
 #
@@ -33,8 +34,8 @@ done
 # What the bundle carries, and where from in the build tree.
 programs=(tools/stoker loader/stoker-worker tools/stoker-cuda-versions)
 tests=(tests/cuda_backend_test tests/backend_conformance_test tests/gpu_host_test
-  tests/collective_test tests/data_parallel_cuda_test tests/cuda_step_driver tests/gpu_facts
-  tests/gpu_decode_test)
+  tests/collective_test tests/data_parallel_cuda_test tests/gpu_decode_test)
+benches=(bench/cuda_step_driver bench/gpu_facts)
 
 # The lean build, by choice (docs/GPU.md says why each): no OpenCV imgcodecs (JPEG only:
 # about 150 libraries less), no MPI (one GPU; the NCCL test runs as one rank), no Python
@@ -47,7 +48,7 @@ if [ "$do_build" = 1 ]; then
     -DSTOKER_WITH_CUDA=ON -DSTOKER_WITH_DNNL=ON -DSTOKER_WITH_IMGCODECS=OFF -DSTOKER_WITH_MPI=OFF \
     -DSTOKER_WITH_PYTHON=OFF -DCMAKE_CUDA_ARCHITECTURES="$archs" "${launcher[@]}" >/dev/null
   targets=()
-  for p in "${programs[@]}" "${tests[@]}"; do targets+=("$(basename "$p")"); done
+  for p in "${programs[@]}" "${tests[@]}" "${benches[@]}"; do targets+=("$(basename "$p")"); done
   cmake --build "$build" --target "${targets[@]}"
 fi
 
@@ -55,6 +56,9 @@ rm -rf "$out"
 mkdir -p "$out"/{bin,lib,tests,scripts,bench,data/photos}
 for p in "${programs[@]}"; do install -m 755 "$build/$p" "$out/bin/"; done
 for p in "${tests[@]}"; do install -m 755 "$build/$p" "$out/tests/"; done
+for p in "${benches[@]}"; do install -m 755 "$build/$p" "$out/bench/"; done
+# Every program the bundle carries (bench/ holds Python scripts too).
+carried=("$out"/bin/stoker* "$out"/tests/* "${benches[@]/#/$out/}")
 install -m 755 "$root/scripts/gpu_check.sh" "$out/scripts/"
 install -m 755 "$root/bench/torch_gpu_bench.py" "$root/bench/gpu_check_summary.py" "$out/bench/"
 install -m 755 "$root/scripts/gpu_run.sh" "$out/bin/run"
@@ -87,7 +91,7 @@ collect() {  # collect ELF: sort its closure into bundled / cuda / base
     fi
   done < <(ldd "$1" | sed 's/^[[:space:]]*//')
 }
-for f in "$out"/bin/stoker* "$out"/tests/*; do collect "$f"; done
+for f in "${carried[@]}"; do collect "$f"; done
 for l in "${extra_libs[@]}"; do
   p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ && !p { p = $NF } END { print p }')
   [ -n "$p" ] && bundled[$l]=$p
@@ -126,7 +130,7 @@ if [ -f "$nvjpeg_dir/nvidia/cu13/lib/libnvjpeg.so.13" ]; then
 else
   echo "gpu_bundle.sh: no nvJPEG in $nvjpeg_dir (scripts/deps.sh fetches it): --decode gpu will not run" >&2
 fi
-for f in "$out"/bin/stoker* "$out"/tests/*; do
+for f in "${carried[@]}"; do
   strip --strip-unneeded "$f"
   patchelf --set-rpath '$ORIGIN/../lib' "$f"
   printf '%s\t%s\t%s\t%s\t%s\n' "${f#"$out"/}" "$(stat -c %s "$f")" \
@@ -162,7 +166,7 @@ cudnn_parts=(libcudnn_ops.so.9 libcudnn_cnn.so.9 libcudnn_adv.so.9 libcudnn_grap
 } >"$out/CUDA_LIBS.txt"
 # The newest glibc and libstdc++ symbol versions any carried file needs (bin/run checks).
 need_ver() {
-  objdump -T "$out"/bin/* "$out"/tests/* "$out"/lib/* 2>/dev/null | grep -o "$1_[0-9.]*" |
+  objdump -T "$out"/bin/* "${carried[@]}" "$out"/lib/* 2>/dev/null | grep -o "$1_[0-9.]*" |
     sed "s/^$1_//" | sort -V | tail -1
 }
 {

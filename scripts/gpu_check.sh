@@ -58,12 +58,15 @@ cmd_of() {
   if [ -z "$build" ]; then cmd=("$here/bin/run" "$1"); return; fi
   case $1 in
     stoker | stoker-cuda-versions) cmd=("$build/tools/$1") ;;
-    *) cmd=("$build/tests/$1") ;;
+    *) cmd=("$build/$(prog_dir "$1")/$1") ;;
   esac
 }
 
-# have_prog NAME: the bundle or the build tree has this test program.
-have_prog() { [ -x "${build:-$here}/tests/$1" ]; }
+# prog_dir NAME: the folder of a carried test or bench program, in the bundle as in the build.
+prog_dir() { if [ "$1" = gpu_facts ]; then echo bench; else echo tests; fi; }
+
+# have_prog NAME: the bundle or the build tree has this test or bench program.
+have_prog() { [ -x "${build:-$here}/$(prog_dir "$1")/$1" ]; }
 
 # say TEXT: a line of the log, in a real run (not while checking or printing the plan).
 say() { [ "$mode" = run ] && echo "$@"; return 0; }
@@ -244,8 +247,8 @@ step_tests() {
     # The cuda rows of the conformance suite (the cupti record tests are in gpu_host_test).
     [ "$t" = backend_conformance_test ] && args+=(--gtest_filter='*cuda*')
     [ "$t" = collective_test ] && args+=(--gtest_filter='*/nccl')
-    # gpu_facts (a driver: the facts the first GPU run settles) and gpu_decode_test (nvJPEG's
-    # header at build time) only where they were built.
+    # gpu_facts (a bench program: the facts the first GPU run settles) and gpu_decode_test
+    # (nvJPEG's header at build time) only where they were built.
     { [ "$t" = gpu_facts ] || [ "$t" = gpu_decode_test ]; } && ! have_prog "$t" && continue
     cmd_of "$t"
     x "test_$t" "$cap" "${cmd[@]}" "${args[@]}"

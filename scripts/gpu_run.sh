@@ -5,7 +5,7 @@
 # PyTorch wheels' nvidia/*/lib, ldconfig's cache), checks each one's own version against
 # the one Stoker was linked with (CUDA_LIBS.txt), sets LD_LIBRARY_PATH and runs the program.
 #   bin/run --check              the table of CUDA libraries; exit 1 if one is missing
-#   bin/run PROGRAM [ARGS...]    PROGRAM from bin/ or tests/ of the bundle (or a path)
+#   bin/run PROGRAM [ARGS...]    PROGRAM from bin/, tests/ or bench/ of the bundle (or a path)
 # STOKER_CUDA_LIBS=dir:dir looks there first; STOKER_RUN_TABLE=1 prints the table on every run
 # (else only on trouble). CUDA_LIBS.txt's kinds: needed (ldd), dlopen (cuDNN's parts: needed
 # too), driver (libcuda.so.1: reported, never required; without it --backend cuda says why).
@@ -122,9 +122,10 @@ fi
 prog=$1
 shift
 if [[ $prog != */* ]]; then
-  for d in bin tests; do [ -x "$bundle/$d/$prog" ] && { prog=$bundle/$d/$prog; break; }; done
+  for d in bin tests bench; do [ -x "$bundle/$d/$prog" ] && { prog=$bundle/$d/$prog; break; }; done
 fi
-[ -x "$prog" ] || { echo "run: no program '$prog' in $bundle/bin or $bundle/tests" >&2; exit 127; }
+[ -x "$prog" ] ||
+  { echo "run: no program '$prog' in $bundle/bin, $bundle/tests or $bundle/bench" >&2; exit 127; }
 if [ ${#missing[@]} -gt 0 ]; then
   report
   echo "run: cannot start $(basename "$prog"): ${missing[*]} not found on this machine (looked in" \

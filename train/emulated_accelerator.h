@@ -17,7 +17,8 @@ struct EmulatedAccelerator {
   std::string spec;  // as given: a preset name, "IMG/s", or "TIME/N" (e.g. 224ms/400)
 
   bool enabled() const { return seconds_per_image > 0; }
-  double images_per_s() const { return seconds_per_image > 0 ? 1.0 / seconds_per_image : 0; }
+  // Its nominal rate: one image per seconds_per_image (0 when not enabled).
+  double images_per_s() const { return stoker::images_per_s(1.0, seconds_per_image); }
   int64_t compute_ns(size_t images) const {
     return static_cast<int64_t>(seconds_per_image * 1e9 * static_cast<double>(images));
   }

@@ -313,7 +313,7 @@ class ProgressLine {
   void draw(int64_t k, const StepRecord& r, float loss, bool last) {
     const double per_step = since(start_) / double(k + 1);
     const double rate =
-        double(c_.images_per_step) * double(k - last_k_) / std::max(since(last_line_), 1e-12);
+        images_per_s(double(c_.images_per_step) * double(k - last_k_), since(last_line_));
     last_k_ = k;
     last_line_ = Clock::now();
     line_.draw(

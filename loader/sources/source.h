@@ -12,7 +12,7 @@
 //      own, as shards and nfs are; a source
 //      built only with an optional library gets a stub file instead, as
 //      sources/source_nfs_stub.cc stands for source_nfs.cc without libnfs (loader/CMakeLists.txt);
-//   3. one line in the reader suite's table (tests/loader/reader_suite_test.cc): it is then
+//   3. one line in the reader suite's table (tests/loader/reader_suite.h): it is then
 //      tested under every reader, clean and corrupted, for checksums equal to serial's.
 #pragma once
 

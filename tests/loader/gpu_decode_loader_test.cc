@@ -18,6 +18,7 @@
 #include "loader/index/index.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
+#include "reader_table.h"
 #include "test_util.h"
 #include "tools/gen/synth_image.h"
 
@@ -88,7 +89,10 @@ TEST(GpuDecodeLoader, OnTheHostEqualsCpuDecodeBitForBitWhateverTheReader) {
   const Epoch cpu = run(index, base_config("threads:2"));
   ASSERT_GT(cpu.tensors.size(), 2u);
   EXPECT_EQ(cpu.bad, 1u);
-  for (const char* reader : {"serial", "threads:2"}) {
+  // Every reader of the suite's table that runs in this process (processes:N is refused, see
+  // RefusesWhatItCannotDoByName); local files: the decode device is not a source's concern.
+  for (const char* reader : suite::kReaders) {
+    if (parse_reader(reader).kind == ReaderSpec::Kind::processes) continue;
     for (size_t arena : {size_t(0), size_t(16) << 10}) {
       LoaderConfig c = base_config(reader);
       c.decode_device = DecodeDevice::gpu;

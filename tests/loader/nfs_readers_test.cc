@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// What is NFS-only about reading an nfs:// dataset (a real NFS-Ganesha on 127.0.0.1): a file
-// that vanished after indexing is skipped like a local one, a shard index file's own URL opens
-// the shards, and a server stopped mid-epoch is an error naming the URL within a bounded time,
-// under --on-error skip too (the storage failing is not a bad sample), batches so far kept.
-// Checksums, bad-file policy and resume over NFS, for every reader: reader_suite_test.cc.
+// What is NFS-only about reading an nfs:// dataset (a real NFS-Ganesha on 127.0.0.1): a shard
+// index file's own URL opens the shards, and a server stopped mid-epoch is an error naming the
+// URL within a bounded time, under --on-error skip too (the storage failing is not a bad
+// sample), batches so far kept. Checksums, bad-file policy, a file gone after indexing and
+// resume over NFS, for every reader: reader_suite_test.cc.
 #include <chrono>
 #include <filesystem>
 
@@ -12,6 +12,7 @@
 #include "loader/iterator.h"
 #include "loader_test_util.h"
 #include "nfs_server.h"
+#include "reader_table.h"
 #include "test_util.h"
 #include "tools/pack/pack_shards.h"
 
@@ -20,11 +21,6 @@ namespace {
 
 using test::NfsServer;
 using test::TempDir;
-
-// Readers that work over NFS: all of them (uring:QD:T keeps QD NFS requests in flight). Not
-// ReaderSuite rows: these tests change the server under the readers (a file removed, the
-// server stopped), which the suite's shared export must not see.
-const char* const kReaders[] = {"serial", "threads:2", "processes:2", "uring:1:2", "uring:16:2"};
 
 LoaderConfig config_for(const std::string& reader) {
   LoaderConfig c;
@@ -35,22 +31,6 @@ LoaderConfig config_for(const std::string& reader) {
   c.prefetch = 2;
   c.warn = false;
   return c;
-}
-
-struct Outcome {
-  uint64_t checksum = 0;
-  std::vector<std::string> bad;  // relative paths
-  uint64_t replacements = 0;
-};
-
-Outcome run(const Index& index, const std::string& reader) {
-  Iterator it(index, config_for(reader));
-  const test::EpochRecord r = test::run_epoch(it, 0);
-  Outcome o{r.epoch_checksum, {}, it.bad_samples().skipped.load()};
-  for (const BadSample& b : it.bad_samples().list()) {
-    o.bad.emplace_back(index.relative_path(b.index));
-  }
-  return o;
 }
 
 class NfsReaders : public ::testing::Test {
@@ -92,29 +72,12 @@ TEST_F(NfsReaders, ShardIndexFileUrlOpensTheShards) {
   EXPECT_EQ(open_index(url_of(*dir_ / "shards/stoker-shards.tsv")).size(), nfs.size());
 }
 
-TEST_F(NfsReaders, VanishedFileIsSkippedAsLocally) {
-  // Indexed with every file there, then one vanishes: skipped like a local one.
-  const Index local_index = open_index(clean_);
-  const Index nfs = open_index(url_of(clean_));
-  const std::string vanished = clean_ + "/class_001/img_000006.jpg";
-  const auto keep = test::read_bytes(vanished);
-  std::filesystem::remove(vanished);
-  const Outcome local = run(local_index, "serial");
-  ASSERT_EQ(local.bad, std::vector<std::string>{"class_001/img_000006.jpg"});
-  for (const char* reader : kReaders) {
-    const Outcome o = run(nfs, reader);
-    EXPECT_EQ(o.checksum, local.checksum) << reader;
-    EXPECT_EQ(o.bad, local.bad) << reader;
-    EXPECT_EQ(o.replacements, local.replacements) << reader;
-  }
-  test::write_bytes(vanished, keep);
-}
-
 TEST(NfsReadersFaults, ServerStoppedMidEpochIsAnErrorNamingTheUrl) {
   TempDir d;
   const std::string root = test::make_dataset(d, GenPattern::photo, 64, 2, 24);
-  // A server of its own per reader: each run stops it.
-  for (const char* reader : {"serial", "threads:2", "processes:2", "uring:16:2"}) {
+  // Every reader of the suite's table, each with a server of its own: each run stops it (so
+  // not ReaderSuite rows, whose NFS rows share one server).
+  for (const char* reader : suite::kReaders) {
     NfsServer server(d.path());
     STOKER_REQUIRE_NFS(server);
     const std::string url = server.url_of(std::filesystem::relative(root, d.path()).string());

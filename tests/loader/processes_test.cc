@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// processes:N end to end: the same batches as serial for any N, the same bad-sample list,
-// a worker killed with SIGKILL replaced without a trace in the data, a poisonous file that
-// crashes every worker reported as bad after one retry, a stuck worker killed after the
-// time-out, nothing left in /dev/shm or the process table, and worker memory that does not
-// grow with the index. Recovery: a worker that exits, hangs or answers wrongly at start-up,
-// a replacement that cannot start, a worker lost holding several requests, and a worker
-// that crashes on everything ending in "too many replacements" rather than a loop. The
-// crash, hang and die-holding behaviours come from stoker-worker's test hooks; the broken
-// start-ups from small scripts given as STOKER_WORKER.
+// processes:N end to end: the same batches as serial for any N (its bad-sample list against
+// serial's: reader_suite_test.cc), a worker killed with SIGKILL replaced without a trace in
+// the data, a poisonous file that crashes every worker reported as bad after one retry, a
+// stuck worker killed after the time-out, nothing left in /dev/shm or the process table, and
+// worker memory that does not grow with the index. Recovery: a worker that exits, hangs or
+// answers wrongly at start-up, a replacement that cannot start, a worker lost holding several
+// requests, and a worker that crashes on everything ending in "too many replacements" rather
+// than a loop. The crash, hang and die-holding behaviours come from stoker-worker's test
+// hooks; the broken start-ups from small scripts given as STOKER_WORKER.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -169,32 +169,10 @@ class ProcessesBad : public ::testing::Test {
     test::write_bytes(root + "/class_000/img_000100.jpg", half);
     test::write_bytes(root + "/class_001/img_000100.jpg", {});
     test::write_text(root + "/class_002/img_000100.jpg", "not an image at all\n");
-    test::write_bytes(root + "/class_002/img_000101.jpg", good);
   }
   TempDir dir;
   std::string root;
 };
-
-TEST_F(ProcessesBad, SkipListsTheSameFilesAsSerial) {
-  const Index index = open_index(root);
-  std::filesystem::remove(root + "/class_002/img_000101.jpg");  // gone after indexing
-  std::vector<std::vector<EpochRecord>> runs;
-  std::vector<BadList> lists;
-  std::vector<uint64_t> skipped;
-  // Serial against processes only: a file removed after indexing, on this fixture's set.
-  for (const char* reader : {"serial", "processes:2"}) {
-    LoaderConfig c = config_for(reader, 7);
-    c.transform.size = 32;
-    Iterator it(index, c);
-    runs.push_back({run_epoch(it, 0), run_epoch(it, 1)});
-    lists.push_back(sorted_bad(it));
-    skipped.push_back(it.bad_samples().skipped.load());
-  }
-  expect_same(runs[1], runs[0], "processes:2");
-  EXPECT_EQ(lists[0].size(), 4u);
-  EXPECT_EQ(lists[1], lists[0]);
-  EXPECT_EQ(skipped[1], skipped[0]);
-}
 
 TEST_F(ProcessesBad, FailStopsWithAnErrorNamingTheFile) {
   const Index index = open_index(root);

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
+#include <vector>
 
 #include "common/error.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
+#include "reader_table.h"
 #include "tools/pack/pack_shards.h"
 
 namespace stoker {
@@ -55,9 +58,11 @@ TEST(ShardReader, SequentialOrderIsDeterministicForAnyReader) {
   Packed p;
   const Index shards = open_index(p.shards);
   std::vector<EpochRecord> runs;
-  // Not ReaderSuite rows: sequential order is a shards-only sampler mode, and serial runs
-  // twice on purpose (a repeat of one reader must agree with itself too).
-  for (const char* reader : {"serial", "threads:1", "threads:3", "serial", "processes:2"}) {
+  // Not ReaderSuite rows: sequential order is a shards-only sampler mode. Serial, then every
+  // reader of the suite's table, serial again among them (a repeat must agree with itself).
+  std::vector<const char*> readers = {"serial"};
+  readers.insert(readers.end(), std::begin(suite::kReaders), std::end(suite::kReaders));
+  for (const char* reader : readers) {
     Iterator it(shards, config_for(reader, kSequential));
     runs.push_back(run_epoch(it, 4));
     // Every sample once, in the sampler's (sequential) order.

@@ -6,13 +6,12 @@
 // and block-aligned), reads interrupted once (EINTR, and -EAGAIN for io_uring), both at once,
 // and a read error on one file. Each run's batches are compared with serial over pread
 // without faults: continued reads give the same checksums and bytes, and a read error is that
-// sample's error naming the file, replaced as serial replaces an unreadable file. What only
-// one source has (submit refusals, a file shrinking under io_uring, page-cache eviction) is in
+// sample's error naming the file, replaced as serial replaces an unreadable file. A second
+// suite over the same rows: files changed after indexing read as they are now. What only one
+// source has (submit refusals, a file shrinking under io_uring, page-cache eviction) is in
 // source_uring_test.cc and source_pread_test.cc.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstring>
+#include <filesystem>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -33,7 +32,6 @@ using test::FaultPlan;
 using test::Faults;
 using test::Outcome;
 using test::run;
-using test::TempDir;
 
 struct SourceCase {
   const char* name;
@@ -103,20 +101,8 @@ std::vector<std::tuple<SourceCase, FaultCase>> cases() {
   return out;
 }
 
-LoaderConfig config(const std::string& reader) {
-  LoaderConfig c;
-  c.reader = parse_reader(reader);
-  c.source.kind = SourceOptions::Kind::pread;
-  c.sampler.batch_size = 6;
-  c.sampler.seed = 9;
-  c.transform.size = 32;
-  c.prefetch = 2;
-  c.warn = false;
-  return c;
-}
-
 LoaderConfig config(const SourceCase& s) {
-  LoaderConfig c = config(s.reader);
+  LoaderConfig c = test::source_config(s.reader);
   c.source.kind = s.source;
   c.source.direct = s.direct;
   return c;
@@ -130,60 +116,51 @@ void PrintTo(const FaultCase& f, std::ostream* os) {
   *os << f.name;
 }
 
-bool have_uring() {
-  try {
-    make_uring_source({});
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
+const SourceCase& source_of(const SourceCase& s) {
+  return s;
+}
+const SourceCase& source_of(const std::tuple<SourceCase, FaultCase>& p) {
+  return std::get<0>(p);
 }
 
-class SourceFaults : public ::testing::TestWithParam<std::tuple<SourceCase, FaultCase>> {
+// A suite over the source rows (P: a row, or a row and a fault): the dataset, skipped where
+// the row cannot run here, packed into shards for the shards row.
+template <class P>
+class SourceRows : public ::testing::TestWithParam<P> {
  protected:
   void SetUp() override {
-    const SourceCase& s = std::get<0>(GetParam());
-    if (s.uring() && !have_uring())
+    const SourceCase& s = source_of(this->GetParam());
+    if (s.uring() && !test::uring_works())
       STOKER_SKIP_HONEST("no-io-uring", "no io_uring here (source_uring_test tests the fallback)");
-    // Photographs of 160 px: 10-30 KB each, several 4 KiB blocks (O_DIRECT, short reads).
-    root = test::make_dataset(dir, GenPattern::photo, 160, 3, 7);
-    index = open_index(root);
-    want = run(index, config("serial"));
-    if (s.direct && !direct_supported())
-      STOKER_SKIP_HONEST("no-o-direct", "O_DIRECT is not supported on " << dir.path());
+    data.make();
+    if (s.direct && !data.direct_supported())
+      STOKER_SKIP_HONEST("no-o-direct", "O_DIRECT is not supported on " << data.dir.path());
     if (s.shards) {
       PackConfig pc;
-      pc.data = root;
-      pc.out = dir / "shards";
+      pc.data = data.root;
+      pc.out = data.dir / "shards";
       pc.shard_size = 32 * 1024;
       pc.progress = false;
       pack_shards(pc);
       shards = open_index(pc.out);
     }
   }
-  bool direct_supported() const {
-    const int fd = open((root + "/" + file(0)).c_str(), O_RDONLY | O_DIRECT);
-    if (fd >= 0) close(fd);
-    return fd >= 0;
-  }
-  std::string file(uint32_t i) const { return std::string(index.relative_path(i)); }
-
-  TempDir dir;
-  std::string root;
-  Index index, shards;
-  Outcome want;
+  test::SourceData data;
+  Index shards;
 };
+
+using SourceFaults = SourceRows<std::tuple<SourceCase, FaultCase>>;
 
 TEST_P(SourceFaults, ReadsAreContinuedOrTheSampleIsReported) {
   const auto& [s, fault] = GetParam();
   FaultPlan plan = fault.plan;
-  const std::string victim = file(2);
+  const std::string victim = data.file(2);
   if (fault.read_error) plan.path_has = victim;
   Outcome got;
   uint64_t faulted = 0, reads = 0;
   {
     Faults f(plan);
-    got = run(s.shards ? shards : index, config(s));
+    got = run(s.shards ? shards : data.index, config(s));
     faulted = f.counts().pread_faults + f.counts().cqe_faults;
     reads = f.counts().pread_calls + f.counts().cqes;
   }
@@ -195,16 +172,17 @@ TEST_P(SourceFaults, ReadsAreContinuedOrTheSampleIsReported) {
     EXPECT_NE(reason.find(victim), std::string::npos) << reason;
     EXPECT_NE(reason.find("Input/output error"), std::string::npos) << reason;
     // Replaced by the same samples as serial replaces an unreadable file with.
-    const std::vector<uint8_t> bytes = test::read_bytes(root + "/" + victim);
-    test::write_text(root + "/" + victim, "unreadable");
-    EXPECT_EQ(got.checksums, run(index, config("serial")).checksums);
-    test::write_bytes(root + "/" + victim, bytes);
+    const std::string path = data.root + "/" + victim;
+    const std::vector<uint8_t> bytes = test::read_bytes(path);
+    test::write_text(path, "unreadable");
+    EXPECT_EQ(got.checksums, run(data.index, test::source_config("serial")).checksums);
+    test::write_bytes(path, bytes);
     return;
   }
-  EXPECT_EQ(got.checksums, want.checksums);
+  EXPECT_EQ(got.checksums, data.want.checksums);
   EXPECT_TRUE(got.bad.empty()) << std::get<1>(got.bad.at(0));
-  EXPECT_EQ(got.bytes_read, want.bytes_read);
-  EXPECT_GT(faulted, index.size());  // every file met the fault, most in several pieces
+  EXPECT_EQ(got.bytes_read, data.want.bytes_read);
+  EXPECT_GT(faulted, data.index.size());  // every file met the fault, most in several pieces
   // Every read failed once: as many faults as reads that succeeded.
   if (fault.retried) {
     EXPECT_EQ(2 * faulted, reads);
@@ -214,6 +192,39 @@ TEST_P(SourceFaults, ReadsAreContinuedOrTheSampleIsReported) {
 INSTANTIATE_TEST_SUITE_P(Sources, SourceFaults, ::testing::ValuesIn(cases()), [](const auto& info) {
   return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name;
 });
+
+// Files changed after indexing, for real: one shorter, one longer (junk after the image's
+// end), one replaced by a directory. Every source of loose files reads them as they are now,
+// as serial over pread does (packed shards keep the bytes they were packed with: not a row).
+using SourceChanges = SourceRows<SourceCase>;
+TEST_P(SourceChanges, FilesChangedAfterIndexingAreReadAsTheyAreNow) {
+  const SourceCase& s = GetParam();
+  const std::string root = data.root + "/";
+  const std::vector<uint8_t> a = test::read_bytes(root + data.file(1));
+  test::write_bytes(root + data.file(1), std::vector<uint8_t>(a.begin(), a.begin() + 3000));
+  std::vector<uint8_t> b = test::read_bytes(root + data.file(3));
+  b.resize(b.size() + 20000, 0x5a);
+  test::write_bytes(root + data.file(3), b);
+  std::filesystem::remove(root + data.file(5));
+  std::filesystem::create_directory(root + data.file(5));
+  const Outcome serial = run(data.index, test::source_config("serial"));
+  ASSERT_EQ(serial.bad.size(), 2u);  // the short one and the directory
+  const Outcome got = run(data.index, config(s));
+  EXPECT_EQ(got.reader, s.reader);
+  EXPECT_EQ(got.checksums, serial.checksums);
+  EXPECT_EQ(got.bad, serial.bad);
+  EXPECT_EQ(got.bytes_read, serial.bytes_read);
+}
+
+std::vector<SourceCase> loose_file_rows() {
+  std::vector<SourceCase> out;
+  for (const SourceCase& s : kSources)
+    if (!s.shards) out.push_back(s);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sources, SourceChanges, ::testing::ValuesIn(loose_file_rows()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace stoker

@@ -15,6 +15,7 @@
 #include "io_faults.h"
 #include "loader/iterator.h"
 #include "loader_test_util.h"
+#include "reader_table.h"
 #include "test_util.h"
 
 namespace stoker {
@@ -24,37 +25,16 @@ using test::FaultPlan;
 using test::Faults;
 using test::Outcome;
 using test::run;
-using test::TempDir;
 
-LoaderConfig config(const std::string& reader) {
-  LoaderConfig c;
-  c.reader = parse_reader(reader);
-  c.source.kind = SourceOptions::Kind::pread;
-  c.sampler.batch_size = 5;
-  c.sampler.seed = 3;
-  c.transform.size = 32;
-  c.prefetch = 2;
-  c.warn = false;
-  return c;
-}
-
-class PreadSource : public ::testing::Test {
+class PreadSource : public ::testing::Test, protected test::SourceData {
  protected:
-  void SetUp() override {
-    root = test::make_dataset(dir, GenPattern::photo, 128, 2, 8);
-    index = open_index(root);
-    want = run(index, config("serial"));
-  }
-  TempDir dir;
-  std::string root;
-  Index index;
-  Outcome want;
+  void SetUp() override { make(); }
 };
 
 // read_file (stoker peek, probe) continues short and interrupted reads as the sources do
 // (source_faults_test.cc).
 TEST_F(PreadSource, ReadFileSurvivesShortReadsAndEintr) {
-  const std::string path = root + "/" + std::string(index.relative_path(3));
+  const std::string path = root + "/" + file(3);
   std::vector<uint8_t> clean, faulted;
   const std::vector<uint8_t> a(read_file(path, clean).begin(), read_file(path, clean).end());
   FaultPlan p;
@@ -109,20 +89,13 @@ TEST_F(PreadSource, EvictionReallyEmptiesThePageCache) {
   ASSERT_GT(resident_pages(index), index.size()) << "reading did not fill the page cache";
   EXPECT_EQ(evict_from_page_cache(index), 0u);
   EXPECT_EQ(resident_pages(index), 0u);
-  // --cold also drops each file right after it is read, whatever the reader and source. Not
-  // ReaderSuite rows: it measures this fixture's page cache, which the suite does not own.
-  for (const auto& [reader, source] : {std::pair{"threads:2", SourceOptions::Kind::pread},
-                                       {"uring:4:2", SourceOptions::Kind::uring},
-                                       {"processes:2", SourceOptions::Kind::pread}}) {
-    if (source == SourceOptions::Kind::uring) {
-      try {
-        make_uring_source({});
-      } catch (const Error&) {
-        continue;  // no io_uring in this build
-      }
-    }
-    LoaderConfig c = config(reader);
-    c.source.kind = source;
+  // --cold also drops each file right after it is read, whatever the reader and source: every
+  // reader of the suite's table over the source it resolves to (uring readers: io_uring, or
+  // pread where they fall back to threads:T). Not ReaderSuite rows: it measures this
+  // fixture's page cache, which the suite does not own.
+  for (const char* reader : suite::kReaders) {
+    LoaderConfig c = test::source_config(reader);
+    c.source.kind = SourceOptions::Kind::automatic;
     c.source.evict_after_read = true;
     warm(index);
     const Outcome got = run(index, c);

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // What only the io_uring source has, driven by injected faults (io_faults.h) through the real
 // uring:QD:T reader (the faults every source meets, short reads, -EAGAIN/-EINTR and read
-// errors, are source_faults_test.cc's): a file that shrank after fstat read as it is now
-// (buffered and O_DIRECT, whose unaligned tail is read buffered), a refused submit retried and
-// a failed one stopping the reader with the reason, files changed after indexing, and the
-// fallback to threads:T where io_uring cannot start. Each outcome is compared with serial over
-// pread. Without liburing in the build, only the fallback is tested.
-#include <fcntl.h>
-#include <unistd.h>
-
+// errors, and files changed after indexing, are source_faults_test.cc's suites'): a file that
+// shrank after fstat read as it is now (buffered and O_DIRECT, whose unaligned tail is read
+// buffered), a refused submit retried and a failed one stopping the reader with the reason,
+// and the fallback to threads:T where io_uring cannot start. Each outcome is compared with
+// serial over pread. Without liburing in the build, only the fallback is tested.
+#include <cerrno>
 #include <filesystem>
 #include <tuple>
 
@@ -28,48 +26,20 @@ using test::Outcome;
 using test::run;
 using test::TempDir;
 
+// The tests' loader, the source left to the reader (a uring reader gets the uring source).
 LoaderConfig config(const std::string& reader) {
-  LoaderConfig c;
-  c.reader = parse_reader(reader);
-  c.sampler.batch_size = 6;
-  c.sampler.seed = 9;
-  c.transform.size = 32;
-  c.prefetch = 2;
-  c.warn = false;
+  LoaderConfig c = test::source_config(reader);
+  c.source.kind = SourceOptions::Kind::automatic;
   return c;
 }
 
-bool have_uring() {
-  try {
-    make_uring_source({});
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-class UringFaults : public ::testing::Test {
+class UringFaults : public ::testing::Test, protected test::SourceData {
  protected:
   void SetUp() override {
-    if (!have_uring())
+    if (!test::uring_works())
       STOKER_SKIP_HONEST("no-io-uring", "no io_uring here (the fallback is tested below)");
-    // Photographs of 160 px: 10-30 KB each, several 4 KiB blocks (O_DIRECT, short reads).
-    root = test::make_dataset(dir, GenPattern::photo, 160, 3, 7);
-    index = open_index(root);
-    want = run(index, config("serial"));
+    make();
   }
-  // One sample's file (sorted order), relative to the root, and its full path.
-  std::string file(uint32_t i) const { return std::string(index.relative_path(i)); }
-  bool direct_supported() const {
-    const int fd = open((root + "/" + file(0)).c_str(), O_RDONLY | O_DIRECT);
-    if (fd >= 0) close(fd);
-    return fd >= 0;
-  }
-
-  TempDir dir;
-  std::string root;
-  Index index;
-  Outcome want;
 };
 
 // The file ends earlier than fstat said (it shrank between the two): the reader takes what
@@ -133,36 +103,13 @@ TEST_F(UringFaults, FailedSubmitStopsTheReaderWithTheReason) {
   EXPECT_GT(f.counts().submit_faults, 0u);
 }
 
-// Files changed after indexing, for real: one shorter, one longer (junk after the image's
-// end), one replaced by a directory. The reader reads them as they are now, as serial does.
-TEST_F(UringFaults, FilesChangedAfterIndexingAreReadAsTheyAreNow) {
-  const std::vector<uint8_t> a = test::read_bytes(root + "/" + file(1));
-  test::write_bytes(root + "/" + file(1), std::vector<uint8_t>(a.begin(), a.begin() + 3000));
-  std::vector<uint8_t> b = test::read_bytes(root + "/" + file(3));
-  b.resize(b.size() + 20000, 0x5a);
-  test::write_bytes(root + "/" + file(3), b);
-  std::filesystem::remove(root + "/" + file(5));
-  std::filesystem::create_directory(root + "/" + file(5));
-  const Outcome serial = run(index, config("serial"));
-  ASSERT_EQ(serial.bad.size(), 2u);  // the short one and the directory
-  for (const bool direct : {false, true}) {
-    if (direct && !direct_supported()) continue;
-    LoaderConfig c = config("uring:8:2");
-    c.source.direct = direct;
-    const Outcome got = run(index, c);
-    EXPECT_EQ(got.checksums, serial.checksums) << (direct ? "O_DIRECT" : "buffered");
-    EXPECT_EQ(got.bad, serial.bad) << (direct ? "O_DIRECT" : "buffered");
-    EXPECT_EQ(got.bytes_read, serial.bytes_read) << (direct ? "O_DIRECT" : "buffered");
-  }
-}
-
 // io_uring refused as seccomp (Docker's default profile) or an old kernel refuses it: the
 // reader says so and runs as threads:T, with serial's batches.
 TEST(UringFallback, WithoutIoUringTheReaderRunsAsThreadsAndSaysSo) {
   TempDir d;
   const Index index = open_index(test::make_dataset(d, GenPattern::photo, 64, 2, 7));
   const Outcome want = run(index, config("serial"));
-  const bool uring = have_uring();
+  const bool uring = test::uring_works();
   FaultPlan p;
   p.init_errno = EPERM;
   Faults f(p);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The throughput drivers' step loop (tests/train/timed_steps.h) on the CPU backend: every step
+// The throughput drivers' step loop (bench/timed_steps.h) on the CPU backend: every step
 // comes back once, in order, whatever the collection interval (the GPU driver once collected
 // inside its step and dropped those results, so its mean times covered only the tail), and the
 // synthetic feed lives in the memory the backend asks for.
-#include "tests/train/timed_steps.h"
+#include "bench/timed_steps.h"
 
 #include <gtest/gtest.h>
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/histogram.h"
+#include "common/measures.h"
 #include "loader/index/index.h"
 #include "loader/sources/source.h"
 
@@ -22,7 +23,8 @@ struct SourceProbe {
   uint64_t files = 0, bytes = 0, errors = 0;
   double seconds = 0, cpu_seconds = 0;
   Histogram latency;  // per read, submit to completion
-  double files_per_s() const { return seconds > 0 ? files / seconds : 0; }
+  // A file is a sample: its rate is common/measures.h's images/s (the JSON's images_per_s).
+  double files_per_s() const { return images_per_s(double(files), seconds); }
   double mb_per_s() const { return seconds > 0 ? bytes / 1e6 / seconds : 0; }
   nlohmann::json to_json() const;
 };

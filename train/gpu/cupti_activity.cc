@@ -63,7 +63,7 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 
 // The id CUPTI's records carry for `stream`: CUPTI's own (cuptiGetStreamIdEx, documented as
 // the stream's id in activity records), not the runtime's cudaStreamGetId, which CUPTI does
-// not promise to match (tests/train/gpu/gpu_facts.cc prints both on a device).
+// not promise to match (bench/gpu_facts.cc prints both on a device).
 uint32_t stream_id(cudaStream_t stream) {
   uint32_t id = 0;
   STOKER_GPU(cuptiGetStreamIdEx(nullptr, stream, 0, &id));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The step loop of the throughput drivers (tests/train/gpu/cuda_step_driver.cc): training
+// The step loop of the throughput drivers (bench/cuda_step_driver.cc): training
 // steps on one batch, staged every step as a loader's would be, collected often enough for the
 // backend's ring of pending steps, every result kept. Header-only; the CPU backend's test
 // (timed_steps_test.cc) runs it where no GPU is.

@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/timed_steps.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "models/resnet.h"
-#include "tests/train/timed_steps.h"
 #include "train/backend.h"
 #include "train/checkpoint.h"
 #include "train/gpu/cupti_records.h"
