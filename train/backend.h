@@ -10,6 +10,7 @@
 // for the device. A GPU copies the staged batch on its own stream while the previous step
 // computes; the loss, logits and phase times are read back only when asked (collect,
 // logits), so the host runs ahead and the stream never idles for a host round trip.
+// Each backend declares what it can do (BackendCaps), and callers read that, never its name.
 // Not thread-safe: one call at a time, from one thread.
 #pragma once
 

@@ -734,8 +734,9 @@ TEST(Caps, TheRegistryGivesWhatEachBackendDeclares) {
 }
 
 // A backend's caps are its declaration, and what it does agrees with them: a device fills its
-// report; an asynchronous engine times the step on its own clock; a device input stage hands
-// out a slot and a producer; activity records come when asked for.
+// report; an asynchronous engine times the step on its own clock; pinned host memory comes
+// with a pin hook; a device input stage hands out a slot and a producer; activity records come
+// when asked for.
 TEST_P(Contract, CapsAreDeclaredAndKept) {
   BackendConfig c = config();
   c.record_activity = true;
@@ -752,6 +753,7 @@ TEST_P(Contract, CapsAreDeclaredAndKept) {
   EXPECT_EQ(r[0].times.wall > 0, caps.asynchronous) << r[0].times.wall;
   EXPECT_EQ(b->diagnostics().device_report().total_bytes > 0, caps.device);
   EXPECT_EQ(!b->diagnostics().take_activity().empty(), caps.activity_records);
+  EXPECT_EQ(static_cast<bool>(b->host_memory().pin), caps.pinned_host_memory);
   EXPECT_EQ(b->device_producer().device >= 0, caps.device_input);
   EXPECT_EQ(b->device_stage().images != nullptr, caps.device_input);  // last: it takes a slot
 }
