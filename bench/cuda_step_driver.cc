@@ -117,7 +117,7 @@ int run(const Options& o) {
   const SgdConfig sgd;
   const HostBatch batch{images, labels.data(), o.batch};
   test::run_steps(*b, batch, o.warmup, 64, sgd, 0.1f);
-  b->take_activity();
+  b->diagnostics().take_activity();
   const int64_t t0 = now_ns();
   // Every timed step's result, collected every 64 steps (within kMaxPendingSteps).
   const std::vector<StepResult> results = test::run_steps(*b, batch, o.steps, 64, sgd, 0.1f);
@@ -131,7 +131,7 @@ int run(const Options& o) {
   }
   std::string activity = "null";
   if (o.activity) {
-    std::vector<ActivityRecord> recs = b->take_activity();
+    std::vector<ActivityRecord> recs = b->diagnostics().take_activity();
     int64_t kernels = 0, busy = 0, begin = INT64_MAX, end = INT64_MIN, reach = INT64_MIN;
     std::sort(recs.begin(), recs.end(),
               [](const auto& x, const auto& y) { return x.begin_ns < y.begin_ns; });
@@ -147,7 +147,7 @@ int run(const Options& o) {
     }
     activity = fmt::format(R"({{"compute_records":{},"busy_share":{:.4f},"records_lost":{}}})",
                            kernels, end > begin ? double(busy) / double(end - begin) : 0.0,
-                           b->device_report().activity_lost);
+                           b->diagnostics().device_report().activity_lost);
   }
   fmt::print(R"({{"arch":"{}","batch":{},"size":{},"precision":"{}","layout":"{}","algo":"{}",)"
              R"("graph":{},"input":"{}","plan_s":{:.2f},"steps":{},"images_per_s":{:.1f},)"
@@ -158,7 +158,8 @@ int run(const Options& o) {
              o.arch, o.batch, o.size, o.precision, o.layout, o.algo, o.graph,
              o.f32_input ? "f32" : "u8", plan_s, results.size(), double(o.batch) * o.steps / wall,
              mean.stage * 1e3, mean.forward * 1e3, mean.backward * 1e3, mean.update * 1e3, activity,
-             b->device_report().peak_in_use_bytes >> 20, b->device_report().planned_bytes >> 20,
+             b->diagnostics().device_report().peak_in_use_bytes >> 20,
+             b->diagnostics().device_report().planned_bytes >> 20,
              results.empty() ? 0.0 : results.back().loss, b->describe());
   mem.release(images);
   return 0;

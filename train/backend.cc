@@ -62,28 +62,45 @@ std::vector<std::string> built_backends() {
   return names;
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view given, [[maybe_unused]] const Network& net,
-                                      [[maybe_unused]] const BackendConfig& config) {
+namespace {
+
+// Why no backend of that name is here: not built in (and what it needs), or unknown.
+[[noreturn]] void no_backend(std::string_view given) {
   const std::string_view name = backend_name(given);
-  if (name == "cpu") {
-#ifdef STOKER_HAVE_DNNL
-    return cpu::make_cpu_backend(net, config);
-#else
+  if (name == "cpu")
     fail(
         "backend 'cpu' is not built in: oneDNN was not found at configure time (Debian: "
         "libdnnl-dev; then reconfigure with -DSTOKER_WITH_DNNL=ON)");
-#endif
-  }
-  if (name == "cuda") {
-#ifdef STOKER_HAVE_CUDA
-    return gpu::make_cuda_backend(net, config);
-#else
+  if (name == "cuda")
     fail(
         "backend 'cuda' is not built in: the CUDA toolkit (cuDNN, cuBLAS) was not found at "
         "configure time or STOKER_WITH_CUDA=OFF (use --backend cpu)");
-#endif
-  }
   fail("unknown backend '{}': expected cpu or cuda", given);
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(std::string_view given, [[maybe_unused]] const Network& net,
+                                      [[maybe_unused]] const BackendConfig& config) {
+  [[maybe_unused]] const std::string_view name = backend_name(given);
+#ifdef STOKER_HAVE_DNNL
+  if (name == "cpu") return cpu::make_cpu_backend(net, config);
+#endif
+#ifdef STOKER_HAVE_CUDA
+  if (name == "cuda") return gpu::make_cuda_backend(net, config);
+#endif
+  no_backend(given);
+}
+
+BackendCaps backend_caps(std::string_view given) {
+  [[maybe_unused]] const std::string_view name = backend_name(given);
+#ifdef STOKER_HAVE_DNNL
+  if (name == "cpu") return cpu::cpu_caps();
+#endif
+#ifdef STOKER_HAVE_CUDA
+  if (name == "cuda") return gpu::cuda_caps();
+#endif
+  no_backend(given);
 }
 
 }  // namespace stoker

@@ -10,6 +10,7 @@
 // for the device. A GPU copies the staged batch on its own stream while the previous step
 // computes; the loss, logits and phase times are read back only when asked (collect,
 // logits), so the host runs ahead and the stream never idles for a host round trip.
+// Each backend declares what it can do (BackendCaps), and callers read that, never its name.
 // Not thread-safe: one call at a time, from one thread.
 #pragma once
 
@@ -160,8 +161,8 @@ struct HostBatch {
 
 // Where a producer on the device (GPU JPEG decode) writes the next batch itself: the slot
 // the next stage() takes, in the network's input dtype and layout (count x 3 x h x w, NCHW,
-// or NHWC), and the stream (a cudaStream_t) its work must be ordered on. Null images: the
-// backend takes host batches only.
+// or NHWC), and the stream (a cudaStream_t) its work must be ordered on. Empty where the
+// backend's caps say no device_input.
 struct DeviceStage {
   void* images = nullptr;
   void* stream = nullptr;
@@ -173,27 +174,54 @@ struct DeviceStage {
 // (the producer creates its handles and memory there and leaves the thread's current device
 // as it found it), and how it waits for device work: the backend's own wait on an event (a
 // cudaEvent_t), which under a data-parallel collective polls its asynchronous error and the
-// interrupt path (a peer that died mid all-reduce holds the copy stream forever). device -1:
-// the backend takes host batches only.
+// interrupt path (a peer that died mid all-reduce holds the copy stream forever). device -1
+// where the backend's caps say no device_input.
 struct DeviceProducer {
   int device = -1;
   std::function<void(void* event)> wait;
 };
 
-// Where the loop finds the compute engine's work among take_activity()'s records, and how
-// it windows each step for the gap figures. Synchronous (a CPU): the engine works inside the
-// loop's calls, so the host's step windows bound it. Asynchronous (a device): the engine runs
-// behind the host; the backend labels its records with its own step count (ActivityRecord::
-// step, 0 for its first forward_backward; by time between step markers, on every stream),
-// and the loop windows each step by the device's own records (activity.h: device_step_gaps).
-struct ActivityTimeline {
-  uint32_t compute_stream = 0;  // ActivityRecord::stream the backend issues its steps on
-  bool asynchronous = false;
+// Layer patterns a backend may run fused, as one kernel or primitive (BackendCaps::fusions).
+enum Fusion : uint32_t {
+  kFuseBnRelu = 1u << 0,     // a batch norm and the ReLU that alone reads it
+  kFuseBnAddRelu = 1u << 1,  // a batch norm, the residual add after it and the ReLU after that
 };
 
-// What a device backend reports about itself after running, for the JSON summary.
+constexpr uint32_t precision_bit(Precision p) {
+  return 1u << static_cast<unsigned>(p);
+}
+
+// What a backend can do, declared by each implementation (as ggml's device caps and fio's
+// engine flags): callers read these, never the backend's name or another hook's empty answer.
+// Fixed for the backend's life; backend_caps(name) gives them without making one.
+struct BackendCaps {
+  // Runs on an accelerator with memory of its own: device_report() fills its figures, a
+  // data-parallel run all-reduces in device memory, a rate is checked against its peak.
+  bool device = false;
+  // Whose clock a step is on. Synchronous (a CPU): the engine works inside the loop's calls,
+  // so the host's step windows bound it. Asynchronous (a device): the engine runs behind the
+  // host; the backend labels its activity records with its own step count (ActivityRecord::
+  // step, 0 for its first forward_backward; by time between step markers, on every stream),
+  // and the loop windows each step by the device's own records (activity.h: device_step_gaps).
+  bool asynchronous = false;
+  // host_memory() pins: the loader's batches are staged by an asynchronous copy.
+  bool pinned_host_memory = false;
+  // device_stage() and device_producer() serve a producer on the device (GPU decode), which
+  // fills the next batch in the backend's own memory.
+  bool device_input = false;
+  // take_activity() returns the engine's intervals when BackendConfig::record_activity is set.
+  bool activity_records = false;
+  uint32_t fusions = 0;     // Fusion bits: the patterns a plan may fuse (where the library can)
+  uint32_t precisions = 0;  // precision_bit()s offered; make_backend may still refuse one that
+                            // this machine lacks (bf16 without native support, say)
+
+  bool fuses(Fusion f) const { return (fusions & f) != 0; }
+  bool offers(Precision p) const { return (precisions & precision_bit(p)) != 0; }
+};
+
+// What a device backend reports about itself after running, for the JSON summary; a backend
+// whose caps say no device reports zeros.
 struct DeviceReport {
-  bool device = false;       // false: a CPU backend (the fields below are 0)
   size_t planned_bytes = 0;  // device memory the backend allocated while planning
   // The most device memory in use seen (cudaMemGetInfo's total - free, sampled after planning
   // and at every collect(): the whole device, CUDA context and libraries' own included).
@@ -203,16 +231,49 @@ struct DeviceReport {
   std::string name;            // the device's name as its driver gives it (cudaDeviceProp::name)
 };
 
+// What a backend tells about its own running, for reports, traces and tests: behind one
+// accessor (Backend::diagnostics()), so that the training contract stays short.
+class BackendDiagnostics {
+ public:
+  // Kernel (GPU) or primitive (CPU) intervals recorded since the last call, when
+  // config.record_activity is set; empty otherwise. Waits for the device.
+  virtual std::vector<ActivityRecord> take_activity() = 0;
+  // What each convolution ran, for the JSON; empty if the library does not say.
+  virtual std::vector<ConvChoice> algorithms() const = 0;
+  // Memory and recording figures of a device backend (caps().device); zeros otherwise.
+  virtual DeviceReport device_report() const { return {}; }
+  // Network tensor `id` (Network::tensors) as the last training forward left it, or with
+  // `gradient` the loss's gradient with respect to it from the last backward (loss-scaled
+  // under f16), plain NCHW (N x C for the logits) f32: what the conformance suite compares
+  // layer by layer. Empty where the backend keeps no copy of its own (fused, computed in
+  // place, memory reused since); the default keeps none. For tests and debugging; waits for
+  // the device.
+  virtual std::vector<float> debug_tensor(int id, bool gradient) {
+    (void)id, (void)gradient;
+    return {};
+  }
+
+ protected:
+  ~BackendDiagnostics() = default;
+};
+
+// The contract. stage() and reshape() are fronts: they check, once, for every backend, and
+// then call the implementation (stage_impl, reshape_impl); planning's front is the
+// constructor, which checks the plan before the implementation plans anything.
 class Backend {
  public:
   static constexpr int64_t kMaxPendingSteps = 256;  // steps the loop may leave uncollected
 
   virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
 
+  // What this backend can do (above), as it declared.
+  const BackendCaps& caps() const { return caps_; }
   // One line for logs and the JSON summary: engine, precision, layout, threads or device.
   virtual std::string describe() const = 0;
-  // How the loader allocates batch memory for this backend (loader/host_memory.h): pinned for
-  // a device, so staging a batch is an asynchronous copy; the heap otherwise.
+  // How the loader allocates batch memory for this backend (loader/host_memory.h): pinned
+  // where caps().pinned_host_memory, the heap otherwise.
   virtual HostMemory host_memory() const = 0;
 
   // Parameters, buffers and (when present) momentum buffers from a checkpoint that
@@ -228,13 +289,14 @@ class Backend {
   virtual Checkpoint gradients() const = 0;
 
   // The batch the next forward_backward / forward_eval reads. May copy asynchronously (a GPU
-  // copies on its own stream, overlapping the step in flight). stoker::Error for a label
-  // outside [0, classes) is raised here or by the next collect().
-  virtual void stage(const HostBatch& batch) = 0;
+  // copies on its own stream, overlapping the step in flight). stoker::Error, before the
+  // implementation sees it, unless the batch holds the planned count and every label is in
+  // [0, classes) (check_batch).
+  void stage(const HostBatch& batch);
   // The slot the next stage() of a HostBatch with on_device takes (above): the producer's work
-  // on the returned stream fills it, and stage() follows. A device backend only.
+  // on the returned stream fills it, and stage() follows. Where caps().device_input only.
   virtual DeviceStage device_stage() { return {}; }
-  // The device and wait of device_stage()'s producer (above). A device backend only.
+  // The device and wait of device_stage()'s producer (above). Where caps().device_input only.
   virtual DeviceProducer device_producer() const { return {}; }
   // Blocks until the memory of the last staged batch may be reused by its owner. The loop
   // calls this before asking its feed for the next batch (the loader reuses the buffer).
@@ -262,30 +324,32 @@ class Backend {
   // over exactly; what depends on the shape is made for the new one (oneDNN primitives and
   // activation memory re-created, cuDNN algorithms chosen per shape, a CUDA Graph captured
   // afresh); the last gradients do not carry over. No-op for the current shape. A step at
-  // size A, then B, then A gives what fresh backends at each size give. stoker::Error when
-  // the network cannot take the shape (the backend is then unusable: the old plan is freed
-  // first, so memory never holds two). Waits for the device.
-  virtual void reshape(int64_t height, int64_t width) = 0;
+  // size A, then B, then A gives what fresh backends at each size give. stoker::Error, with
+  // the backend unchanged, when the network cannot take the shape (check_plan); an error
+  // while planning leaves the backend unusable (the old plan is freed first, so memory never
+  // holds two). Waits for the device.
+  void reshape(int64_t height, int64_t width);
 
-  // Kernel (GPU) or primitive (CPU) intervals recorded since the last call, when
-  // config.record_activity is set; empty otherwise. Waits for the device.
-  virtual std::vector<ActivityRecord> take_activity() = 0;
-  // How to read take_activity()'s records (above); the default is a CPU's.
-  virtual ActivityTimeline activity_timeline() const { return {}; }
-  // What each convolution ran, for the JSON; empty if the library does not say.
-  virtual std::vector<ConvChoice> algorithms() const = 0;
-  // Memory and recording figures of a device backend; a CPU's says device = false.
-  virtual DeviceReport device_report() const { return {}; }
-  // Network tensor `id` (Network::tensors) as the last training forward left it, or with
-  // `gradient` the loss's gradient with respect to it from the last backward (loss-scaled
-  // under f16), plain NCHW (N x C for the logits) f32: what the conformance suite compares
-  // layer by layer. Empty where the backend keeps no copy of its own (fused, computed in
-  // place, memory reused since); the default keeps none. For tests and debugging; waits for
-  // the device.
-  virtual std::vector<float> debug_tensor(int id, bool gradient) {
-    (void)id, (void)gradient;
-    return {};
-  }
+  // The diagnostic hooks (BackendDiagnostics above).
+  virtual BackendDiagnostics& diagnostics() = 0;
+
+ protected:
+  // The front of planning: stoker::Error, starting with `who`, when `net` cannot be planned
+  // for `config` (check_plan), before the implementation's constructor plans anything.
+  Backend(const BackendCaps& caps, const Network& net, const BackendConfig& config,
+          std::string_view who);
+
+  // The implementation of stage(), after its checks.
+  virtual void stage_impl(const HostBatch& batch) = 0;
+  // The implementation of reshape(), for a shape other than the current one that passed
+  // check_plan.
+  virtual void reshape_impl(int64_t height, int64_t width) = 0;
+
+ private:
+  BackendCaps caps_;
+  Network net_;            // what the fronts check against
+  BackendConfig planned_;  // its batch and current shape
+  std::string who_;
 };
 
 // A backend's one name: "gpu", the older name of "cuda", is "cuda" (still accepted,
@@ -301,5 +365,8 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const Network& net,
                                       const BackendConfig& config);
 // Names of the backends built in ("cpu", "cuda"), whether or not they can run here.
 std::vector<std::string> built_backends();
+// What the backend of that name declares it can do (Backend::caps), without making one (no
+// device needed). stoker::Error as make_backend's when it is unknown or not built in.
+BackendCaps backend_caps(std::string_view name);
 
 }  // namespace stoker

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The checkpoint walk and batch checks of backend_front.h, shared by the CPU and CUDA
-// backends.
+// backends, and Backend's fronts (backend.h), which call them once for every backend.
 #include "train/backend_front.h"
 
 #include <string>
@@ -93,6 +93,27 @@ void check_batch(const HostBatch& batch, const Network& net, int64_t planned) {
     if (batch.labels[n] < 0 || batch.labels[n] >= classes)
       fail("{}: label {} of image {} in the batch is outside [0, {})", net.name, batch.labels[n], n,
            classes);
+}
+
+Backend::Backend(const BackendCaps& caps, const Network& net, const BackendConfig& config,
+                 std::string_view who)
+    : caps_(caps), net_(net), planned_(config), who_(who) {
+  check_plan(net_, planned_, who_);
+}
+
+void Backend::stage(const HostBatch& batch) {
+  check_batch(batch, net_, planned_.batch);
+  stage_impl(batch);
+}
+
+void Backend::reshape(int64_t height, int64_t width) {
+  if (height == planned_.height && width == planned_.width) return;
+  BackendConfig next = planned_;
+  next.height = height;
+  next.width = width;
+  check_plan(net_, next, who_);
+  reshape_impl(height, width);
+  planned_ = next;
 }
 
 }  // namespace stoker

@@ -2,7 +2,9 @@
 // What every backend does the same way around its own memory, written once: the checks of a
 // plan's shape and of a staged batch, and the walk of a checkpoint in torch's layout (load, save,
 // gradients) over a backend's parameters. A backend supplies the few memory hooks (`ParamAccess`);
-// the walk decides which tensors exist and in which order. Not the Backend interface (backend.h).
+// the walk decides which tensors exist and in which order. Not the Backend interface (backend.h),
+// whose fronts (its constructor, stage(), reshape()) call the checks here, once, for every
+// backend; this library defines them.
 #pragma once
 
 #include <cstdint>

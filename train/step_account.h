@@ -48,7 +48,7 @@ struct StepAccount {
 const char* wall_from_name(StepAccount::WallFrom w);
 
 // The account of one collected step whose gap figures are filled (train_loop.h StepRecord).
-// `asynchronous`: the backend's ActivityTimeline; `activity`: whether the loop analysed
+// `asynchronous`: the backend's BackendCaps::asynchronous; `activity`: whether the loop analysed
 // activity records (LoopConfig::activity).
 StepAccount account_step(const StepRecord& r, bool asynchronous, bool activity);
 

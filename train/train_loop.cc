@@ -128,18 +128,18 @@ StepRecord timed_step(Backend& backend, BatchFeed& feed, const LoopConfig& c, in
 // CPU's step is windowed by the host's calls, a device's by its own records.
 class StepGaps {
  public:
-  StepGaps(const LoopConfig& c, ActivityTimeline timeline, LoopResult& out)
-      : c_(c), timeline_(timeline), out_(out) {}
+  StepGaps(const LoopConfig& c, bool asynchronous, LoopResult& out)
+      : c_(c), asynchronous_(asynchronous), out_(out) {}
 
   // The step just begun: a device's idle time is intersected with the loop's data waits.
   void begun(const StepRecord& r) {
-    if (timeline_.asynchronous) waits_.push_back({r.begin_ns, r.wait_end_ns});
+    if (asynchronous_) waits_.push_back({r.begin_ns, r.wait_end_ns});
   }
 
   // `activity` as the backend returned it, after records [first, records.size()) were
   // collected; a device's records are relabelled to step indices of this run in place.
   void add(std::vector<ActivityRecord>& activity, size_t first, bool final) {
-    if (timeline_.asynchronous) return device(activity, final);
+    if (asynchronous_) return device(activity, final);
     for (size_t k = first; k < out_.records.size(); ++k) {
       // The engine works inside the loop's calls: the host's window bounds it.
       const StepRecord& r = out_.records[k];
@@ -203,7 +203,7 @@ class StepGaps {
   }
 
   const LoopConfig& c_;
-  const ActivityTimeline timeline_;
+  const bool asynchronous_;  // BackendCaps::asynchronous
   LoopResult& out_;
   std::vector<Interval> waits_;          // the host's data waits, in order (device only)
   std::vector<ActivityRecord> pending_;  // records of steps not yet windowed
@@ -241,8 +241,8 @@ class StepCollector {
       : backend_(backend),
         c_(c),
         out_(out),
-        timeline_(backend.activity_timeline()),
-        gaps_(c, timeline_, out) {
+        asynchronous_(backend.caps().asynchronous),
+        gaps_(c, asynchronous_, out) {
     out_.records.reserve(size_t(c.steps));
   }
 
@@ -260,11 +260,11 @@ class StepCollector {
                      "the backend returned {} results for {} uncollected steps", results.size(),
                      pending());
     std::vector<ActivityRecord> activity;
-    if (c_.activity) activity = backend_.take_activity();
+    if (c_.activity) activity = backend_.diagnostics().take_activity();
     const size_t first = collected_;
     for (const StepResult& res : results) fill(collected_++, res);
     if (c_.activity) gaps_.add(activity, first, final);
-    keep_trace_activity(c_, timeline_.asynchronous, activity, out_);
+    keep_trace_activity(c_, asynchronous_, activity, out_);
   }
 
  private:
@@ -289,7 +289,7 @@ class StepCollector {
   Backend& backend_;
   const LoopConfig& c_;
   LoopResult& out_;
-  const ActivityTimeline timeline_;
+  const bool asynchronous_;  // BackendCaps::asynchronous
   StepGaps gaps_;
   size_t collected_ = 0;  // records[0, collected_) have their loss and backend times
   float last_loss_ = 0;
@@ -348,7 +348,7 @@ void keep_trace_steps(const LoopConfig& c, LoopResult& out) {
 
 LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
   LoopResult out;
-  out.asynchronous = backend.activity_timeline().asynchronous;
+  out.asynchronous = backend.caps().asynchronous;
   StepCollector steps(backend, c, out);
   ProgressLine line(c);
   for (int64_t k = 0; k < c.steps && !out.interrupted; ++k) {
@@ -370,7 +370,7 @@ LoopResult train_loop(Backend& backend, BatchFeed& feed, const LoopConfig& c) {
       line.clear();  // the hook's lines start on a line of their own
       c.hook(step + 1);
       // What the hook ran on the backend (a validation pass) is no step's activity.
-      if (c.activity) backend.take_activity();
+      if (c.activity) backend.diagnostics().take_activity();
     }
     if (draw) line.draw(k, r, steps.last_loss(), last);
   }

@@ -101,7 +101,7 @@ struct StepRecord {
   double reshape = 0;
   int64_t begin_ns = 0, wait_end_ns = 0, stage_end_ns = 0, fb_end_ns = 0, end_ns = 0;
   // Engine busy/idle, when the backend records activity (else all 0): inside the window
-  // above on a CPU; on a device (ActivityTimeline::asynchronous), inside the device's own
+  // above on a CPU; on a device (BackendCaps::asynchronous), inside the device's own
   // window of this step (its first record to the next step's first, every stream; busy =
   // the union of its kernels; activity.h device_step_gaps), with gap_during_wait the idle
   // time that coincides with any of the loop's data waits.
@@ -124,7 +124,7 @@ struct LoopResult {
   GapStats gaps;  // merged over the steps from warmup on (LoopConfig::activity):
                   // host windows on a CPU, the device's per-step windows on a device
   LoopTrace trace;
-  // The backend's ActivityTimeline::asynchronous: whose clock a step's window is on.
+  // The backend's BackendCaps::asynchronous: whose clock a step's window is on.
   bool asynchronous = false;
   // Stopped early by an interrupt (common/interrupt.h): `records` holds the finished steps.
   bool interrupted = false;

@@ -21,9 +21,14 @@ namespace stoker {
 namespace {
 
 // Logits 4 for the staged label, 0 elsewhere; counts what the pass asks of it.
-class CountingBackend final : public Backend {
+class CountingBackend final : public Backend, public BackendDiagnostics {
  public:
-  CountingBackend(int classes, int64_t batch) : classes_(classes), batch_(batch) {}
+  // A network of no layers: the fronts check the batch and the labels against it.
+  CountingBackend(int classes, int64_t batch)
+      : Backend({}, Network{.name = "counting", .num_classes = classes, .tensors = {"input"}},
+                {.batch = batch, .height = 1, .width = 1}, "counting"),
+        classes_(classes),
+        batch_(batch) {}
   std::string describe() const override { return "counting"; }
   HostMemory host_memory() const override {
     HostMemory m;
@@ -37,14 +42,14 @@ class CountingBackend final : public Backend {
   void load(const Checkpoint&, std::string_view) override {}
   Checkpoint save() const override { return {}; }
   Checkpoint gradients() const override { return {}; }
-  void stage(const HostBatch& batch) override {
+  void stage_impl(const HostBatch& batch) override {
     if (stages > releases) ++staged_unreleased;  // the last batch's buffer still in use
     ++stages;
     counts.push_back(batch.count);
     labels_.assign(batch.labels, batch.labels + batch.count);
   }
   void release_input() override { ++releases; }
-  void reshape(int64_t, int64_t) override {}
+  void reshape_impl(int64_t, int64_t) override {}
   void forward_backward() override {}
   void update(const SgdConfig&, float) override {}
   std::vector<StepResult> collect() override { return {}; }
@@ -53,6 +58,7 @@ class CountingBackend final : public Backend {
     for (size_t i = 0; i < labels_.size(); ++i) logits_[i * size_t(classes_) + labels_[i]] = 4;
   }
   std::span<const float> logits() override { return logits_; }
+  BackendDiagnostics& diagnostics() override { return *this; }
   std::vector<ActivityRecord> take_activity() override { return {}; }
   std::vector<ConvChoice> algorithms() const override { return {}; }
 

@@ -248,6 +248,11 @@ TEST(LoaderOptions, JsonHasEveryRowAndTheAugmentationOptions) {
   EXPECT_EQ(j.at("resize_filter"), "antialias");
 }
 
+// Caps as a host backend and a device one declare them: the decode choice reads these, not the
+// backend's name (which only goes into its messages).
+const BackendCaps kHost{.activity_records = true};
+const BackendCaps kDevice{.device = true, .asynchronous = true, .device_input = true};
+
 // --decode auto decides by the stored images' size, not the output's: a 1024 px dataset
 // trained at 224 px is where the CPU falls short (issue 41 item 5). With the CPU backend the
 // reason is the backend, whatever the size; --decode gpu there says what to add.
@@ -265,25 +270,57 @@ TEST(DecodeChoice, AutoGoesByTheStoredImagesThenTheBackendSaysWhy) {
   EXPECT_LE(side, 1200);
   LoaderConfig lc;
   lc.transform.size = 224;
-  const DecodeChoice cuda = choose_decode("auto", lc, "cuda", side);
+  const DecodeChoice cuda = choose_decode("auto", lc, "cuda", kDevice, side);
   EXPECT_NE(cuda.reason.find(fmt::format("{} px stored images", side)), std::string::npos)
       << cuda.reason;
   EXPECT_EQ(cuda.reason.find("keeps up"), std::string::npos) << cuda.reason;
   EXPECT_EQ(cuda.device == DecodeDevice::gpu, gpu_decode_unavailable().empty()) << cuda.reason;
-  const DecodeChoice small = choose_decode("auto", lc, "cuda", 256);
+  const DecodeChoice small = choose_decode("auto", lc, "cuda", kDevice, 256);
   EXPECT_EQ(small.device, DecodeDevice::cpu);
   EXPECT_NE(small.reason.find("256 px stored images, where the CPU keeps up"), std::string::npos)
       << small.reason;
-  const DecodeChoice cpu = choose_decode("auto", lc, "cpu", side);
+  const DecodeChoice cpu = choose_decode("auto", lc, "cpu", kHost, side);
   EXPECT_EQ(cpu.device, DecodeDevice::cpu);
   EXPECT_EQ(cpu.reason,
             "auto: the cpu backend trains on the CPU (GPU decode feeds --backend cuda)");
-  EXPECT_EQ(choose_decode("auto", lc, "cuda", 0).device, DecodeDevice::cpu);
+  EXPECT_EQ(choose_decode("auto", lc, "cuda", kDevice, 0).device, DecodeDevice::cpu);
   try {
-    choose_decode("gpu", lc, "cpu", side);
+    choose_decode("gpu", lc, "cpu", kHost, side);
     FAIL() << "--decode gpu on the cpu backend was accepted";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("add --backend cuda"), std::string::npos) << e.what();
+  }
+}
+
+// GPU decode goes by the backend's caps: a device backend without a device input stage is
+// refused, saying so, whatever its name; one with it is accepted under any name; and the
+// built backends' own caps are what train passes (backend_caps).
+TEST(DecodeChoice, GoesByTheBackendsCapsNotItsName) {
+  LoaderConfig lc;
+  lc.transform.size = 224;
+  const BackendCaps no_input{.device = true, .asynchronous = true};
+  try {
+    choose_decode("gpu", lc, "cuda", no_input, 1024);
+    FAIL() << "--decode gpu on a backend without a device input stage was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the cuda backend takes no batches from the device"),
+              std::string::npos)
+        << e.what();
+  }
+  const DecodeChoice refused = choose_decode("auto", lc, "cuda", no_input, 1024);
+  EXPECT_EQ(refused.device, DecodeDevice::cpu);
+  EXPECT_NE(refused.reason.find("takes no batches from the device"), std::string::npos)
+      << refused.reason;
+  // Named cpu, declaring a device input: the choice goes on to the images' size.
+  const DecodeChoice named_cpu = choose_decode("auto", lc, "cpu", kDevice, 256);
+  EXPECT_NE(named_cpu.reason.find("256 px stored images, where the CPU keeps up"),
+            std::string::npos)
+      << named_cpu.reason;
+  for (const std::string& name : built_backends()) {
+    const DecodeChoice c = choose_decode("auto", lc, name, backend_caps(name), 256);
+    const bool refused_for_the_backend =
+        c.reason.find("the " + name + " backend") != std::string::npos;
+    EXPECT_EQ(refused_for_the_backend, !backend_caps(name).device_input) << c.reason;
   }
 }
 

@@ -107,7 +107,7 @@ int run(int argc, char** argv) {
   stoker::save_checkpoint(out_path, out);
   fmt::print("{} {} {}x3x{}x{}: {} steps in {:.2f} s ({})\n", backend_name, net.name, bc.batch,
              bc.height, bc.width, steps, s, backend->describe());
-  for (const stoker::ConvChoice& c : backend->algorithms()) {
+  for (const stoker::ConvChoice& c : backend->diagnostics().algorithms()) {
     fmt::print("conv {} {} {}\n", c.layer, c.pass, c.algorithm);
   }
   return 0;

@@ -70,7 +70,7 @@ Checkpoint relu_outputs(Backend& backend, const Network& net, Collective* coll, 
   const int rank = coll == nullptr ? 0 : coll->rank();
   for (const Layer& l : net.layers) {
     if (l.kind != LayerKind::relu) continue;
-    const std::vector<float> mine = backend.debug_tensor(l.output, false);
+    const std::vector<float> mine = backend.diagnostics().debug_tensor(l.output, false);
     STOKER_CHECK(!mine.empty() && mine.size() % size_t(b) == 0);
     const size_t per_sample = mine.size() / size_t(b);
     std::vector<float> all(per_sample * size_t(global), 0.0f);

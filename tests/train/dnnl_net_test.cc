@@ -107,11 +107,11 @@ TEST(CpuBackend, FixedAlgorithmsRunWhatTheySay) {
   BackendConfig wino = base, direct = base;
   wino.conv_algorithm = "fixed:winograd";
   direct.conv_algorithm = "fixed:direct";
-  const std::vector<ConvChoice> w = make_cpu_backend(net, wino)->algorithms();
-  const std::vector<ConvChoice> d = make_cpu_backend(net, direct)->algorithms();
+  const std::vector<ConvChoice> w = make_cpu_backend(net, wino)->diagnostics().algorithms();
+  const std::vector<ConvChoice> d = make_cpu_backend(net, direct)->diagnostics().algorithms();
   ASSERT_EQ(w.size(), d.size());
   EXPECT_EQ(expect_algorithms(net, d, "fixed:direct"), 0);
-  expect_algorithms(net, make_cpu_backend(net, base)->algorithms(), "heuristic");
+  expect_algorithms(net, make_cpu_backend(net, base)->diagnostics().algorithms(), "heuristic");
   expect_algorithms(net, w, "fixed:winograd");
   if (!onednn_has_winograd()) {
     STOKER_SKIP_HONEST("not-applicable",
@@ -145,7 +145,7 @@ TEST(CpuBackend, RecordsEveryPrimitiveWhenAsked) {
   std::unique_ptr<Backend> off = make_cpu_backend(net, {.batch = 2, .height = 32, .width = 32});
   off->load(init_checkpoint(net, 1), "init");
   test::step(*off, images.data(), labels.data(), 2);
-  EXPECT_TRUE(off->take_activity().empty());
+  EXPECT_TRUE(off->diagnostics().take_activity().empty());
 
   std::unique_ptr<Backend> on =
       make_cpu_backend(net, {.batch = 2, .height = 32, .width = 32, .record_activity = true});
@@ -156,7 +156,7 @@ TEST(CpuBackend, RecordsEveryPrimitiveWhenAsked) {
     on->update({}, 0.1f);
   }
   EXPECT_EQ(on->collect().size(), 2u);
-  const std::vector<ActivityRecord> a = on->take_activity();
+  const std::vector<ActivityRecord> a = on->diagnostics().take_activity();
   const DnnlNet& d = dnnl_net_of(*on);
   const size_t per_step = d.forward_train.size() + d.backward.size() + 1;  // + SGD
   ASSERT_EQ(a.size(), 2 * per_step);
@@ -170,9 +170,9 @@ TEST(CpuBackend, RecordsEveryPrimitiveWhenAsked) {
   }
   EXPECT_EQ(a.front().name, d.forward_train.front().what);
   EXPECT_EQ(a[per_step - 1].name, "sgd update");
-  EXPECT_TRUE(on->take_activity().empty());            // taken
-  EXPECT_FALSE(on->activity_timeline().asynchronous);  // host windows bound the CPU's work
-  EXPECT_EQ(on->activity_timeline().compute_stream, 0u);
+  EXPECT_TRUE(on->diagnostics().take_activity().empty());  // taken
+  EXPECT_FALSE(on->caps().asynchronous);                   // host windows bound the CPU's work
+  EXPECT_TRUE(on->caps().activity_records);
 }
 
 // Sets an environment variable for one scope, so a test that throws does not leave it set

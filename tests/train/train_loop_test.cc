@@ -187,18 +187,23 @@ TEST(TrainLoop, StepAccountsAddUpOnTheCpu) {
 // and the first take also returns a step of a previous run (label 6, before the loop).
 // The host may run two steps ahead of it; collect() waits, on the host clock, for the
 // virtual device to finish.
-class VirtualDevice final : public Backend {
+class VirtualDevice final : public Backend, public BackendDiagnostics {
  public:
   static constexpr int64_t kBusy = 200'000;
   static constexpr int64_t kFirstLabel = 7;
+  // Batches of one 1 x 1 image of 2 classes; a network of no layers.
+  VirtualDevice()
+      : Backend({.device = true, .asynchronous = true, .activity_records = true},
+                Network{.name = "virtual", .num_classes = 2, .tensors = {"input"}},
+                {.batch = 1, .height = 1, .width = 1}, "virtual device") {}
   std::string describe() const override { return "virtual device"; }
   HostMemory host_memory() const override { return {}; }
   void load(const Checkpoint&, std::string_view) override {}
   Checkpoint save() const override { return {}; }
   Checkpoint gradients() const override { return {}; }
-  void stage(const HostBatch&) override {}
+  void stage_impl(const HostBatch&) override {}
   void release_input() override {}
-  void reshape(int64_t, int64_t) override {}
+  void reshape_impl(int64_t, int64_t) override {}
   void forward_backward() override {
     // The host runs at most two steps ahead (as a launch queue or a staging ring bounds it).
     while (device_free_ - now_ns() > 2 * kBusy) {
@@ -230,8 +235,8 @@ class VirtualDevice final : public Backend {
   }
   void forward_eval() override {}
   std::span<const float> logits() override { return {}; }
+  BackendDiagnostics& diagnostics() override { return *this; }
   std::vector<ActivityRecord> take_activity() override { return std::exchange(pending_, {}); }
-  ActivityTimeline activity_timeline() const override { return {1, true}; }
   std::vector<ConvChoice> algorithms() const override { return {}; }
 
   std::vector<int64_t> starts;  // virtual start of each step, host steady clock
@@ -252,11 +257,12 @@ class StarvingFeed final : public BatchFeed {
       while (now_ns() < until) {
       }
     }
-    return {nullptr, nullptr, 1};
+    return {nullptr, &label_, 1};
   }
 
  private:
   int64_t calls_ = 0;
+  const int32_t label_ = 0;
 };
 
 TEST(TrainLoop, DeviceStepsAreWindowedByTheDevicesOwnRecords) {

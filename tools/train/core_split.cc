@@ -13,6 +13,7 @@
 #include "tools/setup/trainer.h"
 #include "tools/train/train_rank.h"
 #include "tools/tuning_report.h"
+#include "train/backend.h"
 
 namespace stoker {
 
@@ -162,9 +163,10 @@ void split_cores(TrainRun& run, TrainCommand& o, const CLI::App& app) {
     }
     return;
   }
-  // Only the CPU trainer's threads share the loader's cores; one rank, as mpirun's ranks must
+  // Only a host trainer's threads share the loader's cores; one rank, as mpirun's ranks must
   // agree; --threads is the user's split.
-  if (!run.auto_reader || given || o.train.backend != "cpu" || run.world.world() > 1) return;
+  if (!run.auto_reader || given || backend_caps(o.train.backend).device || run.world.world() > 1)
+    return;
   const int cpus = online_cpus();
   if (cpus < 2) return;
   const TunerLimits lim = o.loader.tuner_limits();

@@ -16,11 +16,13 @@ namespace {
 
 constexpr int kAutoAbovePx = 512;
 
-// Why GPU decode does not go with this run's other options, or empty.
-std::string why_not_with(const LoaderConfig& lc, std::string_view backend) {
-  if (backend != "cuda")
-    return fmt::format("the {} backend trains on the CPU (GPU decode feeds --backend cuda)",
-                       backend);
+// Why GPU decode does not go with this run's other options, or empty. The backend must take
+// batches from the device (its caps' device_input); its name only goes into the message.
+std::string why_not_with(const LoaderConfig& lc, std::string_view backend,
+                         const BackendCaps& caps) {
+  if (!caps.device_input)
+    return fmt::format("the {} backend {} (GPU decode feeds --backend cuda)", backend,
+                       caps.device ? "takes no batches from the device" : "trains on the CPU");
   if (lc.reader.kind == ReaderSpec::Kind::processes)
     return fmt::format("reader {} decodes in other processes", lc.reader.text());
   if (lc.transform.color.any()) return "colour jitter and grayscale run on the CPU only";
@@ -71,10 +73,10 @@ int stored_image_side(const Index& index, int samples) {
 }
 
 DecodeChoice choose_decode(std::string_view mode, const LoaderConfig& lc, std::string_view backend,
-                           int stored_side) {
+                           const BackendCaps& caps, int stored_side) {
   if (mode == "cpu") return {DecodeDevice::cpu, "--decode cpu"};
   if (mode == "gpu") {
-    if (const std::string why = why_not_with(lc, backend); !why.empty())
+    if (const std::string why = why_not_with(lc, backend, caps); !why.empty())
       usage_fail("--decode gpu: {}: add --backend cuda, or use --decode cpu", why);
     if (const std::string why = gpu_decode_unavailable(); !why.empty())
       fail("--decode gpu: {}", why);
@@ -82,7 +84,7 @@ DecodeChoice choose_decode(std::string_view mode, const LoaderConfig& lc, std::s
   }
   check_decode_mode(mode);
   // The other options first: with the CPU backend the images' size is beside the point.
-  if (const std::string why = why_not_with(lc, backend); !why.empty())
+  if (const std::string why = why_not_with(lc, backend, caps); !why.empty())
     return {DecodeDevice::cpu, fmt::format("auto: {}", why)};
   if (stored_side <= 0)
     return {DecodeDevice::cpu, "auto: the stored images' size could not be read"};

@@ -37,7 +37,7 @@ nlohmann::json ms_stats(const std::vector<double>& seconds) {
 // Whether the backend's engine runs behind the host (its steps are windowed by its own
 // records and clock).
 bool result_asynchronous(const TrainRun& run) {
-  return run.backend->activity_timeline().asynchronous;
+  return run.backend->caps().asynchronous;
 }
 
 nlohmann::json account_json(const StepAccount& a) {
@@ -79,9 +79,9 @@ nlohmann::json per_step_json(const TrainRun& run, const std::vector<StepRecord>&
   return steps;
 }
 
-nlohmann::json algorithms_json(const Backend& backend) {
+nlohmann::json algorithms_json(Backend& backend) {
   nlohmann::json algos = nlohmann::json::array();
-  for (const ConvChoice& a : backend.algorithms())
+  for (const ConvChoice& a : backend.diagnostics().algorithms())
     algos.push_back({{"layer", a.layer},
                      {"pass", a.pass},
                      {"algorithm", a.algorithm},
@@ -107,9 +107,9 @@ nlohmann::json gaps_json(const GapStats& gaps) {
             {"mean", 1e-3 * h.mean_ns()}}}};
 }
 
-nlohmann::json device_json(const Backend& backend) {
-  const DeviceReport dev = backend.device_report();
-  if (!dev.device) return nullptr;
+nlohmann::json device_json(Backend& backend) {
+  if (!backend.caps().device) return nullptr;
+  const DeviceReport dev = backend.diagnostics().device_report();
   return {{"planned_bytes", dev.planned_bytes},
           {"peak_in_use_bytes", dev.peak_in_use_bytes},
           {"total_bytes", dev.total_bytes},
@@ -149,9 +149,10 @@ Rate rate_of(const TrainRun& run, const LoopResult& result, const StepSummary& s
   r.images_per_s = images_per_s(double(run.global_batch) * double(s.total.size()), s.wall);
   // Under a size schedule the work per image changes: the timed steps' mean.
   r.flop_per_image = mean_flop_per_image(sizes_of(run, result, s.skipped));
-  const DeviceReport dev = run.backend->device_report();
-  if (dev.device)
+  if (run.backend->caps().device) {
+    const DeviceReport dev = run.backend->diagnostics().device_report();
     r.check = check_rate(r.images_per_s, r.flop_per_image, device_peak(dev.name, run.bc.precision));
+  }
   return r;
 }
 

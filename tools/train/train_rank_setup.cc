@@ -219,7 +219,8 @@ void plan_model(TrainRun& run, TrainCommand& o) {
     run.lc.sampler.world = uint32_t(run.world.world());
     // auto decides by the stored images' size: a few headers read.
     const int stored = o.decode == "auto" && run.index ? stored_image_side(*run.index) : 0;
-    run.decode = choose_decode(o.decode, run.lc, o.train.backend, stored);
+    run.decode =
+        choose_decode(o.decode, run.lc, o.train.backend, backend_caps(o.train.backend), stored);
     run.lc.decode_device = run.decode.device;
     run.lc.decode_arena = size_t(o.decode_arena_mib) << 20;
   }
@@ -242,7 +243,8 @@ void make_trainer(TrainRun& run, TrainCommand& o) {
   t.conv_algo = bc.conv_algorithm;  // stored canonical
   bc.record_activity = !o.no_gaps || !o.trace.empty();
   if (run.world.world() > 1) bc.collective = &run.world;
-  if (run.world.world() > 1 && t.backend == "cuda") {
+  // A device backend all-reduces in its own memory: through NCCL.
+  if (run.world.world() > 1 && backend_caps(t.backend).device) {
     run.gpus = device_collective(run.world, bc);
     bc.collective = run.gpus.get();
   }

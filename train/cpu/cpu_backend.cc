@@ -45,10 +45,12 @@ std::array<std::array<float, 256>, 3> normalise_table(const InputSpec& in) {
   return lut;
 }
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, public BackendDiagnostics {
  public:
   CpuBackend(const Network& net, const BackendConfig& config)
-      : owned_(plan_dnnl_net(net, with_threads(config))), lut_(normalise_table(config.input)) {
+      : Backend(cpu_caps(), net, config, "backend 'cpu'"),
+        owned_(plan_dnnl_net(net, with_threads(config))),
+        lut_(normalise_table(config.input)) {
     bind();
   }
 
@@ -56,8 +58,7 @@ class CpuBackend final : public Backend {
   // to plan again); the state moves over in torch's layout, which is exact. The old net goes
   // before the new one is planned, so memory is never more than one plan's (a plan that
   // fails leaves the backend without one: its error ends the run).
-  void reshape(int64_t height, int64_t width) override {
-    if (height == d_->config.height && width == d_->config.width) return;
+  void reshape_impl(int64_t height, int64_t width) override {
     finish_allreduce();
     const Checkpoint state = save();
     BackendConfig c = d_->config;
@@ -132,8 +133,7 @@ class CpuBackend final : public Backend {
     return gradient_params(d_->net, access());
   }
 
-  void stage(const HostBatch& batch) override {
-    check_batch(batch, d_->net, d_->config.batch);
+  void stage_impl(const HostBatch& batch) override {
     for (int64_t n = 0; n < d_->config.batch; ++n) d_->labels[size_t(n)] = batch.labels[n];
     if (d_->config.input.type == InputType::f32) {  // read in place: nothing to copy
       STOKER_DNNL(d_->images_user.set_data_handle(const_cast<void*>(batch.images)));
@@ -196,6 +196,10 @@ class CpuBackend final : public Backend {
   std::span<const float> logits() override {
     return {static_cast<const float*>(d_->logits_plain.get_data_handle()),
             size_t(d_->config.batch * d_->net.num_classes)};
+  }
+
+  BackendDiagnostics& diagnostics() override {
+    return *this;
   }
 
   std::vector<ActivityRecord> take_activity() override {
@@ -364,8 +368,16 @@ std::string cpu_isa_name() {
   }
 }
 
+BackendCaps cpu_caps() {
+  // oneDNN runs inside the loop's calls on the host's own memory; it fuses a batch norm with
+  // its ReLU (fuse_norm_relu) and offers f32 and bf16.
+  return {.activity_records = true,
+          .fusions = kFuseBnRelu,
+          .precisions = precision_bit(Precision::f32) | precision_bit(Precision::bf16)};
+}
+
 std::unique_ptr<Backend> make_cpu_backend(const Network& net, const BackendConfig& config) {
-  if (config.precision == Precision::tf32 || config.precision == Precision::f16)
+  if (!cpu_caps().offers(config.precision))
     fail("precision {} is not offered by the CPU backend (oneDNN): use f32 or bf16",
          precision_name(config.precision));
   if (config.layout != ComputeLayout::automatic)

@@ -11,6 +11,9 @@
 
 namespace stoker::cpu {
 
+// What the CPU backend can do (Backend::caps): synchronous, on the heap, f32 and bf16.
+BackendCaps cpu_caps();
+
 // stoker::Error when bf16 is asked for on a CPU without native bf16 (AVX512_BF16 or AMX).
 std::unique_ptr<Backend> make_cpu_backend(const Network& net, const BackendConfig& config);
 

@@ -17,7 +17,6 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "train/backend_front.h"
 #include "train/cpu/dnnl_check.h"
 #include "train/cpu/dnnl_plan.h"
 
@@ -246,7 +245,6 @@ std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& 
         net.name, config.conv_algorithm,
         config.conv_algorithm == "exhaustive" ? " (exhaustive search is cuda only)" : "");
   }
-  check_plan(net, config, "oneDNN");
   if (config.sync_bn && config.precision != Precision::f32)
     fail("{} (oneDNN): synchronised batch norm (--sync-bn) is planned for f32 only, not {}",
          net.name, precision_name(config.precision));

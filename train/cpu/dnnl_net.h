@@ -121,9 +121,9 @@ struct DnnlNet {
   dnnl::memory accumulate_storage;  // u8: a second gradient for tensors read twice
 };
 
-// Plans everything. stoker::Error naming the layer when oneDNN rejects a shape, when the
-// input is too small for the network, or when batch norm would see one value per channel,
-// or naming the unknown config.conv_algorithm.
+// Plans everything, for a plan that passed check_plan (Backend's constructor and reshape()
+// check it first). stoker::Error naming the layer when oneDNN rejects a shape, or naming the
+// unknown config.conv_algorithm.
 std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& config);
 
 // Runs a program on the net's stream and waits for it. With `activity`, appends one record

@@ -40,9 +40,10 @@ struct StepStatus {  // written by the device (async copies), read after the ste
   int32_t skipped = 0;
 };
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public BackendDiagnostics {
  public:
-  CudaBackend(const Network& net, const BackendConfig& config) : config_(config) {
+  CudaBackend(const Network& net, const BackendConfig& config)
+      : Backend(cuda_caps(), net, config, "backend 'cuda'"), config_(config) {
     try {
       plan(net, config);
     } catch (...) {
@@ -200,8 +201,7 @@ class CudaBackend final : public Backend {
     return {config_.device, [this](void* event) { wait_event(static_cast<cudaEvent_t>(event)); }};
   }
 
-  void stage(const HostBatch& batch) override {
-    check_batch(batch, net_->network(), config_.batch);
+  void stage_impl(const HostBatch& batch) override {
     if (batch.on_device && !device_slot_)
       fail("cuda backend: a batch on the device without device_stage() first");
     if (!batch.on_device && device_slot_)
@@ -366,15 +366,12 @@ class CudaBackend final : public Backend {
     return records;
   }
 
-  ActivityTimeline activity_timeline() const override {
-    return {.compute_stream = kComputeStreamId, .asynchronous = true};
-  }
+  BackendDiagnostics& diagnostics() override { return *this; }
 
   std::vector<ConvChoice> algorithms() const override { return net_->choices(); }
 
   DeviceReport device_report() const override {
     DeviceReport r;
-    r.device = true;
     r.planned_bytes = net_->device_bytes();
     r.peak_in_use_bytes = peak_in_use_;
     r.total_bytes = device_total_;
@@ -389,8 +386,7 @@ class CudaBackend final : public Backend {
   // shape); the staging buffers follow, and a CUDA Graph is captured afresh after kWarmSteps
   // eager steps. Steps in flight keep their events and are collected as before. Under f16
   // the loss scale carries over (save() writes it, load() restores it).
-  void reshape(int64_t height, int64_t width) override {
-    if (height == config_.height && width == config_.width) return;
+  void reshape_impl(int64_t height, int64_t width) override {
     const Checkpoint state = save();  // runs a pending graph step, waits for the device
     wait_stream(copy_);
     BackendConfig c = config_;
@@ -628,10 +624,20 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
+BackendCaps cuda_caps() {
+  return {.device = true,
+          .asynchronous = true,
+          .pinned_host_memory = true,
+          .device_input = true,
+          .activity_records = true,  // CUPTI
+          .fusions = kFuseBnRelu | kFuseBnAddRelu,
+          .precisions = precision_bit(Precision::f32) | precision_bit(Precision::tf32) |
+                        precision_bit(Precision::f16) | precision_bit(Precision::bf16)};
+}
+
 std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConfig& config) {
   const std::string reason = device_unavailable_reason(config.device);
   if (!reason.empty()) fail("backend 'cuda': {}", reason);
-  check_plan(net, config, "backend 'cuda'");
   parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
   // Data parallelism: the gradients go through the collective in device memory (NCCL,
   // train/parallel/collective_nccl.h). f16's dynamic loss scale would need every rank to agree on

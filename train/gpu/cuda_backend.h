@@ -16,5 +16,7 @@ namespace stoker::gpu {
 // naming the runtime's error, e.g. insufficient driver), or when the config is not one the
 // GPU backend plans (names what and why).
 std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConfig& config);
+// What it can do (Backend::caps): a device, asynchronous, pinned staging, a device input stage.
+BackendCaps cuda_caps();
 
 }  // namespace stoker::gpu

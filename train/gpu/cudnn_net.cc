@@ -14,7 +14,6 @@
 #include <utility>
 
 #include "common/error.h"
-#include "train/backend_front.h"
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/cudnn_common.h"
 #include "train/gpu/gpu_policy.h"
@@ -81,7 +80,6 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
       stream_(compute),
       cudnn_(libraries.cudnn),
       cublas_(libraries.cublas) {
-  check_plan(net, config, "backend 'cuda'");  // a reshape plans here without make_cuda_backend
   shapes_ = infer_shapes(net, config.height, config.width);
   for (const Layer& l : net_.layers) {
     if (l.kind == LayerKind::conv && (l.bias || l.groups != 1))

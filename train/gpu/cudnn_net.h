@@ -94,7 +94,8 @@ struct GpuLibraries {
 
 class CudnnNet {
  public:
-  // Plans everything on the current device; `compute` is the stream every program runs on.
+  // Plans everything on the current device, for a plan that passed check_plan (Backend's
+  // constructor and reshape() check it first); `compute` is the stream every program runs on.
   // stoker::Error naming the layer when cuDNN or cuBLAS rejects a shape or runs out of memory.
   CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t compute,
            const GpuLibraries& libraries);

@@ -268,7 +268,7 @@ TEST_F(CudaBackend, ActivityAndAlgorithms) {
   c.conv_algorithm = "fixed:winograd_nonfused";
   auto b = make(c);
   step(*b, true);
-  const std::vector<ActivityRecord> records = b->take_activity();
+  const std::vector<ActivityRecord> records = b->diagnostics().take_activity();
   int kernels = 0, copies = 0;
   for (const ActivityRecord& r : records) {
     EXPECT_LE(r.begin_ns, r.end_ns);
@@ -280,10 +280,10 @@ TEST_F(CudaBackend, ActivityAndAlgorithms) {
   EXPECT_TRUE(std::any_of(records.begin(), records.end(),
                           [](const ActivityRecord& r) { return r.step == 0; }));
   EXPECT_GE(copies, 1);
-  // The loop windows a device's steps by these records on the compute stream.
-  EXPECT_TRUE(b->activity_timeline().asynchronous);
-  EXPECT_EQ(b->activity_timeline().compute_stream, kComputeStreamId);
-  const std::vector<ConvChoice> choices = b->algorithms();
+  // The loop windows a device's steps by these records.
+  EXPECT_TRUE(b->caps().asynchronous);
+  EXPECT_TRUE(b->caps().activity_records);
+  const std::vector<ConvChoice> choices = b->diagnostics().algorithms();
   EXPECT_EQ(choices.size(), size_t(20 * 3 - 1));  // 20 convs, no image gradient for conv1
   bool fell_back = false;
   for (const ConvChoice& ch : choices)
@@ -293,7 +293,7 @@ TEST_F(CudaBackend, ActivityAndAlgorithms) {
   e.conv_algorithm = "exhaustive";
   auto x = make(e);
   double measured = 0;
-  for (const ConvChoice& ch : x->algorithms()) measured += ch.measured_ms;
+  for (const ConvChoice& ch : x->diagnostics().algorithms()) measured += ch.measured_ms;
   EXPECT_GT(measured, 0);
 }
 

@@ -18,9 +18,9 @@ namespace {
 
 // The decoder on the backend's device, waiting as the backend waits.
 gpu::GpuDecodeConfig decoder_config(const Backend& backend, const GpuDecodeOptions& o) {
-  DeviceProducer p = backend.device_producer();
-  if (p.device < 0)
+  if (!backend.caps().device_input)
     fail("--decode gpu: the {} backend takes no batches from the device", backend.describe());
+  DeviceProducer p = backend.device_producer();
   return {p.device, o.decode_memory, o.hardware, std::move(p.wait)};
 }
 
@@ -43,9 +43,7 @@ class DecodeFeed final : public GpuDecodeFeed {
     // validation at its own size changed it (the loop's reshape is then a no-op; the time
     // counts as this batch's wait).
     if (hb.height > 0) backend_.reshape(hb.height, hb.width);
-    const DeviceStage stage = backend_.device_stage();
-    if (!stage.images)
-      fail("--decode gpu: the {} backend has no device input", backend_.describe());
+    const DeviceStage stage = backend_.device_stage();  // device_input: checked at the start
     out_.dtype = stage.dtype;
     out_.nhwc = stage.nhwc;
     const std::vector<size_t> failed =
