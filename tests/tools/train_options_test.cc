@@ -99,6 +99,57 @@ std::vector<std::pair<std::string, std::string>> stored_flags() {
   return out;
 }
 
+// The trainer's defaults are the library's (SgdConfig, LrSchedule, BackendConfig), read from
+// its structs: what the options make of themselves untouched is what the library holds.
+TEST(TrainOptions, DefaultsAreTheLibrarysOwn) {
+  TrainOptions t;
+  const SgdConfig sgd = t.sgd(), s;
+  EXPECT_EQ(sgd.momentum, s.momentum);
+  EXPECT_EQ(sgd.nesterov, s.nesterov);
+  EXPECT_EQ(sgd.weight_decay, s.weight_decay);
+  EXPECT_EQ(sgd.decay_bn_and_bias, s.decay_bn_and_bias);
+  EXPECT_EQ(sgd.optimizer, s.optimizer);
+  EXPECT_EQ(sgd.lars_eta, s.lars_eta);
+  t.resolve_defaults(100);
+  const LrSchedule lr = t.schedule(256, 100), l;
+  EXPECT_EQ(lr.kind, l.kind);
+  EXPECT_EQ(lr.warmup_start_factor, l.warmup_start_factor);
+  EXPECT_EQ(lr.gamma, l.gamma);
+  EXPECT_EQ(lr.min_lr, l.min_lr);
+  EXPECT_EQ(lr.milestones, l.milestones);
+  BackendConfig bc;
+  bc.conv_algorithm = "exhaustive";  // apply() must set each field, not leave it
+  bc.workspace_limit = 1;
+  bc.bucket_bytes = 1;
+  bc.precision = Precision::bf16;
+  bc.layout = ComputeLayout::nhwc;
+  bc.graph = bc.sync_bn = true;
+  bc.device = 3;
+  t.apply(bc);
+  const BackendConfig b;
+  EXPECT_EQ(bc.conv_algorithm, b.conv_algorithm);
+  EXPECT_EQ(bc.workspace_limit, b.workspace_limit);
+  EXPECT_EQ(bc.bucket_bytes, b.bucket_bytes);
+  EXPECT_EQ(bc.precision, b.precision);
+  EXPECT_EQ(bc.layout, b.layout);
+  EXPECT_EQ(bc.graph, b.graph);
+  EXPECT_EQ(bc.sync_bn, b.sync_bn);
+  EXPECT_EQ(bc.device, b.device);
+  EXPECT_EQ(t.threads, b.threads);
+  EXPECT_EQ(t.label_smoothing, b.label_smoothing);
+  // Read as the decimal the float stands for: help, JSON and checkpoints show 0.9, not
+  // 0.8999999761581421 (what a checkpoint stored before the defaults were read).
+  const nlohmann::json j = stored_defaults();
+  EXPECT_EQ(j.at("momentum"), 0.9);
+  EXPECT_EQ(j.at("weight_decay"), 1e-4);
+  EXPECT_EQ(j.at("lars_eta"), 0.001);
+  EXPECT_EQ(j.at("warmup_start_factor"), 0.1);
+  EXPECT_EQ(j.at("gamma"), 0.1);
+  EXPECT_EQ(j.at("conv_algo"), "heuristic");
+  EXPECT_EQ(decimal_of(0.9f), 0.9);
+  EXPECT_EQ(float(decimal_of(1e-4f)), 1e-4f);
+}
+
 TEST(TrainOptions, EveryStoredOptionHasASample) {
   for (const auto& [flag, key] : stored_flags())
     EXPECT_TRUE(samples().count(flag)) << flag << " (" << key << ") has no sample value here";
@@ -265,22 +316,22 @@ TEST(DecodeChoice, AutoGoesByTheStoredImagesThenTheBackendSaysWhy) {
   EXPECT_LE(side, 1200);
   LoaderConfig lc;
   lc.transform.size = 224;
-  const DecodeChoice cuda = choose_decode("auto", lc, "cuda", side);
+  const DecodeChoice cuda = choose_decode(DecodeMode::automatic, lc, "cuda", side);
   EXPECT_NE(cuda.reason.find(fmt::format("{} px stored images", side)), std::string::npos)
       << cuda.reason;
   EXPECT_EQ(cuda.reason.find("keeps up"), std::string::npos) << cuda.reason;
   EXPECT_EQ(cuda.device == DecodeDevice::gpu, gpu_decode_unavailable().empty()) << cuda.reason;
-  const DecodeChoice small = choose_decode("auto", lc, "cuda", 256);
+  const DecodeChoice small = choose_decode(DecodeMode::automatic, lc, "cuda", 256);
   EXPECT_EQ(small.device, DecodeDevice::cpu);
   EXPECT_NE(small.reason.find("256 px stored images, where the CPU keeps up"), std::string::npos)
       << small.reason;
-  const DecodeChoice cpu = choose_decode("auto", lc, "cpu", side);
+  const DecodeChoice cpu = choose_decode(DecodeMode::automatic, lc, "cpu", side);
   EXPECT_EQ(cpu.device, DecodeDevice::cpu);
   EXPECT_EQ(cpu.reason,
             "auto: the cpu backend trains on the CPU (GPU decode feeds --backend cuda)");
-  EXPECT_EQ(choose_decode("auto", lc, "cuda", 0).device, DecodeDevice::cpu);
+  EXPECT_EQ(choose_decode(DecodeMode::automatic, lc, "cuda", 0).device, DecodeDevice::cpu);
   try {
-    choose_decode("gpu", lc, "cpu", side);
+    choose_decode(DecodeMode::gpu, lc, "cpu", side);
     FAIL() << "--decode gpu on the cpu backend was accepted";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("add --backend cuda"), std::string::npos) << e.what();

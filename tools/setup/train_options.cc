@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <limits>
 
 #include "common/error.h"
@@ -13,6 +14,10 @@ namespace stoker {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
+double decimal_of(float f) {
+  return std::strtod(fmt::format("{}", f).c_str(), nullptr);
 }
 
 void TrainOptions::add_to(CLI::App& app) {
