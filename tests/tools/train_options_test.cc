@@ -12,13 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "augment/collate.h"
 #include "augment/crop.h"
+#include "augment/imagenet.h"
 #include "common/error.h"
 #include "test_util.h"
 #include "tools/gen/gen_dataset.h"
 #include "tools/options/loader_options.h"
 #include "tools/setup/train_options.h"
 #include "tools/train/decode_choice.h"
+#include "train/backend.h"
+#include "train/conv_algorithm.h"
 #include "train/gpu_decode.h"
 
 namespace stoker {
@@ -118,7 +122,7 @@ TEST(TrainOptions, DefaultsAreTheLibrarysOwn) {
   EXPECT_EQ(lr.min_lr, l.min_lr);
   EXPECT_EQ(lr.milestones, l.milestones);
   BackendConfig bc;
-  bc.conv_algorithm = "exhaustive";  // apply() must set each field, not leave it
+  bc.conv_algorithm = parse_conv_algorithm("exhaustive");  // apply() must set each field
   bc.workspace_limit = 1;
   bc.bucket_bytes = 1;
   bc.precision = Precision::bf16;
@@ -148,6 +152,42 @@ TEST(TrainOptions, DefaultsAreTheLibrarysOwn) {
   EXPECT_EQ(j.at("conv_algo"), "heuristic");
   EXPECT_EQ(decimal_of(0.9f), 0.9);
   EXPECT_EQ(float(decimal_of(1e-4f)), 1e-4f);
+}
+
+// ImageNet's normalisation is one constant (augment/imagenet.h): the loader's f32 output, a
+// backend's u8 input and --mean/--std's default all take it.
+TEST(TrainOptions, OneImagenetNormalisation) {
+  EXPECT_EQ(OutputSpec{}.mean, kImagenetMean);
+  EXPECT_EQ(OutputSpec{}.std, kImagenetStd);
+  EXPECT_EQ(InputSpec{}.mean, kImagenetMean);
+  EXPECT_EQ(InputSpec{}.std, kImagenetStd);
+  Parsed p({});
+  EXPECT_EQ(p.app.get_option("--mean")->get_default_str(), "0.485,0.456,0.406");
+  EXPECT_EQ(p.app.get_option("--std")->get_default_str(), "0.229,0.224,0.225");
+  Parsed given({"--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"});
+  EXPECT_EQ(given.json(), p.json());
+}
+
+// The convolution algorithm's one parser (train/conv_algorithm.h): the backends, --conv-algo and
+// a checkpoint's stored word all read it; each word is its canonical name again.
+TEST(ConvAlgorithm, OneParserForEveryWord) {
+  using K = ConvAlgorithm::Kind;
+  EXPECT_EQ(parse_conv_algorithm("heuristic"), ConvAlgorithm{});
+  EXPECT_EQ(parse_conv_algorithm("exhaustive").kind, K::exhaustive);
+  EXPECT_EQ(parse_conv_algorithm("fixed:implicit_gemm"),
+            (ConvAlgorithm{K::fixed, "implicit_gemm"}));
+  const std::map<std::string, std::string> older = {
+      {"auto", "heuristic"}, {"direct", "fixed:direct"}, {"winograd", "fixed:winograd"}};
+  for (const auto& [word, canonical] : older)
+    EXPECT_EQ(conv_algorithm_name(parse_conv_algorithm(word)), canonical) << word;
+  for (const char* word : {"heuristic", "exhaustive", "fixed:direct", "fixed:0"})
+    EXPECT_EQ(conv_algorithm_name(parse_conv_algorithm(word)), word);
+  EXPECT_EQ(fmt::format("{}", parse_conv_algorithm("winograd")), "fixed:winograd");
+  for (const char* bad : {"fastest", "fixed:", "", "Heuristic", "fixed"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(parse_conv_algorithm(bad), Error);
+    EXPECT_THROW(Parsed({"--conv-algo", bad}), CLI::ParseError);
+  }
 }
 
 TEST(TrainOptions, EveryStoredOptionHasASample) {

@@ -89,6 +89,8 @@ expect 2 "reader uring:4:1 .*the pread source" train "$tmp/d" --reader uring:4:1
 expect 2 "--arch: model 'resnet19': expected resnet18" train "$tmp/d" --arch resnet19
 expect 2 "--backend: unknown backend 'tpu': expected cpu or cuda" train "$tmp/d" --backend tpu
 expect 2 "--precision: unknown precision 'f8'" train "$tmp/d" --precision f8
+expect 2 "--conv-algo: unknown convolution algorithm 'fastest': expected heuristic, exhaustive" \
+  train "$tmp/d" --conv-algo fastest
 expect 2 "--schedule: unknown learning-rate schedule 'linear'" train "$tmp/d" --schedule linear
 expect 2 "--momentum: '1.5' is not a number >= 0 and <= 1" train "$tmp/d" --momentum 1.5
 expect 2 "--lr: '-0.1' is not a number >= 0" train "$tmp/d" --lr -0.1

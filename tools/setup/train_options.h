@@ -33,7 +33,7 @@ struct TrainOptions {
   int device = BackendConfig{}.device;  // cuda: device index
   std::string precision{precision_name(BackendConfig{}.precision)};
   std::string compute_layout{compute_layout_name(BackendConfig{}.layout)};
-  std::string conv_algo = BackendConfig{}.conv_algorithm;  // canonical (see canonical_conv_algo)
+  std::string conv_algo = conv_algorithm_name(BackendConfig{}.conv_algorithm);
   size_t workspace_limit_mib = BackendConfig{}.workspace_limit >> 20;
   bool graph = BackendConfig{}.graph;
   int threads = BackendConfig{}.threads;  // 0: every online CPU
@@ -78,11 +78,6 @@ constexpr uint32_t kBackendOption = 1;
 // Every training option, one row each (tools/options/option_table.h): registration, the JSON a
 // checkpoint stores, and what --resume does with each.
 const std::vector<OptionRow<TrainOptions>>& train_option_table();
-
-// The algorithm vocabulary of train/backend.h, with the words of older versions (stored in
-// their checkpoints) mapped: auto -> heuristic, direct -> fixed:direct, winograd ->
-// fixed:winograd. Other words pass unchanged (the backend judges them).
-std::string canonical_conv_algo(const std::string& word);
 
 // The options that decide a run's numbers (the rows of both tables that are not per_run).
 // `world`: the ranks training together; "global_batch" (world x --batch) is what a resume

@@ -233,7 +233,7 @@ void plan_model(TrainRun& run, TrainCommand& o) {
 void make_trainer(TrainRun& run, TrainCommand& o) {
   TrainOptions& t = o.train;
   BackendConfig& bc = run.bc;
-  t.conv_algo = bc.conv_algorithm;  // stored canonical
+  t.conv_algo = conv_algorithm_name(bc.conv_algorithm);  // stored canonical
   bc.record_activity = !o.no_gaps || !o.trace.empty();
   if (run.world.world() > 1) bc.collective = &run.world;
   if (run.world.world() > 1 && t.backend == "cuda") {
