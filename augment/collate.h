@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 
+#include "augment/imagenet.h"
+
 namespace stoker {
 
 enum class DType { u8, f32 };
@@ -26,8 +28,8 @@ struct OutputSpec {
   DType dtype = DType::f32;
   Layout layout = Layout::nchw;
   int width = 224, height = 224;
-  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // on the 0..1 scale, as torchvision
-  std::array<float, 3> std{0.229f, 0.224f, 0.225f};
+  std::array<float, 3> mean = kImagenetMean;  // on the 0..1 scale, as torchvision
+  std::array<float, 3> std = kImagenetStd;
 
   size_t element_bytes() const { return dtype == DType::f32 ? 4 : 1; }
   size_t sample_bytes() const { return size_t(3) * width * height * element_bytes(); }

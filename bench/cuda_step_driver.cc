@@ -96,7 +96,7 @@ int run(const Options& o) {
   c.input.nhwc = !o.f32_input;  // as decoded images come
   c.precision = precision_of(o.precision);
   c.layout = layout_of(o.layout);
-  c.conv_algorithm = o.algo;
+  c.conv_algorithm = parse_conv_algorithm(o.algo);
   c.graph = o.graph;
   c.record_activity = o.activity;
   const int64_t t_plan = now_ns();

@@ -18,6 +18,7 @@
 #include "models/shapes.h"
 #include "tools/commands.h"
 #include "tools/json_document.h"
+#include "tools/options/command_options.h"
 #include "tools/options/option_checks.h"
 #include "tools/output_check.h"
 
@@ -224,7 +225,8 @@ void add_model_command(CLI::App& app) {
   cmd->add_flag("--params", o->params,
                 "Instead of the table, list the state_dict: one 'name dim0,dim1,...' line per "
                 "entry, in torchvision's order (a scalar has no dims)");
-  cmd->add_option("--json", o->json, "Write layers, parameters and totals as one JSON document");
+  add_command_option(*cmd, "--json", o->json,
+                     {"Write layers, parameters and totals as one JSON document"});
   cmd->callback([o] { run_model(*o); });
 }
 

@@ -25,12 +25,14 @@
 #include <vector>
 
 #include "augment/gpu/device_dtype.h"
+#include "augment/imagenet.h"
 #include "common/error.h"
 #include "loader/host_memory.h"
 #include "models/network.h"
 #include "train/activity.h"
 #include "train/checkpoint.h"
 #include "train/collective.h"
+#include "train/conv_algorithm.h"
 #include "train/sgd.h"
 
 namespace stoker {
@@ -54,9 +56,9 @@ enum class InputType {
     // normalises ((x / 255 - mean) / std per channel)
 struct InputSpec {
   InputType type = InputType::f32;
-  bool nhwc = false;  // [batch, h, w, 3] when true, else [batch, 3, h, w]
-  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};  // u8 only, as torchvision's
-  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
+  bool nhwc = false;                          // [batch, h, w, 3] when true, else [batch, 3, h, w]
+  std::array<float, 3> mean = kImagenetMean;  // u8 only, as torchvision's
+  std::array<float, 3> std = kImagenetStd;
   size_t element_bytes() const { return type == InputType::u8 ? 1 : 4; }
 };
 
@@ -75,12 +77,8 @@ struct BackendConfig {
   float label_smoothing = 0.0f;
   int threads = 0;  // CPU: compute threads (0: the runtime's default); GPU: ignored
   int device = 0;   // GPU: CUDA device index; CPU: ignored
-  // Convolution algorithm policy, one vocabulary for every backend:
-  //   "heuristic"       the library's own choice (default)
-  //   "exhaustive"      every candidate measured once per shape, the fastest kept (cached)
-  //   "fixed:<name>"    one algorithm wherever it applies, the heuristic elsewhere;
-  //                     names are the backend's (cpu: direct, winograd; gpu: cuDNN's)
-  std::string conv_algorithm = "heuristic";
+  // Convolution algorithm policy, one vocabulary for every backend (train/conv_algorithm.h).
+  ConvAlgorithm conv_algorithm;
   size_t workspace_limit = size_t(1) << 30;  // bytes a convolution may borrow (GPU)
   bool record_activity = false;  // record every kernel / primitive interval (activity.h)
   bool graph = false;            // GPU: capture the step into a CUDA Graph once shapes fix

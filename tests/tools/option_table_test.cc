@@ -15,9 +15,11 @@
 
 #include "common/error.h"
 #include "tools/commands.h"
+#include "tools/options/command_options.h"
 #include "tools/options/idle_options.h"
 #include "tools/options/loader_options.h"
 #include "tools/setup/train_options.h"
+#include "tools/study/study_spec.h"
 
 namespace stoker {
 namespace {
@@ -216,6 +218,7 @@ struct Command {
     add_train_command(app);
     add_eval_command(app);
     add_study_command(app);
+    add_model_command(app);
     sub = app.get_subcommand(name);
     sub->parse_complete_callback([s = sub] {
       refuse_idle_options(*s);
@@ -319,6 +322,157 @@ TEST(IdleRules, DirectIsRefusedWithTheDefaultReaderOfEveryCommandThatRunsOne) {
   }
   Command probe("probe");  // its default reader under --direct is uring
   EXPECT_EQ(probe.refusal({"probe", "data", "--direct"}), "");
+}
+
+// The options several commands share (tools/options/command_options.h), on every command that
+// registers them.
+const std::vector<const char*> kCommands = {"bench", "peek",  "probe", "train",
+                                            "eval",  "study", "model"};
+
+// The `model` command has no data argument.
+std::vector<std::string> command_args(const std::string& command) {
+  if (command == "model") return {"model", "resnet18"};
+  return base_args(command);
+}
+
+// A value of the row the command takes, other than the default where it has words.
+std::string command_sample(const CommandOptionRow& r) {
+  if (r.bounds.kind == Bounds::Kind::integer) return std::to_string(r.bounds.min);
+  if (!r.words.empty()) return "gpu";
+  return "out.json";
+}
+
+TEST(CommandOptions, EveryRowIsRegisteredByACommandWithItsOneBound) {
+  for (const CommandOptionRow& r : command_option_table()) {
+    SCOPED_TRACE(r.flag);
+    int commands = 0;
+    for (const char* command : kCommands) {
+      Command c(command);
+      if (!c.has(r.flag)) continue;
+      ++commands;
+      SCOPED_TRACE(command);
+      std::vector<std::string> args = command_args(command);
+      if (std::string(command) == "train" && !r.idle.empty())
+        args.insert(args.end(), {"--decode", "gpu"});  // a row idle without it
+      const auto given = [&](const std::string& v) {
+        std::vector<std::string> a = args;
+        a.insert(a.end(), {r.flag, v});
+        try {
+          return c.refusal(a) == "";
+        } catch (const CLI::ParseError&) {
+          return false;
+        }
+      };
+      if (r.bounds.kind != Bounds::Kind::integer) continue;
+      EXPECT_TRUE(given(std::to_string(r.bounds.min)));
+      EXPECT_TRUE(given(std::to_string(r.bounds.max)));
+      if (r.bounds.min > 0) {
+        EXPECT_FALSE(given(std::to_string(r.bounds.min - 1)));
+      }
+      EXPECT_FALSE(given(std::to_string(r.bounds.max + 1)));
+      EXPECT_FALSE(given("-1"));
+    }
+    EXPECT_GE(commands, 1) << "no command registers it";
+  }
+  // --json is every writing command's, --warmup bench's, train's and the study's.
+  for (const char* command : {"bench", "probe", "train", "eval", "model"})
+    EXPECT_TRUE(Command(command).has("--json")) << command;
+  for (const char* command : {"bench", "train", "study"})
+    EXPECT_TRUE(Command(command).has("--warmup")) << command;
+}
+
+// An older spelling is taken by the command that had it, and by no other.
+TEST(CommandOptions, AliasesAreTheirCommandsOwn) {
+  int aliases = 0;
+  for (const CommandOptionRow& r : command_option_table())
+    for (const CommandAlias& a : r.aliases)
+      for (const char* command : kCommands) {
+        Command c(command);
+        if (!c.has(r.flag)) continue;
+        SCOPED_TRACE(fmt::format("{} {}", command, a.flag));
+        EXPECT_EQ(c.has(a.flag), std::string(command) == a.command);
+        if (std::string(command) != a.command) continue;
+        ++aliases;
+        std::vector<std::string> args = command_args(command);
+        args.insert(args.end(), {a.flag, std::to_string(r.bounds.min + 1)});
+        EXPECT_EQ(c.refusal(args), "");
+        EXPECT_EQ(c.sub->get_option(r.flag)->as<int64_t>(), int64_t(r.bounds.min + 1));
+      }
+  EXPECT_EQ(aliases, 2);  // --timing-warmup (train), --iterations (study)
+}
+
+// --decode's one vocabulary: each word is the parser's, each command takes its part of it.
+TEST(CommandOptions, DecodeWordsAreOneVocabulary) {
+  const CommandOptionRow& row = *command_option("--decode");
+  ASSERT_EQ(row.words.size(), 3u);
+  for (const Word& w : row.words) EXPECT_EQ(decode_mode_name(parse_decode_mode(w.word)), w.word);
+  EXPECT_THROW(parse_decode_mode("tpu"), Error);
+  const std::map<std::string, std::vector<std::string>> taken = {
+      {"train", {"cpu", "gpu", "auto"}}, {"bench", {"cpu", "gpu"}}, {"study", {"cpu", "gpu"}}};
+  for (const auto& [command, words] : taken) {
+    for (const Word& w : row.words) {
+      Command c(command);
+      std::vector<std::string> args = command_args(command);
+      args.insert(args.end(), {"--decode", w.word});
+      const bool takes = std::find(words.begin(), words.end(), w.word) != words.end();
+      try {
+        EXPECT_EQ(c.refusal(args), "") << command << " " << w.word;
+        EXPECT_TRUE(takes) << command << " took --decode " << w.word;
+      } catch (const CLI::ValidationError& e) {
+        EXPECT_FALSE(takes) << e.what();
+        EXPECT_NE(std::string(e.what()).find(fmt::format("unknown decode '{}'", w.word)),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  // The study's list: both devices, each once, in the order given.
+  EXPECT_EQ(parse_study_decodes("gpu,cpu"), (std::vector<bool>{true, false}));
+  for (const char* bad : {"gpu,gpu", "auto", "cpu,", ""}) {
+    EXPECT_THROW(parse_study_decodes(bad), Error) << bad;
+    Command study("study");
+    EXPECT_THROW(study.refusal({"study", "data", "--decode", bad}), CLI::ParseError) << bad;
+  }
+}
+
+// The idle rules the rows make: --decode-arena and --decode-memory mean nothing with --decode
+// cpu (given or the default), something with gpu and auto; --epochs, --decode and its sizes
+// nothing with `train --synthetic`.
+TEST(CommandOptions, IdleRulesComeFromTheRows) {
+  int rules = 0, synthetic = 0;
+  for (const CommandOptionRow& r : command_option_table()) {
+    for (const IdleWith& w : r.idle) {
+      const CommandOptionRow* trigger = command_option(w.trigger);
+      ASSERT_NE(trigger, nullptr) << w.trigger;
+      for (const Word& v : trigger->words) {
+        Command train("train");
+        SCOPED_TRACE(fmt::format("{} {} {}", w.trigger, v.word, r.flag));
+        const std::string why =
+            train.refusal({"train", "data", w.trigger, v.word, r.flag, command_sample(r)});
+        if (w.when(v.word)) {
+          ++rules;
+          EXPECT_NE(why.find(fmt::format("train: {} means nothing with {} {} ({})", r.flag,
+                                         w.trigger, v.word, w.why)),
+                    std::string::npos)
+              << why;
+        } else {
+          EXPECT_EQ(why, "");
+        }
+      }
+      Command train("train");  // the trigger's default
+      EXPECT_NE(train.refusal({"train", "data", r.flag, command_sample(r)}), "") << r.flag;
+    }
+    Command train("train");
+    if (!train.has(r.flag)) continue;
+    const std::string why = train.refusal({"train", "--synthetic", r.flag, command_sample(r)});
+    EXPECT_EQ(why.find(fmt::format("train: {} means nothing with --synthetic", r.flag)) !=
+                  std::string::npos,
+              r.synthetic_idle)
+        << r.flag << ": " << why;
+    synthetic += r.synthetic_idle;
+  }
+  EXPECT_EQ(rules, 2);      // --decode-arena, --decode-memory with --decode cpu
+  EXPECT_EQ(synthetic, 4);  // --epochs, --decode, --decode-arena, --decode-memory
 }
 
 TEST(ReaderOption, StudysOlderNameIsStillTaken) {

@@ -12,13 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "augment/collate.h"
 #include "augment/crop.h"
+#include "augment/imagenet.h"
 #include "common/error.h"
 #include "test_util.h"
 #include "tools/gen/gen_dataset.h"
 #include "tools/options/loader_options.h"
 #include "tools/setup/train_options.h"
 #include "tools/train/decode_choice.h"
+#include "train/backend.h"
+#include "train/conv_algorithm.h"
 #include "train/gpu_decode.h"
 
 namespace stoker {
@@ -97,6 +101,93 @@ std::vector<std::pair<std::string, std::string>> stored_flags() {
   for (const auto& r : loader_option_table())
     if (r.resume != OnResume::per_run && r.flag) out.emplace_back(r.flag, r.key);
   return out;
+}
+
+// The trainer's defaults are the library's (SgdConfig, LrSchedule, BackendConfig), read from
+// its structs: what the options make of themselves untouched is what the library holds.
+TEST(TrainOptions, DefaultsAreTheLibrarysOwn) {
+  TrainOptions t;
+  const SgdConfig sgd = t.sgd(), s;
+  EXPECT_EQ(sgd.momentum, s.momentum);
+  EXPECT_EQ(sgd.nesterov, s.nesterov);
+  EXPECT_EQ(sgd.weight_decay, s.weight_decay);
+  EXPECT_EQ(sgd.decay_bn_and_bias, s.decay_bn_and_bias);
+  EXPECT_EQ(sgd.optimizer, s.optimizer);
+  EXPECT_EQ(sgd.lars_eta, s.lars_eta);
+  t.resolve_defaults(100);
+  const LrSchedule lr = t.schedule(256, 100), l;
+  EXPECT_EQ(lr.kind, l.kind);
+  EXPECT_EQ(lr.warmup_start_factor, l.warmup_start_factor);
+  EXPECT_EQ(lr.gamma, l.gamma);
+  EXPECT_EQ(lr.min_lr, l.min_lr);
+  EXPECT_EQ(lr.milestones, l.milestones);
+  BackendConfig bc;
+  bc.conv_algorithm = parse_conv_algorithm("exhaustive");  // apply() must set each field
+  bc.workspace_limit = 1;
+  bc.bucket_bytes = 1;
+  bc.precision = Precision::bf16;
+  bc.layout = ComputeLayout::nhwc;
+  bc.graph = bc.sync_bn = true;
+  bc.device = 3;
+  t.apply(bc);
+  const BackendConfig b;
+  EXPECT_EQ(bc.conv_algorithm, b.conv_algorithm);
+  EXPECT_EQ(bc.workspace_limit, b.workspace_limit);
+  EXPECT_EQ(bc.bucket_bytes, b.bucket_bytes);
+  EXPECT_EQ(bc.precision, b.precision);
+  EXPECT_EQ(bc.layout, b.layout);
+  EXPECT_EQ(bc.graph, b.graph);
+  EXPECT_EQ(bc.sync_bn, b.sync_bn);
+  EXPECT_EQ(bc.device, b.device);
+  EXPECT_EQ(t.threads, b.threads);
+  EXPECT_EQ(t.label_smoothing, b.label_smoothing);
+  // Read as the decimal the float stands for: help, JSON and checkpoints show 0.9, not
+  // 0.8999999761581421 (what a checkpoint stored before the defaults were read).
+  const nlohmann::json j = stored_defaults();
+  EXPECT_EQ(j.at("momentum"), 0.9);
+  EXPECT_EQ(j.at("weight_decay"), 1e-4);
+  EXPECT_EQ(j.at("lars_eta"), 0.001);
+  EXPECT_EQ(j.at("warmup_start_factor"), 0.1);
+  EXPECT_EQ(j.at("gamma"), 0.1);
+  EXPECT_EQ(j.at("conv_algo"), "heuristic");
+  EXPECT_EQ(decimal_of(0.9f), 0.9);
+  EXPECT_EQ(float(decimal_of(1e-4f)), 1e-4f);
+}
+
+// ImageNet's normalisation is one constant (augment/imagenet.h): the loader's f32 output, a
+// backend's u8 input and --mean/--std's default all take it.
+TEST(TrainOptions, OneImagenetNormalisation) {
+  EXPECT_EQ(OutputSpec{}.mean, kImagenetMean);
+  EXPECT_EQ(OutputSpec{}.std, kImagenetStd);
+  EXPECT_EQ(InputSpec{}.mean, kImagenetMean);
+  EXPECT_EQ(InputSpec{}.std, kImagenetStd);
+  Parsed p({});
+  EXPECT_EQ(p.app.get_option("--mean")->get_default_str(), "0.485,0.456,0.406");
+  EXPECT_EQ(p.app.get_option("--std")->get_default_str(), "0.229,0.224,0.225");
+  Parsed given({"--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225"});
+  EXPECT_EQ(given.json(), p.json());
+}
+
+// The convolution algorithm's one parser (train/conv_algorithm.h): the backends, --conv-algo and
+// a checkpoint's stored word all read it; each word is its canonical name again.
+TEST(ConvAlgorithm, OneParserForEveryWord) {
+  using K = ConvAlgorithm::Kind;
+  EXPECT_EQ(parse_conv_algorithm("heuristic"), ConvAlgorithm{});
+  EXPECT_EQ(parse_conv_algorithm("exhaustive").kind, K::exhaustive);
+  EXPECT_EQ(parse_conv_algorithm("fixed:implicit_gemm"),
+            (ConvAlgorithm{K::fixed, "implicit_gemm"}));
+  const std::map<std::string, std::string> older = {
+      {"auto", "heuristic"}, {"direct", "fixed:direct"}, {"winograd", "fixed:winograd"}};
+  for (const auto& [word, canonical] : older)
+    EXPECT_EQ(conv_algorithm_name(parse_conv_algorithm(word)), canonical) << word;
+  for (const char* word : {"heuristic", "exhaustive", "fixed:direct", "fixed:0"})
+    EXPECT_EQ(conv_algorithm_name(parse_conv_algorithm(word)), word);
+  EXPECT_EQ(fmt::format("{}", parse_conv_algorithm("winograd")), "fixed:winograd");
+  for (const char* bad : {"fastest", "fixed:", "", "Heuristic", "fixed"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(parse_conv_algorithm(bad), Error);
+    EXPECT_THROW(Parsed({"--conv-algo", bad}), CLI::ParseError);
+  }
 }
 
 TEST(TrainOptions, EveryStoredOptionHasASample) {
@@ -270,22 +361,22 @@ TEST(DecodeChoice, AutoGoesByTheStoredImagesThenTheBackendSaysWhy) {
   EXPECT_LE(side, 1200);
   LoaderConfig lc;
   lc.transform.size = 224;
-  const DecodeChoice cuda = choose_decode("auto", lc, "cuda", kDevice, side);
+  const DecodeChoice cuda = choose_decode(DecodeMode::automatic, lc, "cuda", kDevice, side);
   EXPECT_NE(cuda.reason.find(fmt::format("{} px stored images", side)), std::string::npos)
       << cuda.reason;
   EXPECT_EQ(cuda.reason.find("keeps up"), std::string::npos) << cuda.reason;
   EXPECT_EQ(cuda.device == DecodeDevice::gpu, gpu_decode_unavailable().empty()) << cuda.reason;
-  const DecodeChoice small = choose_decode("auto", lc, "cuda", kDevice, 256);
+  const DecodeChoice small = choose_decode(DecodeMode::automatic, lc, "cuda", kDevice, 256);
   EXPECT_EQ(small.device, DecodeDevice::cpu);
   EXPECT_NE(small.reason.find("256 px stored images, where the CPU keeps up"), std::string::npos)
       << small.reason;
-  const DecodeChoice cpu = choose_decode("auto", lc, "cpu", kHost, side);
+  const DecodeChoice cpu = choose_decode(DecodeMode::automatic, lc, "cpu", kHost, side);
   EXPECT_EQ(cpu.device, DecodeDevice::cpu);
   EXPECT_EQ(cpu.reason,
             "auto: the cpu backend trains on the CPU (GPU decode feeds --backend cuda)");
-  EXPECT_EQ(choose_decode("auto", lc, "cuda", kDevice, 0).device, DecodeDevice::cpu);
+  EXPECT_EQ(choose_decode(DecodeMode::automatic, lc, "cuda", kDevice, 0).device, DecodeDevice::cpu);
   try {
-    choose_decode("gpu", lc, "cpu", kHost, side);
+    choose_decode(DecodeMode::gpu, lc, "cpu", kHost, side);
     FAIL() << "--decode gpu on the cpu backend was accepted";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("add --backend cuda"), std::string::npos) << e.what();
@@ -300,24 +391,24 @@ TEST(DecodeChoice, GoesByTheBackendsCapsNotItsName) {
   lc.transform.size = 224;
   const BackendCaps no_input{.device = true, .asynchronous = true};
   try {
-    choose_decode("gpu", lc, "cuda", no_input, 1024);
+    choose_decode(DecodeMode::gpu, lc, "cuda", no_input, 1024);
     FAIL() << "--decode gpu on a backend without a device input stage was accepted";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("the cuda backend takes no batches from the device"),
               std::string::npos)
         << e.what();
   }
-  const DecodeChoice refused = choose_decode("auto", lc, "cuda", no_input, 1024);
+  const DecodeChoice refused = choose_decode(DecodeMode::automatic, lc, "cuda", no_input, 1024);
   EXPECT_EQ(refused.device, DecodeDevice::cpu);
   EXPECT_NE(refused.reason.find("takes no batches from the device"), std::string::npos)
       << refused.reason;
   // Named cpu, declaring a device input: the choice goes on to the images' size.
-  const DecodeChoice named_cpu = choose_decode("auto", lc, "cpu", kDevice, 256);
+  const DecodeChoice named_cpu = choose_decode(DecodeMode::automatic, lc, "cpu", kDevice, 256);
   EXPECT_NE(named_cpu.reason.find("256 px stored images, where the CPU keeps up"),
             std::string::npos)
       << named_cpu.reason;
   for (const std::string& name : built_backends()) {
-    const DecodeChoice c = choose_decode("auto", lc, name, backend_caps(name), 256);
+    const DecodeChoice c = choose_decode(DecodeMode::automatic, lc, name, backend_caps(name), 256);
     const bool refused_for_the_backend =
         c.reason.find("the " + name + " backend") != std::string::npos;
     EXPECT_EQ(refused_for_the_backend, !backend_caps(name).device_input) << c.reason;

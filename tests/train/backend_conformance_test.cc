@@ -277,7 +277,7 @@ TEST_P(WholeStep, EveryLayerMatchesTheReferenceNetwork) {
   config.layout = cs.layout;
   config.precision = cs.precision;
   config.label_smoothing = 0.1f;
-  config.conv_algorithm = cs.algorithm;
+  config.conv_algorithm = parse_conv_algorithm(cs.algorithm);
   // f32 storage compares every activation's gradient, which a GPU then keeps in memory of its
   // own; ResNet-50 on cuda (f32: tight bounds) and the mixed precisions compare the
   // parameters' gradients only, computed through shared gradient memory (the default).
@@ -642,7 +642,7 @@ TEST_P(Contract, BadInputIsAnErrorNamingIt) {
   c.batch = 0;
   EXPECT_THROW(make_backend(GetParam(), net, c), Error);
   c = config();
-  c.conv_algorithm = "fixed:no-such-algorithm";
+  c.conv_algorithm = parse_conv_algorithm("fixed:no-such-algorithm");
   try {
     make_backend(GetParam(), net, c);
     FAIL() << "expected stoker::Error";

@@ -63,7 +63,7 @@ int run(int argc, char** argv) {
   bc.height = first.shape[2];
   bc.width = first.shape[3];
   bc.label_smoothing = std::stof(argv[12]);
-  if (argc == 14) bc.conv_algorithm = argv[13];
+  if (argc == 14) bc.conv_algorithm = stoker::parse_conv_algorithm(argv[13]);
   auto backend = stoker::make_backend(backend_name, net, bc);
   backend->load(stoker::load_checkpoint(ckpt_path), ckpt_path);
 

@@ -31,6 +31,7 @@
 #include "tools/cache_dir.h"
 #include "tools/commands.h"
 #include "tools/gen/gen_dataset.h"
+#include "tools/options/command_options.h"
 #include "tools/options/loader_options.h"
 #include "tools/options/option_checks.h"
 #include "tools/output_check.h"
@@ -289,7 +290,7 @@ std::vector<std::optional<ReaderSpec>> check_bench(BenchOptions& o, LoaderConfig
   check_writable("--trace", o.trace);
   for (const std::string& root : o.data) check_dataset_path(root);
   base = o.loader.to_config();
-  if (o.decode == "gpu") base.decode_device = DecodeDevice::gpu;
+  if (parse_decode_mode(o.decode) == DecodeMode::gpu) base.decode_device = DecodeDevice::gpu;
   if (!o.emulate.empty()) o.accelerator = parse_emulation(o.emulate);
   o.trace_window = {0, 20};
   if (!o.trace_batches.empty())
@@ -357,7 +358,7 @@ void print_bench_context(const BenchOptions& o, const LoaderConfig& base,
       base.sampler.shuffle ? "on" : "off", error_policy_name(base.on_error), o.epochs,
       o.max_batches ? fmt::format(", at most {} batches", o.max_batches) : "",
       o.seconds > 0 ? fmt::format(", at most {} s", o.seconds) : "");
-  if (o.decode == "gpu")
+  if (parse_decode_mode(o.decode) == DecodeMode::gpu)
     fmt::print(
         "# decode: the CPU's half of --decode gpu (read, header, crop, bytes for nvJPEG; the "
         "CPU decodes only what nvJPEG cannot take, antialiased, at full scale)\n");
@@ -570,16 +571,12 @@ void add_bench_command(CLI::App& app) {
                   "Dataset roots (ImageFolder roots, list files, packed shards, nfs:// URLs); "
                   "none: the built-in "
                   "default at three resolutions");
-  cmd->add_option("--epochs", o->epochs, "Epochs per run")
-      ->capture_default_str()
-      ->check(integer_in(1, 1u << 20));
+  add_command_option(*cmd, "--epochs", o->epochs, {"Epochs per run"});
   cmd->add_option("--max-batches", o->max_batches, "Stop each run after this many batches")
       ->check(integer_in(1));
-  cmd->add_option("--warmup", o->warmup,
-                  "Batches before the steady state's clock starts (start-up, the pool's first "
-                  "fill)")
-      ->capture_default_str()
-      ->check(integer_in(0, 1u << 30));
+  add_command_option(*cmd, "--warmup", o->warmup,
+                     {"Batches before the steady state's clock starts (start-up, the pool's first "
+                      "fill)"});
   cmd->add_option("--seconds", o->seconds,
                   "Stop each run at the first batch boundary after this many seconds (start-up "
                   "included; with --max-batches, whichever comes first)")
@@ -591,17 +588,12 @@ void add_bench_command(CLI::App& app) {
                 "With --cold, nfs:// datasets too: their server runs on this machine and exports "
                 "the URL's path as that same directory (scripts/nfs_serve.sh); its files are "
                 "evicted here before each run");
-  cmd->add_option("--json", o->json, "Write results as one JSON document");
-  cmd->add_option("--decode", o->decode,
-                  "cpu; or gpu: the CPU's half of train --decode gpu alone (read, parse the "
-                  "header, plan the crop, copy the bytes for nvJPEG; decode only what the GPU "
-                  "cannot take): how many cores GPU decode needs")
-      ->capture_default_str()
-      ->check(parsed_by(
-          [](const std::string& s) {
-            if (s != "cpu" && s != "gpu") fail("unknown decode '{}': expected cpu or gpu", s);
-          },
-          "WHERE"));
+  add_command_option(*cmd, "--json", o->json, {"Write results as one JSON document"});
+  add_command_option(*cmd, "--decode", o->decode,
+                     {.help = "cpu; or gpu: the CPU's half of train --decode gpu alone (read, "
+                              "parse the header, plan the crop, copy the bytes for nvJPEG; decode "
+                              "only what the GPU cannot take): how many cores GPU decode needs",
+                      .words = {"cpu", "gpu"}});
   cmd->add_option("--default-root", o->default_root,
                   "Where the built-in default dataset is made when no dataset is given")
       ->capture_default_str();
@@ -613,10 +605,10 @@ void add_bench_command(CLI::App& app) {
                   "Accelerator utilisation a run must reach with --emulate")
       ->capture_default_str()
       ->check(number_in(0.0, 1.0));
-  cmd->add_option("--trace", o->trace,
-                  "Write a Chrome trace-event JSON (Perfetto) of the --trace-batches window of "
-                  "each run: the consumer's wait and emulated compute per batch, and a track per "
-                  "loader thread (read, decode, augment, collate per sample)");
+  add_command_option(*cmd, "--trace", o->trace,
+                     {"Write a Chrome trace-event JSON (Perfetto) of the --trace-batches window "
+                      "of each run: the consumer's wait and emulated compute per batch, and a "
+                      "track per loader thread (read, decode, augment, collate per sample)"});
   cmd->add_option("--trace-batches", o->trace_batches,
                   "Batches [A, B) of each run kept for --trace, counted from 0 (default: 0:20)")
       ->check(parsed_by([](const std::string& s) { parse_trace_window(s, "", "batches"); }, "A:B"));

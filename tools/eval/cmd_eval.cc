@@ -19,6 +19,7 @@
 #include "models/resnet.h"
 #include "tools/commands.h"
 #include "tools/json_document.h"
+#include "tools/options/command_options.h"
 #include "tools/options/loader_options.h"
 #include "tools/options/option_checks.h"
 #include "tools/output_check.h"
@@ -160,7 +161,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--classes", o->classes, "Output classes (default: from fc.bias)")
       ->check(integer_in(1, 1 << 20));
   o->compute.add_backend_options(*cmd);
-  cmd->add_option("--json", o->json, "Write the result here");
+  add_command_option(*cmd, "--json", o->json, {"Write the result here"});
   // Evaluation is the centre crop in index order, every image once: no augmentation,
   // shuffling, dropped batch or read-only mode to choose.
   add_trainer_loader_options(

@@ -2,6 +2,7 @@
 #include "tools/options/idle_rules.h"
 
 #include "augment/crop.h"
+#include "tools/options/command_options.h"
 #include "tools/options/loader_options.h"
 
 namespace stoker {
@@ -52,14 +53,20 @@ const std::vector<IdleRule>& idle_rules() {
          [](const std::string& v) { return v == "sgd"; }},
     };
     // `train --synthetic` has no loader: every loader row but those its random tensors have
-    // (batch, size, normalisation, dtype, layout, seed) means nothing, and so does --epochs.
+    // (batch, size, normalisation, dtype, layout, seed) means nothing, and so do the command
+    // rows of a loader (--epochs, --decode and its sizes).
     IdleRule synthetic{"--synthetic", true, {}, "random tensors, no loader", "", false, nullptr};
     for (const auto& r : loader_option_table())
       if (r.add && !r.synthetic_too) synthetic.idle.push_back(r.flag);
-    synthetic.idle.push_back("--epochs");
+    for (const CommandOptionRow& r : command_option_table())
+      if (r.synthetic_idle) synthetic.idle.push_back(r.flag);
     rules.push_back(std::move(synthetic));
-    // Each row's own "means nothing unless X" (--direct: a uring reader).
+    // Each row's own "means nothing unless X" (--direct: a uring reader; --decode-memory: GPU
+    // decode).
     for (const auto& r : loader_option_table())
+      for (const IdleWith& w : r.idle)
+        rules.push_back({w.trigger, false, {r.flag}, w.why, w.example, false, w.when});
+    for (const CommandOptionRow& r : command_option_table())
       for (const IdleWith& w : r.idle)
         rules.push_back({w.trigger, false, {r.flag}, w.why, w.example, false, w.when});
     return rules;

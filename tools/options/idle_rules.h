@@ -2,7 +2,9 @@
 // The one table of options that do nothing in a combination (a flip under evaluation's
 // centre crop, transforms with --no-decode, milestones under a cosine schedule, a loader
 // option under `train --synthetic`, --direct without a uring reader), by CLI option name.
-// The loader's rules are made from its option rows (IdleWith, tools/options/option_table.h). The
+// The loader's rules are made from its option rows (IdleWith, tools/options/option_table.h), the
+// command options' (--decode-memory without GPU decode) from theirs
+// (tools/options/command_options.h). The
 // CLI (tools/options/idle_options.h) and stoker.Loader (python/src/loader_kwargs.cc) each read
 // their own arguments through an OptionLookup and refuse what this finds. Free of the trainer, so
 // the Python module links it.

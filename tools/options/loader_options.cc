@@ -331,14 +331,14 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
             .on_resume(kept));
     // Normalisation: three numbers each, given as "R,G,B".
     const auto triple = [](const char* key, const char* flag, std::array<float, 3> O::*m,
-                           const char* help, const char* default_text, bool positive) {
+                           const char* help, bool positive) {
       Row r = field_row(key, flag, m, help)
                   .on_resume(kept)
                   .shaped(ValueShape::triple)
                   .python(key)
                   .feeds_synthetic()
                   .sample("0.5,0.5,0.5")
-                  .added_by([m, default_text, positive](CLI::App& app, O& o, const Row& row) {
+                  .added_by([m, positive](CLI::App& app, O& o, const Row& row) {
                     const char* f = row.flag;
                     return app
                         .add_option_function<std::string>(
@@ -347,7 +347,7 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                               o.*m = parse_triple(f, s, positive);
                             },
                             row.help)
-                        ->default_str(default_text);
+                        ->default_str(fmt::format("{},{},{}", (o.*m)[0], (o.*m)[1], (o.*m)[2]));
                   });
       r.from_text = [m, flag, positive](O& o, const std::string& s) {
         o.*m = parse_triple(flag, s, positive);
@@ -357,10 +357,9 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
     t.push_back(triple("mean", "--mean", &O::mean,
                        "Per-channel mean R,G,B on the 0..1 scale, for f32 output ((x/255 - "
                        "mean)/std) and the backends' u8 input",
-                       "0.485,0.456,0.406", false));
+                       false));
     t.push_back(triple("std", "--std", &O::std,
-                       "Per-channel standard deviation R,G,B on the 0..1 scale (positive)",
-                       "0.229,0.224,0.225", true));
+                       "Per-channel standard deviation R,G,B on the 0..1 scale (positive)", true));
     t.push_back(option_row("flip", "--flip", &O::flip, "Probability of a horizontal flip")
                     .number_range(0.0, 1.0)
                     .python("flip")

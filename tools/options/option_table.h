@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // One table per option vocabulary (tools/setup/train_options.h,
-// tools/options/loader_options.h): each row names an option once, as fio's struct fio_option does:
-// its JSON key, command-line flag (and deprecated aliases), Python name and whether that name is
-// the flag inverted, help, bounds, accepted words each with its help, what it means nothing with
-// (an idle rule, tools/options/idle_rules.h) and what a --resume does with it. The table drives the
-// command-line registration, stoker.Loader's keyword arguments (python/src/loader_kwargs.cc), the
-// JSON a checkpoint and a --json context store, and the restore from a checkpoint. A new option is
-// one new row; nothing else to keep in step. Defaults are the struct's (S{}), never a row's.
+// tools/options/loader_options.h; the options several commands share, whose fields are each
+// command's own: tools/options/command_options.h): each row names an option once, as fio's struct
+// fio_option does: its JSON key, command-line flag (and deprecated aliases), Python name and
+// whether that name is the flag inverted, help, bounds, accepted words each with its help, what it
+// means nothing with (an idle rule, tools/options/idle_rules.h) and what a --resume does with it.
+// The table drives the command-line registration, stoker.Loader's keyword arguments
+// (python/src/loader_kwargs.cc), the JSON a checkpoint and a --json context store, and the restore
+// from a checkpoint. A new option is one new row; nothing else to keep in step. Defaults are the
+// struct's (S{}), never a row's.
 #pragma once
 
 #include <CLI/CLI.hpp>

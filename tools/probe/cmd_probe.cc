@@ -29,6 +29,7 @@
 #include "loader/sources/source.h"
 #include "tools/bench/bench_common.h"
 #include "tools/commands.h"
+#include "tools/options/command_options.h"
 #include "tools/options/loader_options.h"
 #include "tools/options/option_checks.h"
 #include "tools/output_check.h"
@@ -274,7 +275,7 @@ void add_probe_command(CLI::App& app) {
                 "nfs:// only: the server runs on this machine and exports the URL's path as that "
                 "same directory (scripts/nfs_serve.sh): evict its files here before each run, so "
                 "the server reads its storage");
-  cmd->add_option("--json", o->json, "Write results as one JSON document");
+  add_command_option(*cmd, "--json", o->json, {"Write results as one JSON document"});
   cmd->callback([o] { run_probe(*o); });
 }
 

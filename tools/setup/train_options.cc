@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <limits>
 
 #include "common/error.h"
@@ -13,6 +14,10 @@ namespace stoker {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
+double decimal_of(float f) {
+  return std::strtod(fmt::format("{}", f).c_str(), nullptr);
 }
 
 void TrainOptions::add_to(CLI::App& app) {
@@ -83,14 +88,20 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
                    "keeps oneDNN's blocked layouts)")
             .checked(parsed_by([](const std::string& s) { parse_compute_layout(s); }, "LAYOUT"))
             .in(kBackendOption));
-    // Older checkpoints store the older words: both sides compare in the canonical ones.
-    Row conv = option_row("conv_algo", "--conv-algo", &T::conv_algo,
-                          "Convolutions: heuristic (the library's choice), exhaustive (cuda: "
-                          "measured), fixed:<name> (cpu: fixed:direct, fixed:winograd); older "
-                          "words auto, direct, winograd still mean heuristic, fixed:direct, "
-                          "fixed:winograd");
+    // One parser (train/conv_algorithm.h). Older checkpoints store the older words: both sides
+    // compare in the canonical ones.
+    Row conv =
+        option_row("conv_algo", "--conv-algo", &T::conv_algo,
+                   "Convolutions: heuristic (the library's choice), exhaustive (cuda: "
+                   "measured), fixed:<name> (cpu: fixed:direct, fixed:winograd); older "
+                   "words auto, direct, winograd still mean heuristic, fixed:direct, "
+                   "fixed:winograd")
+            .checked(parsed_by([](const std::string& s) { parse_conv_algorithm(s); }, "ALGORITHM"))
+            .stored_as([](const T& o) -> nlohmann::json {
+              return conv_algorithm_name(parse_conv_algorithm(o.conv_algo));
+            });
     conv.set = [](T& o, const nlohmann::json& j) {
-      o.conv_algo = canonical_conv_algo(j.get<std::string>());
+      o.conv_algo = conv_algorithm_name(parse_conv_algorithm(j.get<std::string>()));
     };
     t.push_back(std::move(conv).on_resume(kept).in(kBackendOption));
     t.push_back(option_row("workspace_limit_mib", "--workspace-limit", &T::workspace_limit_mib,
@@ -186,17 +197,11 @@ void TrainOptions::apply(BackendConfig& bc) const {
   bc.device = device;
   bc.precision = parse_precision(precision);
   bc.layout = parse_compute_layout(compute_layout);
-  bc.conv_algorithm = canonical_conv_algo(conv_algo);
+  bc.conv_algorithm = parse_conv_algorithm(conv_algo);
   bc.workspace_limit = workspace_limit_mib << 20;
   bc.graph = graph;
   bc.sync_bn = sync_bn;
   bc.bucket_bytes = size_t(bucket_mb * double(1 << 20));
-}
-
-std::string canonical_conv_algo(const std::string& word) {
-  if (word == "auto") return "heuristic";
-  if (word == "direct" || word == "winograd") return "fixed:" + word;
-  return word;
 }
 
 void TrainOptions::resolve_defaults(int64_t total) {
@@ -272,7 +277,7 @@ void restore_train_options(TrainOptions& t, LoaderOptions& l, const std::string&
   try {
     const nlohmann::json j = nlohmann::json::parse(config);
     if (!j.is_object()) fail("{}: the stored run options are not a JSON object", path);
-    t.conv_algo = canonical_conv_algo(t.conv_algo);  // compared in the canonical words
+    t.conv_algo = conv_algorithm_name(parse_conv_algorithm(t.conv_algo));  // canonical words
     restore_rows(train_option_table(), t, j, path, app);
     restore_global_batch(l, j, path, app, world);
     restore_rows(loader_option_table(), l, j, path, app);

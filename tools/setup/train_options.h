@@ -19,40 +19,46 @@
 
 namespace stoker {
 
+// The double a float default stands for: the one with the float's shortest decimal (0.9f is
+// 0.9, not 0.89999997...), so that help, JSON and a checkpoint show the library's number.
+double decimal_of(float f);
+
+// Defaults are the library's own (SgdConfig, LrSchedule, BackendConfig), read, not restated;
+// only what the library leaves to its caller (arch, lr, the warm-up's length) is decided here.
 struct TrainOptions {
   std::string arch = "resnet50";
   int classes = 0;  // 0: the dataset's class count (synthetic: 1000)
   bool zero_init_residual = false;
   std::string backend = "cpu";
-  int device = 0;  // cuda: device index
-  std::string precision = "f32";
-  std::string compute_layout = "auto";
-  std::string conv_algo = "heuristic";  // canonical (see canonical_conv_algo)
-  size_t workspace_limit_mib = 1024;
-  bool graph = false;
-  int threads = 0;  // 0: every online CPU
+  int device = BackendConfig{}.device;  // cuda: device index
+  std::string precision{precision_name(BackendConfig{}.precision)};
+  std::string compute_layout{compute_layout_name(BackendConfig{}.layout)};
+  std::string conv_algo = conv_algorithm_name(BackendConfig{}.conv_algorithm);
+  size_t workspace_limit_mib = BackendConfig{}.workspace_limit >> 20;
+  bool graph = BackendConfig{}.graph;
+  int threads = BackendConfig{}.threads;  // 0: every online CPU
   // Defaults that learn on the shipped datasets and on ImageNet (Goyal et al. 2017): the
   // linear scaling rule, 0.1 x batch / 256, and a linear warm-up over 5% of the schedule
   // (their 5 epochs of 90), then cosine decay. resolve_defaults() fills them in.
   double lr = -1;         // -1 (not given): 0.1 with scale_lr
   bool scale_lr = false;  // lr x batch / 256
-  double momentum = 0.9;
-  bool nesterov = false;
-  double weight_decay = 1e-4;
-  bool bn_decay = true;
-  std::string optimizer = "sgd";  // sgd or lars (train/sgd.h)
-  double lars_eta = 0.001;
+  double momentum = decimal_of(SgdConfig{}.momentum);
+  bool nesterov = SgdConfig{}.nesterov;
+  double weight_decay = decimal_of(SgdConfig{}.weight_decay);
+  bool bn_decay = SgdConfig{}.decay_bn_and_bias;
+  std::string optimizer{optimizer_name(SgdConfig{}.optimizer)};  // sgd or lars (train/sgd.h)
+  double lars_eta = decimal_of(SgdConfig{}.lars_eta);
   // Data parallelism (mpirun): BN statistics over every rank's batch; gradient bucket size.
-  bool sync_bn = false;
-  double bucket_mb = 25;
+  bool sync_bn = BackendConfig{}.sync_bn;
+  double bucket_mb = double(BackendConfig{}.bucket_bytes) / double(1 << 20);
   std::string schedule_kind = "cosine";
   int64_t lr_warmup = -1;  // -1: 5% of the schedule's steps
-  double warmup_start_factor = 0.1;
+  double warmup_start_factor = LrSchedule{}.warmup_start_factor;
   std::vector<size_t> milestones;
-  double gamma = 0.1;
-  double min_lr = 0.0;
+  double gamma = LrSchedule{}.gamma;
+  double min_lr = LrSchedule{}.min_lr;
   int64_t total_steps = 0;  // the schedule's length; 0: this run's last step
-  float label_smoothing = 0.0f;
+  float label_smoothing = BackendConfig{}.label_smoothing;
 
   void add_to(CLI::App& app);
   // Replaces the "auto" values (lr -1, lr_warmup -1) by what they mean for a schedule of
@@ -72,11 +78,6 @@ constexpr uint32_t kBackendOption = 1;
 // Every training option, one row each (tools/options/option_table.h): registration, the JSON a
 // checkpoint stores, and what --resume does with each.
 const std::vector<OptionRow<TrainOptions>>& train_option_table();
-
-// The algorithm vocabulary of train/backend.h, with the words of older versions (stored in
-// their checkpoints) mapped: auto -> heuristic, direct -> fixed:direct, winograd ->
-// fixed:winograd. Other words pass unchanged (the backend judges them).
-std::string canonical_conv_algo(const std::string& word);
 
 // The options that decide a run's numbers (the rows of both tables that are not per_run).
 // `world`: the ranks training together; "global_batch" (world x --batch) is what a resume

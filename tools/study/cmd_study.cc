@@ -44,8 +44,8 @@ struct StudyOptions {
   std::vector<std::string> data;
   bool quick = false;
   std::string storages, consumers;
-  int steps = 100, warmup = 5;  // timed steps per cell (--steps), untimed ones before them
-  int repeats = 3;              // runs of every cell, interleaved
+  int steps = CellRun{}.steps, warmup = CellRun{}.warmup;  // per cell (--steps, --warmup)
+  int repeats = 3;                                         // runs of every cell, interleaved
   std::string out;
   bool force = false;
   std::string nfs;
@@ -100,8 +100,6 @@ class StudyRun {
     try {
       apply_defaults(cmd);
       base_ = o_.loader.to_config();
-      if (o_.steps < 1) fail("--steps must be at least 1, not {}", o_.steps);
-      if (o_.warmup < 0) fail("--warmup must be at least 0, not {}", o_.warmup);
       if (o_.repeats < 1) fail("--repeats must be at least 1, not {}", o_.repeats);
       if (!o_.nfs.empty() && !is_nfs_url(o_.nfs))
         fail("--nfs {}: not an nfs:// URL (nfs://host/export?args)", o_.nfs);
@@ -583,11 +581,10 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--consumer", o->consumers,
                   "Consumers: emulated:SPEC (resnet50-h100, a rate, T/N), cpu:ARCH, cuda:ARCH "
                   "(default emulated:resnet50-h100)");
-  cmd->add_option("--steps,--iterations", o->steps,
-                  "Timed steps per cell (quick: 40); --iterations: its older name, deprecated")
-      ->capture_default_str();
-  cmd->add_option("--warmup", o->warmup, "Untimed steps before them (quick: 2)")
-      ->capture_default_str();
+  add_command_option(*cmd, "--steps", o->steps,
+                     {"Timed steps per cell (quick: 40); --iterations: its older name, "
+                      "deprecated"});
+  add_command_option(*cmd, "--warmup", o->warmup, {"Untimed steps before them (quick: 2)"});
   cmd->add_option("--repeats", o->repeats,
                   "Runs of every cell, interleaved (all cells once, then again): the report "
                   "gives their spread and calls a difference only beyond it")
@@ -599,12 +596,7 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--nfs", o->nfs,
                   "An existing NFS export to read instead of starting a local server: nfs cells "
                   "read <URL>/<dataset name>, nfs-shards cells <URL>/<dataset name>-shards");
-  cmd->add_option("--decode", o->decodes,
-                  "cpu, gpu or cpu,gpu: where the cuda consumers' cells decode; gpu cells (nvJPEG, "
-                  "as train --decode gpu) are one more reader in the report, `READER+gpu-decode`, "
-                  "for readers in this process")
-      ->capture_default_str()
-      ->check(parsed_by([](const std::string& s) { parse_study_decodes(s); }, "LIST"));
+  add_command_option(*cmd, "--decode", o->decodes, study_decode_use());
   cmd->add_option("--data-root", o->data_root, "Where --quick makes its datasets")
       ->capture_default_str();
   // The storage axis chooses the source; every cell drops the short last batch and decodes.

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include "common/error.h"
 #include "models/resnet.h"
@@ -93,19 +92,19 @@ std::string study_bound(double data_wait_share, double read_ms, double decode_ms
   return "loader";
 }
 
+CommandUse study_decode_use() {
+  return {.help =
+              "cpu, gpu or cpu,gpu: where the cuda consumers' cells decode; gpu cells (nvJPEG, "
+              "as train --decode gpu) are one more reader in the report, "
+              "`READER+gpu-decode`, for readers in this process",
+          .words = {"cpu", "gpu"},
+          .list = true};
+}
+
 std::vector<bool> parse_study_decodes(const std::string& text) {
   std::vector<bool> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item != "cpu" && item != "gpu")
-      fail("unknown decode '{}' in '{}': expected cpu, gpu or cpu,gpu", item, text);
-    const bool g = item == "gpu";
-    if (std::find(out.begin(), out.end(), g) != out.end())
-      fail("'{}' given twice in '{}'", item, text);
-    out.push_back(g);
-  }
-  if (out.empty()) fail("--decode: expected cpu, gpu or cpu,gpu");
+  for (const std::string& w : command_words(*command_option("--decode"), study_decode_use(), text))
+    out.push_back(parse_decode_mode(w) == DecodeMode::gpu);
   return out;
 }
 

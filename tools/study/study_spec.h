@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loader/readers/reader_spec.h"
+#include "tools/options/command_options.h"
 #include "train/emulated_accelerator.h"
 
 namespace stoker {
@@ -34,7 +35,10 @@ std::vector<StudyStorage> parse_study_storages(const std::string& text);
 // "cuda:ARCH" (resnet18, 34, 50, ...). A cuda consumer without a device is accepted here:
 // its cells fail with the reason when they run.
 std::vector<StudyConsumer> parse_study_consumers(const std::string& text);
-// "cpu", "gpu" or "cpu,gpu" (--decode): per entry, whether its cells decode on the GPU.
+// How the study takes --decode's words (tools/options/command_options.h): "cpu", "gpu" or
+// "cpu,gpu", a list of cpu and gpu, each once (auto has no trainer to decide by).
+CommandUse study_decode_use();
+// Per entry of --decode, whether its cells decode on the GPU.
 std::vector<bool> parse_study_decodes(const std::string& text);
 
 // What bounds a finished cell (docs/STUDY.md, "The bound rule"):

@@ -28,6 +28,7 @@
 #include "common/interrupt.h"
 #include "common/system_info.h"
 #include "tools/commands.h"
+#include "tools/options/command_options.h"
 #include "tools/options/loader_options.h"
 #include "tools/options/option_checks.h"
 #include "tools/setup/class_names.h"
@@ -276,14 +277,14 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("data", o->data,
                   "Dataset: ImageFolder root, list file, packed shards or nfs:// URL");
   cmd->add_flag("--synthetic", o->synthetic, "Random tensors instead of a dataset: compute alone");
-  cmd->add_option("--steps", o->steps,
-                  "Optimiser steps to run (default: --epochs of the data; synthetic: 20; "
-                  "--resume: to the end of the schedule)")
-      ->check(integer_in(1, INT64_MAX));
-  cmd->add_option("--epochs", o->epochs,
-                  "Epochs to run when --steps is not given (default 1); with --resume, the "
-                  "whole run's length in epochs (extends its schedule)")
-      ->check(integer_in(1, 1u << 20));
+  add_command_option(*cmd, "--steps", o->steps,
+                     {.help = "Optimiser steps to run (default: --epochs of the data; synthetic: "
+                              "20; --resume: to the end of the schedule)",
+                      .show_default = false});
+  add_command_option(*cmd, "--epochs", o->epochs,
+                     {.help = "Epochs to run when --steps is not given (default 1); with "
+                              "--resume, the whole run's length in epochs (extends its schedule)",
+                      .show_default = false});
   cmd->add_option("--init", o->init,
                   "Start from this checkpoint's weights (and momentum if it has them)");
   cmd->add_option("--resume", o->resume,
@@ -303,37 +304,31 @@ void add_train_command(CLI::App& app) {
                   "every --val-every steps");
   cmd->add_option("--val-every", o->val_every, "Validate every N global steps (needs --val)");
   add_val_size_options(*cmd, o->val_size, o->val_resize);
-  cmd->add_option("--json", o->json, "Write the summary and every step's timings here");
+  add_command_option(*cmd, "--json", o->json, {"Write the summary and every step's timings here"});
   // --warmup is the word bench and study use; --timing-warmup, the older one, is still taken.
-  cmd->add_option("--warmup,--timing-warmup", o->warmup,
-                  "Steps left out of the steady-state figures (--timing-warmup: the older name, "
-                  "deprecated)")
-      ->capture_default_str()
-      ->check(integer_in(0, INT64_MAX));
+  add_command_option(*cmd, "--warmup", o->warmup,
+                     {"Steps left out of the steady-state figures (--timing-warmup: the older "
+                      "name, deprecated)"});
   cmd->add_flag("--no-gaps", o->no_gaps,
                 "Do not time each primitive / kernel (no gap statistics in the summary)");
-  cmd->add_option("--trace", o->trace,
-                  "Write a Chrome trace-event JSON (Perfetto) of the --trace-steps window here");
+  add_command_option(
+      *cmd, "--trace", o->trace,
+      {"Write a Chrome trace-event JSON (Perfetto) of the --trace-steps window here"});
   cmd->add_option("--trace-steps", o->trace_steps,
                   "A:B, the global steps [A, B) to trace (default: the first 20 of this run)")
       ->check(parsed_by([](const std::string& s) { parse_trace_window(s, "", "global steps"); },
                         "A:B"));
-  cmd->add_option("--decode", o->decode,
-                  "Where images are decoded: cpu; gpu (nvJPEG's hardware engine or hybrid "
-                  "backend, the crop window alone; resize and normalise on the GPU; the CPU "
-                  "reads, parses and plans crops); auto (gpu where the stored images are "
-                  "above 512 px, with the cuda backend: where the CPU falls short)")
-      ->capture_default_str()
-      ->check(parsed_by([](const std::string& s) { check_decode_mode(s); }, "WHERE"));
-  cmd->add_option("--decode-arena", o->decode_arena_mib,
-                  "--decode gpu: MiB of file data a batch may hold (default: half a MiB per "
-                  "image); a file that does not fit is decoded by the CPU, counted")
-      ->check(integer_in(1, 1 << 16));
-  cmd->add_option("--decode-memory", o->decode_memory_mib,
-                  "--decode gpu: MiB of GPU memory for decoded crop windows; a batch needing "
-                  "more is decoded in parts")
-      ->capture_default_str()
-      ->check(integer_in(16, 1 << 20));
+  add_command_option(*cmd, "--decode", o->decode,
+                     {"Where images are decoded: cpu; gpu (nvJPEG's hardware engine or hybrid "
+                      "backend, the crop window alone; resize and normalise on the GPU; the CPU "
+                      "reads, parses and plans crops); auto (gpu where the stored images are "
+                      "above 512 px, with the cuda backend: where the CPU falls short)"});
+  add_command_option(*cmd, "--decode-arena", o->decode_arena_mib,
+                     {"--decode gpu: MiB of file data a batch may hold (default: half a MiB per "
+                      "image); a file that does not fit is decoded by the CPU, counted"});
+  add_command_option(*cmd, "--decode-memory", o->decode_memory_mib,
+                     {"--decode gpu: MiB of GPU memory for decoded crop windows; a batch needing "
+                      "more is decoded in parts"});
   o->train.add_to(*cmd);
   // A step needs decoded images, and the backend is planned for whole batches.
   add_trainer_loader_options(*cmd, o->loader, {"--no-decode", "--drop-last"});

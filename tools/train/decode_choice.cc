@@ -46,11 +46,6 @@ std::vector<uint8_t> head_bytes(const Index& index, size_t i) {
 
 }  // namespace
 
-void check_decode_mode(std::string_view mode) {
-  if (mode != "cpu" && mode != "gpu" && mode != "auto")
-    fail("unknown decode '{}': expected cpu, gpu or auto", mode);
-}
-
 int stored_image_side(const Index& index, int samples) {
   const size_t n = index.size();
   const size_t take = std::min(n, size_t(std::max(samples, 1)));
@@ -72,17 +67,16 @@ int stored_image_side(const Index& index, int samples) {
   return sides[sides.size() / 2];
 }
 
-DecodeChoice choose_decode(std::string_view mode, const LoaderConfig& lc, std::string_view backend,
+DecodeChoice choose_decode(DecodeMode mode, const LoaderConfig& lc, std::string_view backend,
                            const BackendCaps& caps, int stored_side) {
-  if (mode == "cpu") return {DecodeDevice::cpu, "--decode cpu"};
-  if (mode == "gpu") {
+  if (mode == DecodeMode::cpu) return {DecodeDevice::cpu, "--decode cpu"};
+  if (mode == DecodeMode::gpu) {
     if (const std::string why = why_not_with(lc, backend, caps); !why.empty())
       usage_fail("--decode gpu: {}: add --backend cuda, or use --decode cpu", why);
     if (const std::string why = gpu_decode_unavailable(); !why.empty())
       fail("--decode gpu: {}", why);
     return {DecodeDevice::gpu, "--decode gpu"};
   }
-  check_decode_mode(mode);
   // The other options first: with the CPU backend the images' size is beside the point.
   if (const std::string why = why_not_with(lc, backend, caps); !why.empty())
     return {DecodeDevice::cpu, fmt::format("auto: {}", why)};

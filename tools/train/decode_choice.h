@@ -13,6 +13,7 @@
 
 #include "loader/index/index.h"
 #include "loader/loader_config.h"
+#include "tools/options/command_options.h"
 #include "train/backend.h"
 
 namespace stoker {
@@ -22,15 +23,12 @@ struct DecodeChoice {
   std::string reason;  // why, for auto ("auto: 1024 px > 512, cuda backend")
 };
 
-// Checks a --decode word: stoker::Error "unknown decode 'x': expected cpu, gpu or auto".
-void check_decode_mode(std::string_view mode);
-
-// `mode`: "cpu", "gpu" or "auto" (a usage error otherwise). gpu where it cannot run is an
-// error naming why; auto then falls back to cpu, saying why. `caps`: what the backend named
-// `backend` declares (backend_caps); the name is only for the messages. stored_side: the
-// dataset's stored images' larger side (stored_image_side; 0: unknown, auto then stays on the
-// CPU).
-DecodeChoice choose_decode(std::string_view mode, const LoaderConfig& lc, std::string_view backend,
+// `mode`: --decode's word (parse_decode_mode, tools/options/command_options.h). gpu where it
+// cannot run is an error naming why; auto then falls back to cpu, saying why. `caps`: what the
+// backend named `backend` declares (backend_caps); the name is only for the messages.
+// stored_side: the dataset's stored images' larger side (stored_image_side; 0: unknown, auto
+// then stays on the CPU).
+DecodeChoice choose_decode(DecodeMode mode, const LoaderConfig& lc, std::string_view backend,
                            const BackendCaps& caps, int stored_side);
 
 // The larger side of the dataset's stored images: the median over the headers of up to

@@ -88,7 +88,7 @@ void make_loader_feed(TrainRun& run, const TrainCommand& o) {
   if (run.data.gpu) {
     if (run.rank0)
       fmt::print("# decode: gpu ({}): {}\n", run.decode.reason, run.data.gpu->report().decoder);
-  } else if (run.rank0 && o.decode == "auto") {
+  } else if (run.rank0 && parse_decode_mode(o.decode) == DecodeMode::automatic) {
     fmt::print("# decode: cpu ({})\n", run.decode.reason);
   }
 }
@@ -99,7 +99,8 @@ void make_loader_feed(TrainRun& run, const TrainCommand& o) {
 void keep_decode_device(TrainCommand& o, const nlohmann::json& stored, const CLI::App& app) {
   if (!stored.contains("decode_device")) return;
   const std::string device = stored.at("decode_device").get<std::string>();
-  if (app.count("--decode") > 0 && o.decode != "auto" && o.decode != device)
+  if (app.count("--decode") > 0 && parse_decode_mode(o.decode) != DecodeMode::automatic &&
+      o.decode != device)
     fail(
         "{}: --decode {} contradicts the run being resumed (it was trained on {}-decoded "
         "pixels, which differ); a resumed run keeps its decode device",
@@ -129,15 +130,8 @@ void check_train_usage(const TrainCommand& o, const CLI::App& app) {
                o.synthetic ? "both" : "neither");
   if (!o.init.empty() && !o.resume.empty())
     usage_fail("train: --init and --resume exclude each other");
-  // The GPU decoder's memory options size what --decode cpu never makes; random tensors
-  // have no loader to decode for (the loader's own options: the idle rules).
-  for (const char* opt : {"--decode", "--decode-arena", "--decode-memory"}) {
-    if (app.count(opt) == 0) continue;
-    if (o.synthetic)
-      usage_fail("train: {} means nothing with --synthetic (random tensors, no loader)", opt);
-    if (o.decode == "cpu" && std::string_view(opt) != "--decode")
-      usage_fail("train: {} means nothing with --decode cpu (it sizes GPU decode)", opt);
-  }
+  // --decode and its sizes under --synthetic or --decode cpu: the idle rules, from their rows
+  // (tools/options/command_options.h).
 }
 
 void start_run(TrainRun& run, TrainCommand& o, const CLI::App& app) {
@@ -218,9 +212,10 @@ void plan_model(TrainRun& run, TrainCommand& o) {
     run.lc.sampler.rank = uint32_t(run.world.rank());
     run.lc.sampler.world = uint32_t(run.world.world());
     // auto decides by the stored images' size: a few headers read.
-    const int stored = o.decode == "auto" && run.index ? stored_image_side(*run.index) : 0;
-    run.decode =
-        choose_decode(o.decode, run.lc, o.train.backend, backend_caps(o.train.backend), stored);
+    const DecodeMode mode = parse_decode_mode(o.decode);
+    const int stored =
+        mode == DecodeMode::automatic && run.index ? stored_image_side(*run.index) : 0;
+    run.decode = choose_decode(mode, run.lc, o.train.backend, backend_caps(o.train.backend), stored);
     run.lc.decode_device = run.decode.device;
     run.lc.decode_arena = size_t(o.decode_arena_mib) << 20;
   }
@@ -240,7 +235,7 @@ void plan_model(TrainRun& run, TrainCommand& o) {
 void make_trainer(TrainRun& run, TrainCommand& o) {
   TrainOptions& t = o.train;
   BackendConfig& bc = run.bc;
-  t.conv_algo = bc.conv_algorithm;  // stored canonical
+  t.conv_algo = conv_algorithm_name(bc.conv_algorithm);  // stored canonical
   bc.record_activity = !o.no_gaps || !o.trace.empty();
   if (run.world.world() > 1) bc.collective = &run.world;
   // A device backend all-reduces in its own memory: through NCCL.

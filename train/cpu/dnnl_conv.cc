@@ -14,11 +14,11 @@ namespace stoker::cpu::planning {
 // heuristic (oneDNN's choice, which picks Winograd for the large 3x3 convs of ResNet at
 // 224 on AVX-512) trade a few ulps more rounding error for fewer multiplies.
 algorithm Planner::preferred_conv_algo(const Layer& l) const {
-  const std::string& a = d.config.conv_algorithm;
-  if (a == "fixed:winograd")
+  const ConvAlgorithm& a = d.config.conv_algorithm;
+  if (a.kind == ConvAlgorithm::Kind::fixed && a.fixed == "winograd")
     return l.kernel == 3 && l.stride == 1 ? algorithm::convolution_winograd
                                           : algorithm::convolution_direct;
-  if (a == "heuristic") return algorithm::convolution_auto;
+  if (a.kind == ConvAlgorithm::Kind::heuristic) return algorithm::convolution_auto;
   return algorithm::convolution_direct;
 }
 

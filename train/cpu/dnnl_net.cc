@@ -237,13 +237,14 @@ using planning::memory;
 using planning::tag;
 
 std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& config) {
-  if (config.conv_algorithm != "heuristic" && config.conv_algorithm != "fixed:direct" &&
-      config.conv_algorithm != "fixed:winograd") {
+  const ConvAlgorithm& a = config.conv_algorithm;
+  if (a.kind == ConvAlgorithm::Kind::exhaustive ||
+      (a.kind == ConvAlgorithm::Kind::fixed && a.fixed != "direct" && a.fixed != "winograd")) {
     fail(
         "{} (oneDNN): convolution algorithm '{}' is not offered on the CPU: expected heuristic, "
         "fixed:direct or fixed:winograd{}",
-        net.name, config.conv_algorithm,
-        config.conv_algorithm == "exhaustive" ? " (exhaustive search is cuda only)" : "");
+        net.name, a,
+        a.kind == ConvAlgorithm::Kind::exhaustive ? " (exhaustive search is cuda only)" : "");
   }
   if (config.sync_bn && config.precision != Precision::f32)
     fail("{} (oneDNN): synchronised batch norm (--sync-bn) is planned for f32 only, not {}",

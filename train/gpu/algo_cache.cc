@@ -76,21 +76,12 @@ int algo_from_name(ConvPass pass, std::string_view name) {
   return it == names.end() ? -1 : int(it - names.begin());
 }
 
-ConvPolicy parse_conv_policy(std::string_view text) {
-  if (text == "heuristic") return {};
-  if (text == "exhaustive") return {ConvPolicy::Kind::exhaustive, {}};
-  constexpr std::string_view kFixed = "fixed:";
-  if (text.starts_with(kFixed)) {
-    const std::string_view name = text.substr(kFixed.size());
-    for (ConvPass p : kPasses)
-      if (algo_from_name(p, name) >= 0) return {ConvPolicy::Kind::fixed, std::string(name)};
-    fail("convolution algorithm '{}': cuDNN has no algorithm '{}' (known, per pass: {})", text,
-         name, all_names());
-  }
-  fail(
-      "convolution algorithm '{}': expected heuristic, exhaustive or fixed:<name> with a cuDNN "
-      "algorithm name ({})",
-      text, all_names());
+ConvPolicy cudnn_conv_policy(const ConvAlgorithm& a) {
+  if (a.kind != ConvPolicy::Kind::fixed) return a;
+  for (ConvPass p : kPasses)
+    if (algo_from_name(p, a.fixed) >= 0) return a;
+  fail("convolution algorithm '{}': cuDNN has no algorithm '{}' (known, per pass: {})", a, a.fixed,
+       all_names());
 }
 
 std::string conv_key(const ConvKey& k) {

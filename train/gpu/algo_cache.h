@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The convolution algorithm policy of the GPU backend, host side only: parsing
-// "heuristic" | "exhaustive" | "fixed:<name>", cuDNN's algorithm names per pass, the key that
-// identifies one convolution pass (shape, dtype, layout, math), and the process-wide cache of
+// The convolution algorithm policy of the GPU backend, host side only: which fixed:<name> cuDNN
+// has (the words themselves: train/conv_algorithm.h), cuDNN's algorithm names per pass, the key
+// that identifies one convolution pass (shape, dtype, layout, math), and the process-wide cache of
 // measured choices (optionally persisted to a file, one "key algo workspace ms math" per line).
 // No cuDNN calls here: conv_cudnn.cc asks cuDNN and consults this.
 #pragma once
@@ -15,17 +15,18 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "train/conv_algorithm.h"
+
 namespace stoker::gpu {
 
 enum class ConvPass { forward, backward_data, backward_weights };
 std::string_view pass_name(ConvPass pass);  // "forward", "backward_data", "backward_weights"
 
-struct ConvPolicy {
-  enum class Kind { heuristic, exhaustive, fixed } kind = Kind::heuristic;
-  std::string fixed;  // kind == fixed: the algorithm's name, as algo_name spells it
-};
-// stoker::Error listing the valid words and algorithm names for anything else.
-ConvPolicy parse_conv_policy(std::string_view text);
+// The one vocabulary's policy; kind fixed names the algorithm as algo_name spells it.
+using ConvPolicy = ConvAlgorithm;
+// `a` as cuDNN takes it: stoker::Error listing cuDNN's algorithm names when a fixed one is none
+// of them.
+ConvPolicy cudnn_conv_policy(const ConvAlgorithm& a);
 
 // cuDNN's algorithm enum names without the CUDNN_CONVOLUTION_<PASS>_ALGO_ prefix, in lower
 // case, indexed by the enum value ("implicit_precomp_gemm", "winograd_nonfused", "0", ...).

@@ -638,7 +638,7 @@ BackendCaps cuda_caps() {
 std::unique_ptr<Backend> make_cuda_backend(const Network& net, const BackendConfig& config) {
   const std::string reason = device_unavailable_reason(config.device);
   if (!reason.empty()) fail("backend 'cuda': {}", reason);
-  parse_conv_policy(config.conv_algorithm);  // a clear error before any device work
+  cudnn_conv_policy(config.conv_algorithm);  // a clear error before any device work
   // Data parallelism: the gradients go through the collective in device memory (NCCL,
   // train/parallel/collective_nccl.h). f16's dynamic loss scale would need every rank to agree on
   // an overflow before the update; that agreement does not exist yet.

@@ -284,7 +284,7 @@ void CudnnNet::plan_params() {
 
 void CudnnNet::plan_layers() {
   layers_.resize(net_.layers.size());
-  const ConvPolicy policy = parse_conv_policy(config_.conv_algorithm);
+  const ConvPolicy policy = cudnn_conv_policy(config_.conv_algorithm);
   const std::string key_prefix =
       fmt::format("{} cudnn{} sm{}", device_name_, cudnnGetVersion(), [] {
         // Checked: an unchecked failure would key the cache as "sm0" and share measured

@@ -65,7 +65,10 @@ TEST(CudaBackendConfig, BadAlgorithmPolicyIsAnErrorBeforeDeviceWork) {
   SKIP_WITHOUT_DEVICE();
   const Network net = resnet18(4);
   EXPECT_THROW(make_backend("cuda", net,
-                            {.batch = 2, .height = 32, .width = 32, .conv_algorithm = "fastest"}),
+                            {.batch = 2,
+                             .height = 32,
+                             .width = 32,
+                             .conv_algorithm = parse_conv_algorithm("fixed:fastest")}),
                Error);
 }
 
@@ -265,7 +268,7 @@ TEST_F(CudaBackend, CollectAndGraphReplayMatchEagerSteps) {
 TEST_F(CudaBackend, ActivityAndAlgorithms) {
   BackendConfig c;
   c.record_activity = true;
-  c.conv_algorithm = "fixed:winograd_nonfused";
+  c.conv_algorithm = parse_conv_algorithm("fixed:winograd_nonfused");
   auto b = make(c);
   step(*b, true);
   const std::vector<ActivityRecord> records = b->diagnostics().take_activity();
@@ -290,7 +293,7 @@ TEST_F(CudaBackend, ActivityAndAlgorithms) {
     fell_back |= ch.algorithm.find("heuristic") != std::string::npos;
   EXPECT_TRUE(fell_back);  // Winograd does not serve 1x1 or strided convolutions
   BackendConfig e;
-  e.conv_algorithm = "exhaustive";
+  e.conv_algorithm = parse_conv_algorithm("exhaustive");
   auto x = make(e);
   double measured = 0;
   for (const ConvChoice& ch : x->diagnostics().algorithms()) measured += ch.measured_ms;
