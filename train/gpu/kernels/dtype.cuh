@@ -1,33 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Loads and stores of the compute dtypes as float, for the elementwise kernels; and the
-// dispatch from DType to the kernel template. Device code only.
+// The dispatch from DType to the kernel template, and the grid size of the elementwise
+// kernels; the loads and stores as float are common/cuda/float_io.cuh's. Device code only.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "common/cuda/float_io.cuh"
 #include "train/gpu/kernels/kernels.h"
 
 namespace stoker::gpu {
-
-__device__ __forceinline__ float load_f(const float* p, int64_t i) {
-  return p[i];
-}
-__device__ __forceinline__ float load_f(const __half* p, int64_t i) {
-  return __half2float(p[i]);
-}
-__device__ __forceinline__ float load_f(const __nv_bfloat16* p, int64_t i) {
-  return __bfloat162float(p[i]);
-}
-__device__ __forceinline__ void store_f(float* p, int64_t i, float v) {
-  p[i] = v;
-}
-__device__ __forceinline__ void store_f(__half* p, int64_t i, float v) {
-  p[i] = __float2half_rn(v);
-}
-__device__ __forceinline__ void store_f(__nv_bfloat16* p, int64_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
 
 // Calls f(T{}) with T the C++ type of `t`.
 template <class F>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "train/gpu/decode/resize_kernels.h"
+#include "augment/gpu/cuda/resize_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "augment/gpu/resize_math.h"
+#include "common/cuda/float_io.cuh"
 #include "common/error.h"
-#include "train/gpu/kernels/dtype.cuh"
 
 namespace stoker::gpu {
 namespace {

@@ -2,7 +2,7 @@
 // The GPU decode's resize (augment/gpu/resize_job.h's plan) as two kernels: the horizontal
 // pass over each window's rows into uint8 rows, then the vertical pass, ToTensor + Normalize
 // through the loader's tables, flip and layout, into the output tensor in its dtype. The
-// arithmetic is augment/gpu/resize_math.h's, the CPU's (tests/augment/gpu_resize_test.cc).
+// arithmetic is augment/gpu/resize_math.h's, the CPU's (tests/augment/gpu/resize_job_test.cc).
 #pragma once
 
 #include <cuda_runtime_api.h>

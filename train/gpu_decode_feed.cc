@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <utility>
 
+#include "augment/gpu/cuda/gpu_decoder.h"
+#include "augment/gpu/cuda/nvjpeg_api.h"
 #include "common/error.h"
 #include "loader/iterator.h"
-#include "train/gpu/decode/gpu_decoder.h"
-#include "train/gpu/decode/nvjpeg_api.h"
 #include "train/gpu_decode.h"
 
 namespace stoker {

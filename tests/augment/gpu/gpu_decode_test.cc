@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "augment/decoder.h"
+#include "augment/gpu/cuda/gpu_decoder.h"
 #include "augment/gpu/encoded_sample.h"
 #include "augment/gpu/window_decode.h"
 #include "loader/index/index.h"
@@ -40,7 +41,6 @@
 #include "tests/train/gpu/device_skip.h"
 #include "tools/gen/gen_dataset.h"
 #include "tools/gen/synth_image.h"
-#include "train/gpu/decode/gpu_decoder.h"
 #include "train/gpu/device.h"
 
 namespace stoker::gpu {
