@@ -12,15 +12,13 @@
 #include <cstdint>
 #include <string>
 
+#include "common/dtype.h"
+
 namespace stoker {
 
-enum class DType { u8, f32 };
-enum class Layout { nchw, nhwc };
-
+// The loader's output words: u8 or f32 (common/dtype.h), nchw or nhwc.
 DType parse_dtype(const std::string& s);
 Layout parse_layout(const std::string& s);
-const char* dtype_name(DType d);
-const char* layout_name(Layout l);
 
 struct OutputSpec {
   DType dtype = DType::f32;
@@ -29,7 +27,7 @@ struct OutputSpec {
   std::array<float, 3> mean{0.485f, 0.456f, 0.406f};  // on the 0..1 scale, as torchvision
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};
 
-  size_t element_bytes() const { return dtype == DType::f32 ? 4 : 1; }
+  size_t element_bytes() const { return dtype_bytes(dtype); }
   size_t sample_bytes() const { return size_t(3) * width * height * element_bytes(); }
 };
 

@@ -47,7 +47,7 @@ class DecodeFeed final : public GpuDecodeFeed {
     if (!stage.images)
       fail("--decode gpu: the {} backend has no device input", backend_.describe());
     out_.dtype = stage.dtype;
-    out_.nhwc = stage.nhwc;
+    out_.layout = stage.layout;
     const std::vector<size_t> failed =
         decoder_.decode({b.encoded.data(), b.size}, b.arena->data,
                         static_cast<const uint8_t*>(b.data), out_, stage.images, stage.stream);

@@ -428,8 +428,8 @@ void GpuDecoder::Impl::run_part(Part& part, std::span<const EncodedSample> sampl
   auto* windows = static_cast<uint8_t*>(work.get());
   uint8_t* temp = windows + decode_aligned(part.window_bytes);
   launch_resize(plan, jobs.as<ResizeJob>(), taps.as<int32_t>(), windows, temp, lut.as<float>(),
-                out.dtype, out.nhwc, dst, stream);
-  const size_t elem = device_dtype_bytes(out.dtype);
+                out.dtype, out.layout, dst, stream);
+  const size_t elem = dtype_bytes(out.dtype);
   for (size_t k = 0; k < part.index.size(); ++k) {
     if (!bad[k]) continue;
     ++counts.failed;

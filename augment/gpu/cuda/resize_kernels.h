@@ -14,7 +14,7 @@ namespace stoker::gpu {
 // jobs, taps, decoded, temp, lut (3 x 256 floats) and dst are device pointers; the plan's
 // grid sizes come from `plan` (host).
 void launch_resize(const ResizePlan& plan, const ResizeJob* jobs, const int32_t* taps,
-                   const uint8_t* decoded, uint8_t* temp, const float* lut, DeviceDType dtype,
-                   bool nhwc, void* dst, cudaStream_t stream);
+                   const uint8_t* decoded, uint8_t* temp, const float* lut, DType dtype,
+                   Layout layout, void* dst, cudaStream_t stream);
 
 }  // namespace stoker::gpu

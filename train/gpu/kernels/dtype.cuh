@@ -7,14 +7,18 @@
 #include <cuda_fp16.h>
 
 #include "common/cuda/float_io.cuh"
+#include "common/error.h"
 #include "train/gpu/kernels/kernels.h"
 
 namespace stoker::gpu {
 
-// Calls f(T{}) with T the C++ type of `t`.
+// Calls f(T{}) with T the C++ type of `t`, a compute dtype (f32, f16 or bf16; never u8).
 template <class F>
 void with_dtype(DType t, F&& f) {
   switch (t) {
+    case DType::u8:
+      STOKER_CHECK_MSG(false, "u8 is not a compute dtype");
+      break;
     case DType::f32:
       f(float{});
       break;
