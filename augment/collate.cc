@@ -21,13 +21,6 @@ Layout parse_layout(const std::string& s) {
   fail("unknown layout '{}': expected nchw or nhwc", s);
 }
 
-const char* dtype_name(DType d) {
-  return d == DType::f32 ? "f32" : "u8";
-}
-const char* layout_name(Layout l) {
-  return l == Layout::nchw ? "nchw" : "nhwc";
-}
-
 Normalizer::Normalizer(const OutputSpec& s) : spec(s) {
 #if defined(__x86_64__) && defined(__GNUC__)
   // The fused form pays only where the CPU multiplies and adds in one instruction.

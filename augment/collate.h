@@ -13,16 +13,13 @@
 #include <string>
 
 #include "augment/imagenet.h"
+#include "common/dtype.h"
 
 namespace stoker {
 
-enum class DType { u8, f32 };
-enum class Layout { nchw, nhwc };
-
+// The loader's output words: u8 or f32 (common/dtype.h), nchw or nhwc.
 DType parse_dtype(const std::string& s);
 Layout parse_layout(const std::string& s);
-const char* dtype_name(DType d);
-const char* layout_name(Layout l);
 
 struct OutputSpec {
   DType dtype = DType::f32;
@@ -31,7 +28,7 @@ struct OutputSpec {
   std::array<float, 3> mean = kImagenetMean;  // on the 0..1 scale, as torchvision
   std::array<float, 3> std = kImagenetStd;
 
-  size_t element_bytes() const { return dtype == DType::f32 ? 4 : 1; }
+  size_t element_bytes() const { return dtype_bytes(dtype); }
   size_t sample_bytes() const { return size_t(3) * width * height * element_bytes(); }
 };
 

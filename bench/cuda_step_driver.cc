@@ -92,8 +92,8 @@ int run(const Options& o) {
   BackendConfig c;
   c.batch = o.batch;
   c.height = c.width = o.size;
-  c.input.type = o.f32_input ? InputType::f32 : InputType::u8;
-  c.input.nhwc = !o.f32_input;  // as decoded images come
+  c.input.dtype = o.f32_input ? DType::f32 : DType::u8;
+  c.input.layout = o.f32_input ? Layout::nchw : Layout::nhwc;  // as decoded images come
   c.precision = precision_of(o.precision);
   c.layout = layout_of(o.layout);
   c.conv_algorithm = parse_conv_algorithm(o.algo);

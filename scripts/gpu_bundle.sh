@@ -63,7 +63,7 @@ install -m 755 "$root/scripts/gpu_check.sh" "$out/scripts/"
 install -m 755 "$root/bench/torch_gpu_bench.py" "$root/bench/gpu_check_summary.py" "$out/bench/"
 install -m 755 "$root/scripts/gpu_run.sh" "$out/bin/run"
 # A few real photos (opencv-doc's; about 240 KB), so that gpu_decode_test's oracle runs on real
-# JPEGs on the bare GPU machine too (tests/train/gpu/gpu_decode_test.cc: kPhotos, the same list).
+# JPEGs on the bare GPU machine too (tests/augment/gpu/gpu_decode_test.cc: kPhotos, the same list).
 photos=/usr/share/doc/opencv-doc/examples/data
 for p in HappyFish.jpg butterfly.jpg home.jpg messi5.jpg squirrel_cls.jpg Blender_Suzanne1.jpg; do
   if [ -f "$photos/$p" ]; then install -m 644 "$photos/$p" "$out/data/photos/"

@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "augment/gpu/device_dtype.h"
 #include "augment/imagenet.h"
+#include "common/dtype.h"
 #include "common/error.h"
 #include "loader/host_memory.h"
 #include "models/network.h"
@@ -48,18 +48,14 @@ std::string_view precision_name(Precision p);
 // stoker::Error listing the valid names.
 Precision parse_precision(std::string_view name);
 
-// What the loop hands to stage(): the loader's own output format.
-enum class InputType {
-  f32,
-  u8
-};  // f32: normalised already; u8: raw pixels, the backend
-    // normalises ((x / 255 - mean) / std per channel)
+// What the loop hands to stage(): the loader's own output format. dtype f32: normalised
+// already; u8: raw pixels, the backend normalises ((x / 255 - mean) / std per channel).
 struct InputSpec {
-  InputType type = InputType::f32;
-  bool nhwc = false;                          // [batch, h, w, 3] when true, else [batch, 3, h, w]
+  DType dtype = DType::f32;                   // u8 or f32
+  Layout layout = Layout::nchw;               // [batch, 3, h, w] or [batch, h, w, 3]
   std::array<float, 3> mean = kImagenetMean;  // u8 only, as torchvision's
   std::array<float, 3> std = kImagenetStd;
-  size_t element_bytes() const { return type == InputType::u8 ? 1 : 4; }
+  size_t element_bytes() const { return dtype_bytes(dtype); }
 };
 
 // Layout of the activations inside the backend (not of the input).
@@ -164,8 +160,8 @@ struct HostBatch {
 struct DeviceStage {
   void* images = nullptr;
   void* stream = nullptr;
-  DeviceDType dtype = DeviceDType::f32;
-  bool nhwc = false;
+  DType dtype = DType::f32;  // f32, f16 or bf16
+  Layout layout = Layout::nchw;
 };
 
 // What a producer on the device needs before its first batch: the device the backend runs on

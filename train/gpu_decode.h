@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // --decode gpu for the trainer, without device types: a feed that hands the loader's batches
-// to the GPU decoder (train/gpu/decode/) which writes them straight into the backend's input.
+// to the GPU decoder (augment/gpu/cuda/) which writes them straight into the backend's input.
 // Built with CUDA and nvJPEG's header; elsewhere the factory says what the build lacks.
 #pragma once
 

@@ -61,13 +61,13 @@ class LiveLine {
 }  // namespace
 
 SyntheticFeed::SyntheticFeed(int64_t batch, int64_t height, int64_t width, int classes,
-                             uint64_t seed, InputType type, const HostMemory& memory)
+                             uint64_t seed, DType dtype, const HostMemory& memory)
     : memory_(memory), labels_(size_t(batch)) {
   Rng rng(seed);
   const size_t n = size_t(batch * 3 * height * width);
-  const size_t bytes = n * (type == InputType::u8 ? 1 : sizeof(float));
+  const size_t bytes = n * dtype_bytes(dtype);
   images_ = memory_.allocate ? memory_.allocate(bytes) : ::operator new(bytes);
-  if (type == InputType::u8) {
+  if (dtype == DType::u8) {
     auto* b = static_cast<uint8_t*>(images_);
     for (size_t i = 0; i < n; ++i) b[i] = uint8_t(rng.next() >> 56);
   } else {

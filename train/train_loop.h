@@ -39,7 +39,7 @@ class BatchFeed {
 class SyntheticFeed final : public BatchFeed {
  public:
   SyntheticFeed(int64_t batch, int64_t height, int64_t width, int classes, uint64_t seed,
-                InputType type = InputType::f32, const HostMemory& memory = {});
+                DType dtype = DType::f32, const HostMemory& memory = {});
   ~SyntheticFeed() override;
   SyntheticFeed(const SyntheticFeed&) = delete;
   SyntheticFeed& operator=(const SyntheticFeed&) = delete;

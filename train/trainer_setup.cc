@@ -7,8 +7,8 @@ namespace stoker {
 
 InputSpec input_spec(const OutputSpec& output) {
   InputSpec s;
-  s.type = output.dtype == DType::u8 ? InputType::u8 : InputType::f32;
-  s.nhwc = output.layout == Layout::nhwc;
+  s.dtype = output.dtype;
+  s.layout = output.layout;
   s.mean = output.mean;
   s.std = output.std;
   return s;

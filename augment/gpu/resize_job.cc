@@ -49,7 +49,8 @@ void add_resize_job(ResizePlan& plan, int64_t src, int64_t src_pitch, int src_w,
 
 void run_resize_jobs_on_host(const ResizePlan& plan, const uint8_t* decoded, uint8_t* temp,
                              const ResizeOutput& out, float* dst) {
-  STOKER_CHECK(out.dtype == DeviceDType::f32);
+  STOKER_CHECK(out.dtype == DType::f32);
+  const bool nhwc = out.layout == Layout::nhwc;
   const int32_t* taps = plan.taps.data();
   for (const ResizeJob& j : plan.jobs) {
     const TapsLayout t = taps_layout(j);
@@ -70,7 +71,7 @@ void run_resize_jobs_on_host(const ResizePlan& plan, const uint8_t* decoded, uin
         const int ox = j.flip ? j.out_w - 1 - xx : xx;
         for (int c = 0; c < 3; ++c) {
           const uint8_t v = antialias_tap(p + c, int64_t(j.out_w) * 3, w, taps[t.y_count + yy]);
-          dst[j.dst + sample_offset(out.nhwc, c, yy, ox, j.out_h, j.out_w)] = out.lut[size_t(c)][v];
+          dst[j.dst + sample_offset(nhwc, c, yy, ox, j.out_h, j.out_w)] = out.lut[size_t(c)][v];
         }
       }
   }

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "augment/gpu/device_dtype.h"
 #include "augment/gpu/resize_math.h"
+#include "common/dtype.h"
 
 namespace stoker {
 
@@ -61,11 +61,11 @@ struct ResizePlan {
 void add_resize_job(ResizePlan& plan, int64_t src, int64_t src_pitch, int src_w, int src_h,
                     int out_w, int out_h, bool flip, int64_t dst);
 
-// What the output tensor is: its dtype, layout, each sample's size, and the per-channel
-// uint8 -> float tables (Normalizer::lut: ToTensor + Normalize's float32 values).
+// What the output tensor is: its dtype (f32, f16 or bf16: the trainer's input), layout, and
+// the per-channel uint8 -> float tables (Normalizer::lut: ToTensor + Normalize's float32 values).
 struct ResizeOutput {
-  DeviceDType dtype = DeviceDType::f32;
-  bool nhwc = false;
+  DType dtype = DType::f32;
+  Layout layout = Layout::nchw;
   std::array<std::array<float, 256>, 3> lut{};
 };
 

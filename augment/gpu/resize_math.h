@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Pillow's bilinear (the antialiased triangle filter of augment/resize_antialias.h) one output
 // value at a time, in its fixed point, and the sample's place in an NCHW or NHWC tensor: the
-// arithmetic the GPU resize kernels run (train/gpu/decode/resize_kernels.cu) and that the CPU
+// arithmetic the GPU resize kernels run (augment/gpu/cuda/resize_kernels.cu) and that the CPU
 // resize runs, written once, so that the GPU's pixels equal resize_antialias's bit for bit
-// on the same decoded window (tests/augment/gpu_resize_test.cc runs it on the host).
+// on the same decoded window (tests/augment/gpu/resize_job_test.cc runs it on the host).
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 
 #include "augment/collate.h"
 #include "augment/row_kernels.h"
+#include "common/error.h"
 #include "common/rng.h"
 
 namespace stoker {
@@ -156,6 +157,10 @@ TEST(Collate, TheMultiplyAddFormGivesTheDivisionsBitsOrIsNotUsed) {
 TEST(Collate, ParsersNameTheValidChoices) {
   EXPECT_EQ(parse_dtype("u8"), DType::u8);
   EXPECT_EQ(parse_layout("nhwc"), Layout::nhwc);
+  // The loader's words are the shared names (common/dtype.h); it writes u8 or f32 only.
+  for (DType t : {DType::u8, DType::f32}) EXPECT_EQ(parse_dtype(dtype_name(t)), t);
+  for (Layout l : {Layout::nchw, Layout::nhwc}) EXPECT_EQ(parse_layout(layout_name(l)), l);
+  EXPECT_THROW(parse_dtype("f16"), Error);
   try {
     parse_layout("chw");
     FAIL();

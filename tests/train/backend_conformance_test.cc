@@ -133,7 +133,7 @@ double expect_within(std::span<const float> ref, std::span<const float> got, con
 struct StepCase {
   int depth = 18;
   int64_t batch = 4, size = 40;
-  InputType type = InputType::f32;
+  DType type = DType::f32;
   bool nhwc = false;  // the input's layout
   Precision precision = Precision::f32;
   ComputeLayout layout = ComputeLayout::automatic;  // the backend's own (GPU only)
@@ -142,7 +142,7 @@ struct StepCase {
 
 std::string case_name(const StepCase& c) {
   std::string s = fmt::format("r{}_n{}_{}px_{}_{}", c.depth, c.batch, c.size,
-                              c.type == InputType::u8 ? "u8" : "f32", c.nhwc ? "nhwc" : "nchw");
+                              c.type == DType::u8 ? "u8" : "f32", c.nhwc ? "nhwc" : "nchw");
   if (c.precision != Precision::f32) s += fmt::format("_{}", precision_name(c.precision));
   if (c.layout != ComputeLayout::automatic)
     s += fmt::format("_compute_{}", compute_layout_name(c.layout));
@@ -163,8 +163,8 @@ std::vector<std::tuple<std::string, StepCase>> step_cases() {
   const StepCase common[] = {
       {.batch = 4},
       {.batch = 2, .nhwc = true},
-      {.batch = 4, .type = InputType::u8},
-      {.batch = 2, .type = InputType::u8, .nhwc = true},
+      {.batch = 4, .type = DType::u8},
+      {.batch = 2, .type = DType::u8, .nhwc = true},
       {.depth = 50, .batch = 2},
   };
   std::vector<std::tuple<std::string, StepCase>> out;
@@ -272,8 +272,8 @@ TEST_P(WholeStep, EveryLayerMatchesTheReferenceNetwork) {
   BackendConfig config;
   config.batch = cs.batch;
   config.height = config.width = cs.size;
-  config.input.type = cs.type;
-  config.input.nhwc = cs.nhwc;
+  config.input.dtype = cs.type;
+  config.input.layout = cs.nhwc ? Layout::nhwc : Layout::nchw;
   config.layout = cs.layout;
   config.precision = cs.precision;
   config.label_smoothing = 0.1f;

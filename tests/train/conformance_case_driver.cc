@@ -31,8 +31,8 @@ int run(int argc, char** argv) {
   const stoker::Network net = stoker::test::resnet(depth, 10);
   stoker::Checkpoint out = stoker::test::tame_init(net, 11);
   stoker::test::StepInput in;
-  stoker::test::make_input(
-      batch, size, type == "u8" ? stoker::InputType::u8 : stoker::InputType::f32, false, in);
+  stoker::test::make_input(batch, size, type == "u8" ? stoker::DType::u8 : stoker::DType::f32,
+                           false, in);
   out.tensors.push_back(
       stoker::make_f32_tensor("case.images", {batch, 3, size, size}, in.reference));
   const std::vector<int64_t> labels(in.labels.begin(), in.labels.end());

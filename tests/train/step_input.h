@@ -23,11 +23,11 @@ struct StepInput {
   const void* given = nullptr;
 };
 
-inline void make_input(int64_t batch, int64_t size, InputType type, bool nhwc, StepInput& in) {
+inline void make_input(int64_t batch, int64_t size, DType type, bool nhwc, StepInput& in) {
   const size_t n = size_t(batch * 3 * size * size);
   in.reference.resize(n);
   Rng rng(7);
-  if (type == InputType::u8) {
+  if (type == DType::u8) {
     in.pixels.resize(n);
     OutputSpec spec;
     const Normalizer norm(spec);

@@ -50,9 +50,9 @@ TEST(SyntheticFeed, ImagesLiveInTheBackendsMemory) {
     ::operator delete(p);
   };
   {
-    SyntheticFeed u8(2, 4, 5, 3, 1, InputType::u8, m);
+    SyntheticFeed u8(2, 4, 5, 3, 1, DType::u8, m);
     EXPECT_EQ(asked, size_t(2 * 3 * 4 * 5));
-    SyntheticFeed f32(2, 4, 5, 3, 1, InputType::f32, m);
+    SyntheticFeed f32(2, 4, 5, 3, 1, DType::f32, m);
     EXPECT_EQ(asked, size_t(2 * 3 * 4 * 5) * sizeof(float));
     const HostBatch b = f32.next();
     EXPECT_EQ(b.count, 2);

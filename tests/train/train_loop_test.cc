@@ -144,11 +144,11 @@ TEST(TrainLoop, StepAccountsAddUpOnTheCpu) {
     BackendConfig bc;
     bc.batch = 2;
     bc.height = bc.width = 32;
-    bc.input.type = InputType::u8;
+    bc.input.dtype = DType::u8;
     bc.record_activity = activity;
     std::unique_ptr<Backend> backend = make_backend("cpu", net, bc);
     backend->load(init_checkpoint(net, 1), "init");
-    SyntheticFeed synthetic(2, 32, 32, 4, 9, InputType::u8);
+    SyntheticFeed synthetic(2, 32, 32, 4, 9, DType::u8);
     SlowFeed feed(synthetic);
     LoopConfig c;
     c.steps = 6;

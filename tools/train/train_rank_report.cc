@@ -406,7 +406,7 @@ void write_train_json(const TrainRun& run, const TrainCommand& o, const LoopResu
       {"planned_steps", run.steps},
       {"interrupted", result.interrupted},
       {"validation", run.val_json},
-      {"input", run.bc.input.type == InputType::u8 ? "u8" : "f32"},
+      {"input", dtype_name(run.bc.input.dtype)},
       {"gaps", run.loop.activity ? gaps_json(result.gaps) : nlohmann::json(nullptr)},
       {"device_memory", device_json(*run.backend)},
       {"conv_algorithms", algorithms_json(*run.backend)},

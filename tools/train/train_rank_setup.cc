@@ -249,9 +249,9 @@ void make_trainer(TrainRun& run, TrainCommand& o) {
 
   if (o.synthetic) {
     // In the backend's memory (pinned for a device), as a loader's batches are.
-    run.synthetic_feed = std::make_unique<SyntheticFeed>(run.batch, run.height, run.width,
-                                                         t.classes, run.lc.sampler.seed,
-                                                         bc.input.type, run.backend->host_memory());
+    run.synthetic_feed = std::make_unique<SyntheticFeed>(
+        run.batch, run.height, run.width, t.classes, run.lc.sampler.seed, bc.input.dtype,
+        run.backend->host_memory());
     run.feed = run.synthetic_feed.get();
   } else {
     make_loader_feed(run, o);

@@ -115,8 +115,8 @@ class CpuBackend final : public Backend, public BackendDiagnostics {
         "cpu: oneDNN {}.{}.{} ({}), {}, {} input, {} threads, conv {} ({} of {} Winograd), {} "
         "weight reorders/step",
         v->major, v->minor, v->patch, cpu_isa_name(), precision_name(d_->config.precision),
-        d_->config.input.type == InputType::u8 ? "u8" : "f32", omp_get_max_threads(),
-        d_->config.conv_algorithm, winograd, convs, d_->reorders_per_step);
+        dtype_name(d_->config.input.dtype), omp_get_max_threads(), d_->config.conv_algorithm,
+        winograd, convs, d_->reorders_per_step);
   }
 
   HostMemory host_memory() const override { return {}; }  // the heap: nothing to pin
@@ -135,7 +135,7 @@ class CpuBackend final : public Backend, public BackendDiagnostics {
 
   void stage_impl(const HostBatch& batch) override {
     for (int64_t n = 0; n < d_->config.batch; ++n) d_->labels[size_t(n)] = batch.labels[n];
-    if (d_->config.input.type == InputType::f32) {  // read in place: nothing to copy
+    if (d_->config.input.dtype == DType::f32) {  // read in place: nothing to copy
       STOKER_DNNL(d_->images_user.set_data_handle(const_cast<void*>(batch.images)));
       stage_s_ = 0;
       return;
@@ -273,7 +273,7 @@ class CpuBackend final : public Backend, public BackendDiagnostics {
     float* out = d_->images_f32.data();
     const int64_t hw = d_->config.height * d_->config.width;
     const int64_t n = d_->config.batch;
-    if (d_->config.input.nhwc) {
+    if (d_->config.input.layout == Layout::nhwc) {
 #pragma omp parallel for
       for (int64_t p = 0; p < n * hw; ++p)
         for (int c = 0; c < 3; ++c) out[p * 3 + c] = lut_[size_t(c)][in[p * 3 + c]];

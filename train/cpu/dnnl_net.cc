@@ -125,7 +125,8 @@ void Planner::fuse_batchnorm_relu() {
 // Pass 1. The images arrive plain (NCHW or NHWC f32) and are reordered into the first conv's
 // layout; the conv that reads tensor 0 plans it, so its step goes first.
 void Planner::forward_pass() {
-  const memory::desc user(dims(0), dt::f32, d.config.input.nhwc ? tag::nhwc : tag::nchw);
+  const memory::desc user(dims(0), dt::f32,
+                          d.config.input.layout == Layout::nhwc ? tag::nhwc : tag::nchw);
   d.images_user = STOKER_DNNL(memory(user, d.engine, DNNL_MEMORY_NONE));
   for (size_t i = 0; i < d.net.layers.size(); ++i) {
     const Layer& l = d.net.layers[i];
@@ -260,7 +261,7 @@ std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& 
   d.engine = STOKER_DNNL(dnnl::engine(dnnl::engine::kind::cpu, 0));
   d.stream = STOKER_DNNL(dnnl::stream(d.engine));
   d.labels.assign(size_t(config.batch), 0);
-  if (config.input.type == InputType::u8)
+  if (config.input.dtype == DType::u8)
     d.images_f32.assign(size_t(config.batch * 3 * config.height * config.width), 0.f);
   planning::Planner(d).plan();
   return owned;

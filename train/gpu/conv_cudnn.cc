@@ -180,9 +180,6 @@ ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeo
   p.has_bwd_data = need_bwd_data;
 
   const Context ctx{handle, &p, &scratch, workspace_limit, planned};
-  const std::string_view dtype_name = dtype == DType::f16    ? "f16"
-                                      : dtype == DType::bf16 ? "bf16"
-                                                             : "f32";
   for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weights}) {
     if (pass == ConvPass::backward_data && !need_bwd_data) continue;
     AlgoEntry e;
@@ -211,7 +208,7 @@ ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeo
                         .pad = g.pad,
                         .dilation = 1,
                         .groups = g.groups,
-                        .dtype = dtype_name,
+                        .dtype = dtype_name(dtype),
                         .layout = nhwc ? "nhwc" : "nchw",
                         .tf32 = tf32,
                         .workspace_limit = workspace_limit};

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// cuDNN descriptors as owning handles, and the convolution planning of the GPU backend: the
-// descriptors of one convolution (tensors, filter, one convolution descriptor per pass carrying
-// the math type cuDNN ranked that pass's algorithm with) and the algorithm of each pass
-// chosen by the policy (heuristic: cuDNN's first ranked choice within the workspace limit;
-// exhaustive: measured by cudnnFind*Ex once per key, process-wide cache; fixed:<name>: that
-// algorithm where cuDNN supports it within the limit, else the heuristic, said in the choice).
-// Runs nothing per step: cudnn_net.cc calls the convolutions.
+// The convolution planning of the GPU backend: the descriptors of one convolution (tensors,
+// filter, one convolution descriptor per pass carrying the math type cuDNN ranked that pass's
+// algorithm with; owning handles, handles.h) and the algorithm of each pass chosen by the policy
+// (heuristic: cuDNN's first ranked choice within the workspace limit; exhaustive: measured by
+// cudnnFind*Ex once per key, process-wide cache; fixed:<name>: that algorithm where cuDNN supports
+// it within the limit, else the heuristic, said in the choice). Runs nothing per step: cudnn_net.cc
+// calls the convolutions.
 #pragma once
 
 #include <cudnn.h>
@@ -17,37 +17,10 @@
 
 #include "train/backend.h"
 #include "train/gpu/algo_cache.h"
+#include "train/gpu/handles.h"
 #include "train/gpu/kernels/kernels.h"
 
 namespace stoker::gpu {
-
-template <class T>
-struct CudnnDeleter;
-template <>
-struct CudnnDeleter<cudnnTensorStruct> {
-  void operator()(cudnnTensorStruct* p) const { cudnnDestroyTensorDescriptor(p); }
-};
-template <>
-struct CudnnDeleter<cudnnFilterStruct> {
-  void operator()(cudnnFilterStruct* p) const { cudnnDestroyFilterDescriptor(p); }
-};
-template <>
-struct CudnnDeleter<cudnnConvolutionStruct> {
-  void operator()(cudnnConvolutionStruct* p) const { cudnnDestroyConvolutionDescriptor(p); }
-};
-template <>
-struct CudnnDeleter<cudnnPoolingStruct> {
-  void operator()(cudnnPoolingStruct* p) const { cudnnDestroyPoolingDescriptor(p); }
-};
-template <>
-struct CudnnDeleter<cudnnActivationStruct> {
-  void operator()(cudnnActivationStruct* p) const { cudnnDestroyActivationDescriptor(p); }
-};
-using TensorDesc = std::unique_ptr<cudnnTensorStruct, CudnnDeleter<cudnnTensorStruct>>;
-using FilterDesc = std::unique_ptr<cudnnFilterStruct, CudnnDeleter<cudnnFilterStruct>>;
-using ConvDesc = std::unique_ptr<cudnnConvolutionStruct, CudnnDeleter<cudnnConvolutionStruct>>;
-using PoolDesc = std::unique_ptr<cudnnPoolingStruct, CudnnDeleter<cudnnPoolingStruct>>;
-using ActivationDesc = std::unique_ptr<cudnnActivationStruct, CudnnDeleter<cudnnActivationStruct>>;
 
 cudnnDataType_t cudnn_dtype(DType t);
 // A 4-D tensor n x c x h x w, stored NCHW or NHWC.

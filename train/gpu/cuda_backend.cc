@@ -82,8 +82,8 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
     ring_ = PinnedBuffer(size_t(kRing) * sizeof(StepStatus));
     hyper_ring_ = PinnedBuffer(size_t(kRing) * sizeof(SgdHyper));
     logits_ = PinnedBuffer(size_t(config.batch * net.num_classes) * sizeof(float));
-    conversion_.src_u8 = config.input.type == InputType::u8;
-    conversion_.src_nhwc = config.input.nhwc;
+    conversion_.src_u8 = config.input.dtype == DType::u8;
+    conversion_.src_nhwc = config.input.layout == Layout::nhwc;
     conversion_.dst_nhwc = net_->nhwc();
     conversion_.dtype = net_->dtype();
     conversion_.n = config.batch;
@@ -189,12 +189,8 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
       STOKER_GPU(cudaEventRecord(copy_events_[size_t(stages_ % kStageRing)][0], copy_));
       device_slot_ = true;
     }
-    const DType t = net_->dtype();
-    return {stage_images_[size_t(next_stage_)].get(), copy_,
-            t == DType::f32   ? DeviceDType::f32
-            : t == DType::f16 ? DeviceDType::f16
-                              : DeviceDType::bf16,
-            net_->nhwc()};
+    return {stage_images_[size_t(next_stage_)].get(), copy_, net_->dtype(),
+            net_->nhwc() ? Layout::nhwc : Layout::nchw};
   }
 
   DeviceProducer device_producer() const override {

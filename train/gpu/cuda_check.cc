@@ -3,27 +3,10 @@
 
 #include <cupti_activity.h>
 
-#include <cstring>
-
 #include "common/error.h"
 #include "train/gpu/gpu_policy.h"
 
 namespace stoker::gpu {
-namespace {
-
-const char* base(const char* file) {
-  const char* slash = std::strrchr(file, '/');
-  return slash ? slash + 1 : file;
-}
-
-}  // namespace
-
-void check(cudaError_t status, const char* call, const char* file, int line) {
-  if (status == cudaSuccess) [[likely]]
-    return;
-  fail("CUDA runtime: {} failed: {} ({}) at {}:{}", call, cudaGetErrorName(status),
-       cudaGetErrorString(status), base(file), line);
-}
 
 void check(cudnnStatus_t status, const char* call, const char* file, int line) {
   if (status == CUDNN_STATUS_SUCCESS) [[likely]]
@@ -34,7 +17,7 @@ void check(cudnnStatus_t status, const char* call, const char* file, int line) {
     if (ch == '\n' || ch == '\r') ch = ' ';  // errors are one line
   throw CudnnStatusError(
       fmt::format("cuDNN: {} failed: {}{}{} at {}:{}", call, cudnnGetErrorString(status),
-                  detail[0] ? ": " : "", detail, base(file), line),
+                  detail[0] ? ": " : "", detail, source_name(file), line),
       status);
 }
 
@@ -42,7 +25,7 @@ void check(cublasStatus_t status, const char* call, const char* file, int line) 
   if (status == CUBLAS_STATUS_SUCCESS) [[likely]]
     return;
   fail("cuBLAS: {} failed: {} ({}) at {}:{}", call, cublasGetStatusName(status),
-       cublasGetStatusString(status), base(file), line);
+       cublasGetStatusString(status), source_name(file), line);
 }
 
 void check(CUptiResult status, const char* call, const char* file, int line) {
@@ -50,7 +33,7 @@ void check(CUptiResult status, const char* call, const char* file, int line) {
     return;
   const char* text = nullptr;
   if (cuptiGetResultString(status, &text) != CUPTI_SUCCESS || text == nullptr) text = "?";
-  fail("CUPTI: {} failed: {} ({}) at {}:{}", call, int(status), text, base(file), line);
+  fail("CUPTI: {} failed: {} ({}) at {}:{}", call, int(status), text, source_name(file), line);
 }
 
 }  // namespace stoker::gpu

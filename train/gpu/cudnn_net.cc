@@ -33,17 +33,6 @@ float to_float(const void* p, DType t, size_t i) {
   }
 }
 
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::f16:
-      return "f16";
-    case DType::bf16:
-      return "bf16";
-    default:
-      return "f32";
-  }
-}
-
 }  // namespace
 
 DType compute_dtype(Precision p) {

@@ -21,6 +21,7 @@
 #include <deque>
 #include <utility>
 
+#include "common/cuda/handle.h"
 #include "common/error.h"
 #include "common/interrupt.h"
 #include "train/gpu/cuda_check.h"
@@ -49,7 +50,7 @@ class NcclCollective final : public Collective {
   // ncclCommDestroy waits for the communicator's pending work, which never ends when a peer
   // failed: a communicator in error (or ours already aborted) is aborted, as torch's c10d does.
   ~NcclCollective() override {
-    for (auto& [ticket, event] : pending_) cudaEventDestroy(event);
+    pending_.clear();  // the events, before the communicator
     if (!comm_) return;
     if (async_error() == ncclSuccess)
       ncclCommDestroy(comm_);
@@ -71,10 +72,11 @@ class NcclCollective final : public Collective {
 
   uint64_t start_allreduce_sum(float* data, size_t n, CollectiveMemory where) override {
     allreduce_sum(data, n, where);
-    cudaEvent_t event = nullptr;
-    STOKER_GPU(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-    pending_.emplace_back(next_ticket_, event);
-    STOKER_GPU(cudaEventRecord(event, stream_of(where, "all-reduce")));
+    gpu::EventHandle event;
+    STOKER_GPU(cudaEventCreateWithFlags(event.out(), cudaEventDisableTiming));
+    const cudaEvent_t recorded = event;
+    pending_.emplace_back(next_ticket_, std::move(event));
+    STOKER_GPU(cudaEventRecord(recorded, stream_of(where, "all-reduce")));
     return next_ticket_++;
   }
 
@@ -82,11 +84,9 @@ class NcclCollective final : public Collective {
   void wait(uint64_t ticket) override {
     STOKER_CHECK(ticket >= 1 && ticket < next_ticket_);
     while (!pending_.empty() && pending_.front().first <= ticket) {
-      cudaEvent_t event = pending_.front().second;
+      const gpu::EventHandle event = std::move(pending_.front().second);
       pending_.pop_front();
-      const cudaError_t st = cudaEventSynchronize(event);
-      cudaEventDestroy(event);
-      STOKER_GPU(st);
+      STOKER_GPU(cudaEventSynchronize(event));
     }
     check_async();
   }
@@ -175,8 +175,8 @@ class NcclCollective final : public Collective {
   ncclComm_t comm_ = nullptr;
   std::string version_;
   uint64_t next_ticket_ = 1;
-  std::deque<std::pair<uint64_t, cudaEvent_t>> pending_;  // started, not yet waited for
-  std::chrono::steady_clock::time_point next_look_{};     // stop_if_peer_ended's next look
+  std::deque<std::pair<uint64_t, gpu::EventHandle>> pending_;  // started, not yet waited for
+  std::chrono::steady_clock::time_point next_look_{};          // stop_if_peer_ended's next look
 };
 
 }  // namespace

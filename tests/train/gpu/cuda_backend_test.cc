@@ -112,8 +112,8 @@ TEST(CudaBackendDeviceStage, EqualsTheHostBatchBitForBit) {
     const float want = w.step(*host, 0.01f);
     const DeviceStage slot = device->device_stage();
     ASSERT_NE(slot.images, nullptr);
-    ASSERT_EQ(slot.dtype, DeviceDType::f32);
-    ASSERT_FALSE(slot.nhwc);
+    ASSERT_EQ(slot.dtype, DType::f32);
+    ASSERT_EQ(slot.layout, Layout::nchw);
     ASSERT_EQ(cudaMemcpyAsync(slot.images, w.images.data(), w.images.size() * sizeof(float),
                               cudaMemcpyHostToDevice, static_cast<cudaStream_t>(slot.stream)),
               cudaSuccess);

@@ -1,38 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// Loads and stores of the compute dtypes as float, for the elementwise kernels; and the
-// dispatch from DType to the kernel template. Device code only.
+// The dispatch from DType to the kernel template, and the grid size of the elementwise
+// kernels; the loads and stores as float are common/cuda/float_io.cuh's. Device code only.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "common/cuda/float_io.cuh"
+#include "common/error.h"
 #include "train/gpu/kernels/kernels.h"
 
 namespace stoker::gpu {
 
-__device__ __forceinline__ float load_f(const float* p, int64_t i) {
-  return p[i];
-}
-__device__ __forceinline__ float load_f(const __half* p, int64_t i) {
-  return __half2float(p[i]);
-}
-__device__ __forceinline__ float load_f(const __nv_bfloat16* p, int64_t i) {
-  return __bfloat162float(p[i]);
-}
-__device__ __forceinline__ void store_f(float* p, int64_t i, float v) {
-  p[i] = v;
-}
-__device__ __forceinline__ void store_f(__half* p, int64_t i, float v) {
-  p[i] = __float2half_rn(v);
-}
-__device__ __forceinline__ void store_f(__nv_bfloat16* p, int64_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
-
-// Calls f(T{}) with T the C++ type of `t`.
+// Calls f(T{}) with T the C++ type of `t`, a compute dtype (f32, f16 or bf16; never u8).
 template <class F>
 void with_dtype(DType t, F&& f) {
   switch (t) {
+    case DType::u8:
+      STOKER_CHECK_MSG(false, "u8 is not a compute dtype");
+      break;
     case DType::f32:
       f(float{});
       break;

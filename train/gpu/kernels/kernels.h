@@ -12,14 +12,10 @@
 
 #include <cstdint>
 
+#include "common/dtype.h"
 #include "train/gpu/step_math.h"
 
 namespace stoker::gpu {
-
-enum class DType : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
-inline size_t dtype_bytes(DType t) {
-  return t == DType::f32 ? 4 : 2;
-}
 
 // Images [n, 3, h, w] (or [n, h, w, 3] when src_nhwc), u8 (normalised here: (x / 255 - mean)
 // / std) or f32 (copied as is) -> dst in `dtype`, NHWC when dst_nhwc.

@@ -13,7 +13,7 @@ namespace stoker::gpu {
 
 struct NvjpegApi {
 #define STOKER_NVJPEG_FN(name) decltype(&::name) name = nullptr;
-#include "train/gpu/decode/nvjpeg_functions.inc"
+#include "augment/gpu/cuda/nvjpeg_functions.inc"
 #undef STOKER_NVJPEG_FN
   std::string path;  // the library file loaded
   int major = 0, minor = 0, patch = 0;

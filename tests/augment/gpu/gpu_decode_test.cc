@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "augment/decoder.h"
+#include "augment/gpu/cuda/gpu_decoder.h"
 #include "augment/gpu/encoded_sample.h"
 #include "augment/gpu/window_decode.h"
 #include "loader/index/index.h"
@@ -40,7 +41,6 @@
 #include "tests/train/gpu/device_skip.h"
 #include "tools/gen/gen_dataset.h"
 #include "tools/gen/synth_image.h"
-#include "train/gpu/decode/gpu_decoder.h"
 #include "train/gpu/device.h"
 
 namespace stoker::gpu {
@@ -135,16 +135,16 @@ LoaderConfig gpu_config(int size) {
 }
 
 // Device tensor of n floats or halves, copied back as floats.
-std::vector<float> to_host(const void* dev, size_t n, DeviceDType t) {
+std::vector<float> to_host(const void* dev, size_t n, DType t) {
   std::vector<float> out(n);
-  if (t == DeviceDType::f32) {
+  if (t == DType::f32) {
     cudaMemcpy(out.data(), dev, n * 4, cudaMemcpyDeviceToHost);
     return out;
   }
   std::vector<uint16_t> raw(n);
   cudaMemcpy(raw.data(), dev, n * 2, cudaMemcpyDeviceToHost);
   for (size_t i = 0; i < n; ++i) {
-    if (t == DeviceDType::f16) {
+    if (t == DType::f16) {
       __half_raw h;
       h.x = raw[i];
       out[i] = __half2float(__half(h));
@@ -182,7 +182,7 @@ TEST(GpuDecode, MatchesLibjpegTurboThenTheCpuResizeWithinTheDecodersSpread) {
       decode_batch_on_host(s, b->arena->data, pixels, out, want.data());
       EXPECT_TRUE(big.decode(s, b->arena->data, pixels, out, dev, nullptr).empty());
       cudaDeviceSynchronize();
-      const std::vector<float> got = to_host(dev, want.size(), DeviceDType::f32);
+      const std::vector<float> got = to_host(dev, want.size(), DType::f32);
       // Per sample and channel, in levels: the normalised difference times std x 255.
       for (size_t i = 0; i < b->size; ++i)
         for (int ch = 0; ch < 3; ++ch) {
@@ -199,11 +199,11 @@ TEST(GpuDecode, MatchesLibjpegTurboThenTheCpuResizeWithinTheDecodersSpread) {
       // f32 values rounded, laid out as NHWC.
       EXPECT_TRUE(small.decode(s, b->arena->data, pixels, out, dev, nullptr).empty());
       cudaDeviceSynchronize();
-      EXPECT_EQ(to_host(dev, want.size(), DeviceDType::f32), got);
-      for (DeviceDType t : {DeviceDType::f16, DeviceDType::bf16}) {
+      EXPECT_EQ(to_host(dev, want.size(), DType::f32), got);
+      for (DType t : {DType::f16, DType::bf16}) {
         ResizeOutput o = out;
         o.dtype = t;
-        o.nhwc = true;
+        o.layout = Layout::nhwc;
         big.decode(s, b->arena->data, pixels, o, dev, nullptr);
         cudaDeviceSynchronize();
         const std::vector<float> h = to_host(dev, want.size(), t);
@@ -214,8 +214,8 @@ TEST(GpuDecode, MatchesLibjpegTurboThenTheCpuResizeWithinTheDecodersSpread) {
                 const float v =
                     got[((i * 3 + size_t(ch)) * size_t(size) + size_t(y)) * size_t(size) +
                         size_t(x)];
-                const float r = t == DeviceDType::f16 ? __half2float(__float2half_rn(v))
-                                                      : __bfloat162float(__float2bfloat16_rn(v));
+                const float r = t == DType::f16 ? __half2float(__float2half_rn(v))
+                                                : __bfloat162float(__float2bfloat16_rn(v));
                 ASSERT_EQ(
                     h[((i * size_t(size) + size_t(y)) * size_t(size) + size_t(x)) * 3 + size_t(ch)],
                     r);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // How the GPU decoder cuts a batch into parts that fit its decode memory, and where each
 // sample's decoded pixels go in it: host-only arithmetic (no CUDA, no nvJPEG), so the
-// batching is tested on machines without a GPU (tests/train/gpu/decode_parts_test.cc).
+// batching is tested on machines without a GPU (tests/augment/gpu/decode_parts_test.cc).
 #pragma once
 
 #include <cstddef>

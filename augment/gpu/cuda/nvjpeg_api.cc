@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "train/gpu/decode/nvjpeg_api.h"
+#include "augment/gpu/cuda/nvjpeg_api.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -50,7 +50,7 @@ NvjpegApi load() {
 #define STOKER_NVJPEG_FN(name)                                        \
   api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name)); \
   if (!api.name) fail("--decode gpu: {} has no {} (nvJPEG too old?)", api.path, #name);
-#include "train/gpu/decode/nvjpeg_functions.inc"
+#include "augment/gpu/cuda/nvjpeg_functions.inc"
 #undef STOKER_NVJPEG_FN
   api.nvjpegGetProperty(MAJOR_VERSION, &api.major);
   api.nvjpegGetProperty(MINOR_VERSION, &api.minor);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "train/gpu/decode/gpu_decoder.h"
+#include "augment/gpu/cuda/gpu_decoder.h"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -7,15 +7,16 @@
 #include <cstring>
 
 #include "augment/decoder.h"
+#include "augment/gpu/cuda/nvjpeg_api.h"
+#include "augment/gpu/cuda/resize_kernels.h"
+#include "augment/gpu/decode_parts.h"
 #include "augment/gpu/window_decode.h"
 #include "augment/resize_antialias.h"
 #include "common/clock.h"
+#include "common/cuda/buffer.h"
+#include "common/cuda/check.h"
+#include "common/cuda/handle.h"
 #include "common/error.h"
-#include "train/gpu/cuda_check.h"
-#include "train/gpu/decode/decode_parts.h"
-#include "train/gpu/decode/nvjpeg_api.h"
-#include "train/gpu/decode/resize_kernels.h"
-#include "train/gpu/gpu_memory.h"
 
 namespace stoker::gpu {
 namespace {
@@ -71,15 +72,15 @@ struct GpuDecoder::Impl {
   std::vector<nvjpegJpegStream_t> streams;
   std::vector<nvjpegDecodeParams_t> params;
   DeviceBuffer work, jobs, taps, lut;
-  PinnedBuffer staging;  // jobs, taps, lut and CPU-decoded pixels on their way up
-  PinnedBuffer late;     // a window libjpeg-turbo decoded after nvJPEG refused it, on its way up
-  unsigned flags = 0;    // nvJPEG's, as its handle accepted them
-  cudaEvent_t staged = nullptr;     // recorded after the uploads from `staging`
-  cudaEvent_t late_sent = nullptr;  // recorded after the upload from `late`
-  cudaEvent_t decoded = nullptr;    // recorded after the last nvjpegDecodeBatchedEx
-  bool batch_in_flight = false;     // `decoded` is recorded and not yet waited for
-  cudaEvent_t drained = nullptr;    // recorded at the end of a stream the host drains
-  cudaEvent_t finished = nullptr;   // recorded after the last batch's work
+  PinnedBuffer staging;   // jobs, taps, lut and CPU-decoded pixels on their way up
+  PinnedBuffer late;      // a window libjpeg-turbo decoded after nvJPEG refused it, on its way up
+  unsigned flags = 0;     // nvJPEG's, as its handle accepted them
+  EventHandle staged;     // recorded after the uploads from `staging`
+  EventHandle late_sent;  // recorded after the upload from `late`
+  EventHandle decoded;    // recorded after the last nvjpegDecodeBatchedEx
+  bool batch_in_flight = false;  // `decoded` is recorded and not yet waited for
+  EventHandle drained;           // recorded at the end of a stream the host drains
+  EventHandle finished;          // recorded after the last batch's work
   Decoder cpu{[] {
     DecodeOptions o;
     o.allow_dct_scaling = false;
@@ -93,8 +94,8 @@ struct GpuDecoder::Impl {
     create_handles();
     work = DeviceBuffer(c.decode_memory);
     lut = DeviceBuffer(3 * 256 * sizeof(float));
-    for (cudaEvent_t* e : {&staged, &late_sent, &decoded, &drained, &finished})
-      STOKER_GPU(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+    for (EventHandle* e : {&staged, &late_sent, &decoded, &drained, &finished})
+      STOKER_GPU(cudaEventCreateWithFlags(e->out(), cudaEventDisableTiming));
   }
 
   // nvJPEG's handles and states, on the current device (they are bound to it).
@@ -157,8 +158,7 @@ struct GpuDecoder::Impl {
     if (handle) nj.nvjpegDestroy(handle);
     // Freed while their device is current.
     for (DeviceBuffer* b : {&work, &jobs, &taps, &lut}) *b = DeviceBuffer();
-    for (cudaEvent_t e : {staged, late_sent, decoded, drained, finished})
-      if (e) cudaEventDestroy(e);
+    for (EventHandle* e : {&staged, &late_sent, &decoded, &drained, &finished}) e->reset();
   }
 
   // Host waits on device work go through the backend's wait (it polls a collective).
@@ -428,8 +428,8 @@ void GpuDecoder::Impl::run_part(Part& part, std::span<const EncodedSample> sampl
   auto* windows = static_cast<uint8_t*>(work.get());
   uint8_t* temp = windows + decode_aligned(part.window_bytes);
   launch_resize(plan, jobs.as<ResizeJob>(), taps.as<int32_t>(), windows, temp, lut.as<float>(),
-                out.dtype, out.nhwc, dst, stream);
-  const size_t elem = device_dtype_bytes(out.dtype);
+                out.dtype, out.layout, dst, stream);
+  const size_t elem = dtype_bytes(out.dtype);
   for (size_t k = 0; k < part.index.size(); ++k) {
     if (!bad[k]) continue;
     ++counts.failed;

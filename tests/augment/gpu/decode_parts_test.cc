@@ -8,8 +8,8 @@
 #include <iterator>
 #include <vector>
 
+#include "augment/gpu/decode_parts.h"
 #include "common/error.h"
-#include "train/gpu/decode/decode_parts.h"
 
 namespace stoker::gpu {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "train/gpu/decode/decode_parts.h"
+#include "augment/gpu/decode_parts.h"
 
 #include "common/error.h"
 

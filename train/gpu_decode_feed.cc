@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <utility>
 
+#include "augment/gpu/cuda/gpu_decoder.h"
+#include "augment/gpu/cuda/nvjpeg_api.h"
 #include "common/error.h"
 #include "loader/iterator.h"
-#include "train/gpu/decode/gpu_decoder.h"
-#include "train/gpu/decode/nvjpeg_api.h"
 #include "train/gpu_decode.h"
 
 namespace stoker {
@@ -45,7 +45,7 @@ class DecodeFeed final : public GpuDecodeFeed {
     if (hb.height > 0) backend_.reshape(hb.height, hb.width);
     const DeviceStage stage = backend_.device_stage();  // device_input: checked at the start
     out_.dtype = stage.dtype;
-    out_.nhwc = stage.nhwc;
+    out_.layout = stage.layout;
     const std::vector<size_t> failed =
         decoder_.decode({b.encoded.data(), b.size}, b.arena->data,
                         static_cast<const uint8_t*>(b.data), out_, stage.images, stage.stream);

@@ -62,7 +62,7 @@ TEST(GpuResizePlan, EqualsResizeAntialiasThenCollateBitForBit) {
       dst += 3 * int64_t(c.out_w) * c.out_h;
     }
     ResizeOutput out;
-    out.nhwc = nhwc;
+    out.layout = nhwc ? Layout::nhwc : Layout::nchw;
     const Normalizer norm(spec);
     out.lut = norm.lut;
     std::vector<uint8_t> temp(size_t(plan.temp_bytes));

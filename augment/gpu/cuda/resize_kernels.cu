@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "train/gpu/decode/resize_kernels.h"
+#include "augment/gpu/cuda/resize_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "augment/gpu/resize_math.h"
+#include "common/cuda/float_io.cuh"
 #include "common/error.h"
-#include "train/gpu/kernels/dtype.cuh"
 
 namespace stoker::gpu {
 namespace {
@@ -60,24 +60,28 @@ unsigned blocks(int64_t n) {
 }  // namespace
 
 void launch_resize(const ResizePlan& plan, const ResizeJob* jobs, const int32_t* taps,
-                   const uint8_t* decoded, uint8_t* temp, const float* lut, DeviceDType dtype,
-                   bool nhwc, void* dst, cudaStream_t stream) {
+                   const uint8_t* decoded, uint8_t* temp, const float* lut, DType dtype,
+                   Layout layout, void* dst, cudaStream_t stream) {
   const unsigned n = unsigned(plan.jobs.size());
   if (n == 0) return;
   STOKER_CHECK(n <= 65535);
+  STOKER_CHECK(dtype != DType::u8);  // the trainer's input on a device is never raw pixels
   horizontal_pass<<<dim3(blocks(plan.max_temp_pixels), n), kThreads, 0, stream>>>(jobs, taps,
                                                                                   decoded, temp);
   const dim3 grid(blocks(plan.max_out_pixels), n);
+  const bool nhwc = layout == Layout::nhwc;
   switch (dtype) {
-    case DeviceDType::f32:
+    case DType::u8:  // refused above
+      break;
+    case DType::f32:
       vertical_pass<<<grid, kThreads, 0, stream>>>(jobs, taps, temp, lut, nhwc,
                                                    static_cast<float*>(dst));
       break;
-    case DeviceDType::f16:
+    case DType::f16:
       vertical_pass<<<grid, kThreads, 0, stream>>>(jobs, taps, temp, lut, nhwc,
                                                    static_cast<__half*>(dst));
       break;
-    case DeviceDType::bf16:
+    case DType::bf16:
       vertical_pass<<<grid, kThreads, 0, stream>>>(jobs, taps, temp, lut, nhwc,
                                                    static_cast<__nv_bfloat16*>(dst));
       break;
