@@ -475,6 +475,25 @@ TEST(CommandOptions, IdleRulesComeFromTheRows) {
   EXPECT_EQ(synthetic, 4);  // --epochs, --decode, --decode-arena, --decode-memory
 }
 
+// Study's --decode is a list: the GPU decode sizes are idle only when every word is cpu, and
+// a list is never handed to the one-word parser (gpu_check's `study --decode cpu,gpu` was
+// refused with "unknown decode 'cpu,gpu'").
+TEST(CommandOptions, StudysDecodeListIsIdleOnlyWhenEveryWordIsCpu) {
+  int rules = 0;
+  for (const CommandOptionRow& r : command_option_table()) {
+    for (const IdleWith& w : r.idle) {
+      ++rules;
+      EXPECT_TRUE(w.when("")) << r.flag;
+      EXPECT_TRUE(w.when("cpu")) << r.flag;
+      EXPECT_FALSE(w.when("cpu,gpu")) << r.flag;
+      EXPECT_FALSE(w.when("gpu,cpu")) << r.flag;
+    }
+  }
+  EXPECT_EQ(rules, 2);
+  Command study("study");
+  EXPECT_EQ(study.refusal({"study", "data", "--decode", "cpu,gpu", "--decode-memory", "512"}), "");
+}
+
 TEST(ReaderOption, StudysOlderNameIsStillTaken) {
   Command study("study");
   EXPECT_EQ(study.refusal({"study", "data", "--readers", "serial,threads:1..2"}), "");

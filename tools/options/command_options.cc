@@ -36,10 +36,19 @@ CommandOptionRow path_row(const char* flag) {
   return r;
 }
 
-// --decode-arena and --decode-memory size GPU decode, which --decode cpu never makes.
+// --decode-arena and --decode-memory size GPU decode, which --decode cpu never makes. Study's
+// --decode is a list (cpu,gpu): idle only when every word is cpu; a word that is none of
+// the three is not idle here (the option's own parse names it).
 IdleWith sizes_gpu_decode() {
   return {"--decode", "cpu", "it sizes GPU decode", [](const std::string& v) {
-            return v.empty() || parse_decode_mode(v) == DecodeMode::cpu;
+            if (v.empty()) return true;
+            size_t from = 0;
+            while (from <= v.size()) {
+              const size_t comma = std::min(v.find(',', from), v.size());
+              if (v.substr(from, comma - from) != "cpu") return false;
+              from = comma + 1;
+            }
+            return true;
           }};
 }
 

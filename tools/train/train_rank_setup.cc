@@ -215,7 +215,8 @@ void plan_model(TrainRun& run, TrainCommand& o) {
     const DecodeMode mode = parse_decode_mode(o.decode);
     const int stored =
         mode == DecodeMode::automatic && run.index ? stored_image_side(*run.index) : 0;
-    run.decode = choose_decode(mode, run.lc, o.train.backend, backend_caps(o.train.backend), stored);
+    run.decode =
+        choose_decode(mode, run.lc, o.train.backend, backend_caps(o.train.backend), stored);
     run.lc.decode_device = run.decode.device;
     run.lc.decode_arena = size_t(o.decode_arena_mib) << 20;
   }
