@@ -36,19 +36,26 @@ CommandOptionRow path_row(const char* flag) {
   return r;
 }
 
+// "a,b,c" as its items ("" is one empty item).
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = text.find(',', begin);
+    items.push_back(text.substr(begin, comma - begin));
+    if (comma == std::string::npos) return items;
+    begin = comma + 1;
+  }
+}
+
 // --decode-arena and --decode-memory size GPU decode, which --decode cpu never makes. Study's
 // --decode is a list (cpu,gpu): idle only when every word is cpu; a word that is none of
 // the three is not idle here (the option's own parse names it).
 IdleWith sizes_gpu_decode() {
   return {"--decode", "cpu", "it sizes GPU decode", [](const std::string& v) {
-            if (v.empty()) return true;
-            size_t from = 0;
-            while (from <= v.size()) {
-              const size_t comma = std::min(v.find(',', from), v.size());
-              if (v.substr(from, comma - from) != "cpu") return false;
-              from = comma + 1;
-            }
-            return true;
+            const std::vector<std::string> words = split_commas(v);
+            return v.empty() ||
+                   std::ranges::all_of(words, [](const std::string& w) { return w == "cpu"; });
           }};
 }
 
@@ -125,14 +132,7 @@ std::vector<std::string> command_words(const CommandOptionRow& row, const Comman
   std::vector<std::string_view> taken = use.words;
   if (taken.empty())
     for (const Word& w : row.words) taken.emplace_back(w.word);
-  std::vector<std::string> items;
-  size_t begin = 0;
-  while (true) {
-    const size_t comma = use.list ? text.find(',', begin) : std::string::npos;
-    items.push_back(text.substr(begin, comma - begin));
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
+  const std::vector<std::string> items = use.list ? split_commas(text) : std::vector{text};
   const std::string in = use.list ? fmt::format(" in '{}'", text) : "";
   for (size_t i = 0; i < items.size(); ++i) {
     if (std::find(taken.begin(), taken.end(), items[i]) == taken.end())

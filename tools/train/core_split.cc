@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/interrupt.h"
+#include "common/measures.h"
 #include "common/system_info.h"
 #include "tools/setup/trainer.h"
 #include "tools/train/train_rank.h"
@@ -129,7 +130,7 @@ void measure_split(const TrainRun& run, const TrainCommand& o, const TunerLimits
     wait += r.records[i].wait;
     total += r.records[i].total;
   }
-  m.data_wait = total > 0 ? wait / total : 0;
+  m.data_wait = data_wait_share(wait, total);
   m.cores_busy = wall1 > wall0 ? (cpu1 - cpu0) / (double(wall1 - wall0) * 1e-9) : 0;
 }
 
