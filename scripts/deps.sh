@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
-  libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev liburing-dev libdnnl-dev
+  libtbb-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev liburing-dev python3-pip
   libnfs-dev python3-dev pybind11-dev libdlpack-dev libopenmpi-dev openmpi-bin)
 for arg in "$@"; do
   case "$arg" in
@@ -35,7 +35,6 @@ done
 # Where the CUDA toolkit is, pip fetches nvJPEG (below).
 have_cuda=0
 { [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; } && have_cuda=1
-[ "$have_cuda" = 1 ] && packages+=(python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -47,6 +46,38 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "deps.sh: installing ${missing[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# oneDNN 3 for the CPU trainer (train/cpu), which Debian 12 lacks (it has 2.6.3): PyPI's
+# onednn-cpu-gomp 3.2.0, Intel's CPU-only build on GNU OpenMP, the runtime Debian's oneDNN and
+# the trainer's own SGD loop use (the TBB build would put oneDNN into the loader's task arena;
+# the newer `onednn` 2026 wheels run the CPU engine through SYCL and need Intel's OpenCL
+# runtime). Its library needs nothing beyond libgomp. Both wheels are checked against pinned
+# hashes and unpacked once into ~/.cache/stoker/onednn (CMake looks there; the binaries keep
+# the path as their RUNPATH). Without it the CPU trainer is not built: a failure here is fatal.
+onednn_version=3.2.0
+onednn_dir=$HOME/.cache/stoker/onednn
+onednn_wheels=(
+  "onednn-cpu-gomp==2023.2.0 2f22a54d6a890ed14bfa185d42a4be65d8b5b1df85dc1f0f3a9abe31620416fb"
+  "onednn-devel-cpu-gomp==2023.2.0 9763c69e8c907e119056bd52ad918ca84ac9ba939d130a99dfa95ccca3e5e284")
+if [ "$(cat "$onednn_dir/VERSION" 2>/dev/null)" != "$onednn_version" ]; then
+  tmp=$(mktemp -d)
+  for w in "${onednn_wheels[@]}"; do echo "${w%% *} --hash=sha256:${w##* }"; done >"$tmp/req.txt"
+  if ! /usr/bin/python3 -m pip download --quiet --no-deps --only-binary=:all: --require-hashes \
+      --dest "$tmp" -r "$tmp/req.txt" >&2; then
+    echo "deps.sh: could not fetch oneDNN $onednn_version (onednn-cpu-gomp) from PyPI" >&2
+    rm -rf "$tmp"
+    exit 1
+  fi
+  rm -rf "$onednn_dir" && mkdir -p "$onednn_dir/lib"
+  for whl in "$tmp"/*.whl; do /usr/bin/python3 -m zipfile -e "$whl" "$tmp/x"; done
+  cp -r "$tmp"/x/onednn_devel_cpu_gomp-*.data/data/include "$onednn_dir/"
+  # The wheel stores libdnnl.so, .so.3 and .so.3.2 as three copies: keep one, link the others.
+  cp "$tmp"/x/onednn_cpu_gomp-*.data/data/lib/libdnnl.so.3.2 "$onednn_dir/lib/"
+  ln -s libdnnl.so.3.2 "$onednn_dir/lib/libdnnl.so.3" && ln -s libdnnl.so.3 "$onednn_dir/lib/libdnnl.so"
+  echo "$onednn_version" >"$onednn_dir/VERSION"
+  rm -rf "$tmp"
+  echo "deps.sh: oneDNN $onednn_version in $onednn_dir" >&2
 fi
 
 # nvJPEG for --decode gpu, which the CUDA toolkit here lacks: header and library from PyPI's

@@ -69,8 +69,9 @@ namespace {
   const std::string_view name = backend_name(given);
   if (name == "cpu")
     fail(
-        "backend 'cpu' is not built in: oneDNN was not found at configure time (Debian: "
-        "libdnnl-dev; then reconfigure with -DSTOKER_WITH_DNNL=ON)");
+        "backend 'cpu' is not built in: oneDNN 3 was not found at configure time "
+        "(scripts/deps.sh unpacks PyPI's onednn-cpu-gomp into ~/.cache/stoker/onednn; then "
+        "reconfigure with -DSTOKER_WITH_DNNL=ON)");
   if (name == "cuda")
     fail(
         "backend 'cuda' is not built in: the CUDA toolkit (cuDNN, cuBLAS) was not found at "

@@ -4,8 +4,8 @@
 //   heuristic       the library's own choice (default)
 //   exhaustive      every candidate measured once per shape, the fastest kept (cached; cuda)
 //   fixed:<name>    one algorithm wherever it applies, the heuristic elsewhere; names are the
-//                   backend's (cpu: direct, winograd; cuda: cuDNN's, train/gpu/algo_cache.h),
-//                   and each backend refuses a name it lacks
+//                   backend's (cpu: direct, since oneDNN 3 has no x86 Winograd; cuda: cuDNN's,
+//                   train/gpu/algo_cache.h), and each backend refuses a name it lacks
 // Older versions' words, stored in their checkpoints, still read: auto (heuristic), direct and
 // winograd (fixed:direct, fixed:winograd).
 #pragma once

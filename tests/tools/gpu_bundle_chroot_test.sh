@@ -47,7 +47,7 @@ echo "== chroot: $chroot_dir (making it took $(cat "$chroot_dir/.stoker-complete
 flock -u 9
 
 # What the chroot must not have: nothing of Stoker's dependencies.
-for lib in libopencv_core.so.406 libdnnl.so.2 libtbb.so.12 libturbojpeg.so.0 libjpeg.so.62 libfmt.so.9; do
+for lib in libopencv_core.so.406 libdnnl.so.3 libtbb.so.12 libturbojpeg.so.0 libjpeg.so.62 libfmt.so.9; do
   if chroot "$chroot_dir" /bin/sh -c "ldconfig -p | grep -q ' $lib '"; then
     echo "FAIL: the chroot has $lib: not bare"
     exit 1

@@ -57,7 +57,7 @@ pid=$!
 wait_for "$tmp/t.out" "^# run:" && sleep 0.3 && kill -INT $pid
 set +e; wait $pid; rc=$?; set -e; pid=""
 if [ "$rc" = 1 ] && grep -q "not built in" "$tmp/t.err"; then
-  skip "train: this build has no CPU backend (oneDNN; Debian: libdnnl-dev)"
+  skip "train: this build has no CPU backend (oneDNN 3; scripts/deps.sh fetches PyPI's onednn-cpu-gomp)"
 fi
 [ "$rc" = 130 ] || { cat "$tmp/t.out" "$tmp/t.err"; fail "train after SIGINT: exit $rc, expected 130"; }
 grep -q "^# checkpoint: .*cut.safetensors" "$tmp/t.out" || { cat "$tmp/t.out"; fail "no checkpoint"; }

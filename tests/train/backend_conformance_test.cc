@@ -171,7 +171,6 @@ std::vector<std::tuple<std::string, StepCase>> step_cases() {
   for (const std::string& b : built_backends()) {
     for (const StepCase& c : common) out.emplace_back(b, c);
     if (b == "cpu") {
-      out.emplace_back(b, StepCase{.batch = 2, .size = 64, .algorithm = "fixed:winograd"});
       out.emplace_back(b,
                        StepCase{.batch = 2, .size = 64, .nhwc = true, .algorithm = "fixed:direct"});
     } else if (b == "cuda") {

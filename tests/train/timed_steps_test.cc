@@ -19,7 +19,8 @@ namespace {
 TEST(RunSteps, EveryStepOnceWhateverTheCollectionInterval) {
   const auto names = built_backends();
   if (std::find(names.begin(), names.end(), "cpu") == names.end())
-    STOKER_SKIP_IF_OPTIONAL("no CPU backend in this build (oneDNN; Debian: libdnnl-dev)");
+    STOKER_SKIP_IF_OPTIONAL(
+        "no CPU backend in this build (oneDNN 3; scripts/deps.sh fetches PyPI's onednn-cpu-gomp)");
   const Network net = test::resnet(18, 4);
   BackendConfig c;
   c.batch = 2;

@@ -19,7 +19,7 @@ if ! "$stoker" train --synthetic --arch resnet18 --classes 4 --batch 2 --size 32
     > "$tmp/probe.txt" 2>&1; then
   if grep -q "not built in" "$tmp/probe.txt"; then
     . "$(dirname "$0")/../skip_policy.sh"
-    skip "this build has no CPU backend (oneDNN not found; Debian: libdnnl-dev)"
+    skip "this build has no CPU backend (oneDNN 3 not found; scripts/deps.sh fetches PyPI's onednn-cpu-gomp)"
   fi
   cat "$tmp/probe.txt"; fail "synthetic smoke run"
 fi

@@ -40,7 +40,8 @@ class SlowFeed final : public BatchFeed {
 TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
   const auto names = built_backends();
   if (std::find(names.begin(), names.end(), "cpu") == names.end())
-    STOKER_SKIP_IF_OPTIONAL("no CPU backend in this build (oneDNN; Debian: libdnnl-dev)");
+    STOKER_SKIP_IF_OPTIONAL(
+        "no CPU backend in this build (oneDNN 3; scripts/deps.sh fetches PyPI's onednn-cpu-gomp)");
   ResNetConfig rc;
   rc.depth = 18;
   rc.num_classes = 4;
@@ -135,7 +136,8 @@ TEST(TrainLoop, CollectsEveryStepAndGapsAddUpAndTraces) {
 TEST(TrainLoop, StepAccountsAddUpOnTheCpu) {
   const auto names = built_backends();
   if (std::find(names.begin(), names.end(), "cpu") == names.end())
-    STOKER_SKIP_IF_OPTIONAL("no CPU backend in this build (oneDNN; Debian: libdnnl-dev)");
+    STOKER_SKIP_IF_OPTIONAL(
+        "no CPU backend in this build (oneDNN 3; scripts/deps.sh fetches PyPI's onednn-cpu-gomp)");
   ResNetConfig rc;
   rc.depth = 18;
   rc.num_classes = 4;

@@ -93,8 +93,8 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
     Row conv =
         option_row("conv_algo", "--conv-algo", &T::conv_algo,
                    "Convolutions: heuristic (the library's choice), exhaustive (cuda: "
-                   "measured), fixed:<name> (cpu: fixed:direct, fixed:winograd); older "
-                   "words auto, direct, winograd still mean heuristic, fixed:direct, "
+                   "measured), fixed:<name> (cpu: fixed:direct; cuda: cuDNN's names); "
+                   "older words auto, direct, winograd still mean heuristic, fixed:direct, "
                    "fixed:winograd")
             .checked(parsed_by([](const std::string& s) { parse_conv_algorithm(s); }, "ALGORITHM"))
             .stored_as([](const T& o) -> nlohmann::json {

@@ -104,19 +104,11 @@ class CpuBackend final : public Backend, public BackendDiagnostics {
 
   std::string describe() const override {
     const dnnl_version_t* v = dnnl_version();
-    int convs = 0, winograd = 0;
-    for (const Step& s : d_->forward_train) {
-      if (!s.host && s.prim.get_kind() == dnnl::primitive::kind::convolution) {
-        ++convs;
-        winograd += s.impl.find("wino") != std::string::npos;
-      }
-    }
     return fmt::format(
-        "cpu: oneDNN {}.{}.{} ({}), {}, {} input, {} threads, conv {} ({} of {} Winograd), {} "
-        "weight reorders/step",
+        "cpu: oneDNN {}.{}.{} ({}), {}, {} input, {} threads, conv {}, {} weight reorders/step",
         v->major, v->minor, v->patch, cpu_isa_name(), precision_name(d_->config.precision),
         dtype_name(d_->config.input.dtype), omp_get_max_threads(), d_->config.conv_algorithm,
-        winograd, convs, d_->reorders_per_step);
+        d_->reorders_per_step);
   }
 
   HostMemory host_memory() const override { return {}; }  // the heap: nothing to pin
@@ -342,7 +334,8 @@ class CpuBackend final : public Backend, public BackendDiagnostics {
 
 bool cpu_has_native_bf16() {
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_fp16 ||
+         isa == dnnl::cpu_isa::avx512_core_amx || isa == dnnl::cpu_isa::avx512_core_amx_fp16;
 }
 
 std::string cpu_isa_name() {
@@ -355,14 +348,20 @@ std::string cpu_isa_name() {
       return "avx2";
     case dnnl::cpu_isa::avx2_vnni:
       return "avx2_vnni";
+    case dnnl::cpu_isa::avx2_vnni_2:
+      return "avx2_vnni_2";
     case dnnl::cpu_isa::avx512_core:
       return "avx512_core";
     case dnnl::cpu_isa::avx512_core_vnni:
       return "avx512_core_vnni";
     case dnnl::cpu_isa::avx512_core_bf16:
       return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_fp16:
+      return "avx512_core_fp16";
     case dnnl::cpu_isa::avx512_core_amx:
       return "avx512_core_amx";
+    case dnnl::cpu_isa::avx512_core_amx_fp16:
+      return "avx512_core_amx_fp16";
     default:
       return "other";
   }

@@ -13,9 +13,8 @@ void Planner::forward_relu(size_t i, const Layer& l) {
     return;
   }
   const auto pd = STOKER_DNNL(dnnl::eltwise_forward::primitive_desc(
-      dnnl::eltwise_forward::desc(prop_kind::forward_training, algorithm::eltwise_relu, d.md[in],
-                                  0.f, 0.f),
-      attr, d.engine));
+      d.engine, prop_kind::forward_training, algorithm::eltwise_relu, d.md[in], d.md[in], 0.f, 0.f,
+      attr));
   set_output(out, pd.dst_desc());
   d.layers[i].relu_fwd = pd;
   const auto prim = STOKER_DNNL(dnnl::eltwise_forward(pd));
@@ -30,9 +29,9 @@ void Planner::backward_relu(size_t i, const Layer& l) {
     written[size_t(in)] = true;
     return;
   }
-  const auto pd = STOKER_DNNL(dnnl::eltwise_backward::primitive_desc(
-      dnnl::eltwise_backward::desc(algorithm::eltwise_relu, d.md[out], d.md[in], 0.f, 0.f), attr,
-      d.engine, d.layers[i].relu_fwd));
+  const auto pd = STOKER_DNNL(
+      dnnl::eltwise_backward::primitive_desc(d.engine, algorithm::eltwise_relu, d.md[in], d.md[out],
+                                             d.md[in], 0.f, 0.f, d.layers[i].relu_fwd, attr));
   const memory target = gradient_target(in);
   add(d.backward, l.name + " backward", pd, STOKER_DNNL(dnnl::eltwise_backward(pd)),
       {{DNNL_ARG_SRC, d.act[in]}, {DNNL_ARG_DIFF_DST, d.dact[out]}, {DNNL_ARG_DIFF_SRC, target}});

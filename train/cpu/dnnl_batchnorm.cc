@@ -32,9 +32,7 @@ void Planner::forward_batchnorm(size_t i, const Layer& l) {
   const auto flags = bn_flags(out);
   const auto forward_pd = [&](dnnl::normalization_flags f) {
     return STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
-        dnnl::batch_normalization_forward::desc(prop_kind::forward_training, d.md[in], float(l.eps),
-                                                f),
-        attr, d.engine));
+        d.engine, prop_kind::forward_training, d.md[in], d.md[in], float(l.eps), f, attr));
   };
   // Sync BN: this rank's statistics first (no ReLU: the output is rewritten below), then
   // the global ones, then the normalisation with them as given statistics.
@@ -103,10 +101,8 @@ void Planner::forward_batchnorm_eval(const Layer& l) {
   const int in = l.inputs[0], out = l.output;
   const ParamMemory &w = param(l.weight), &b = param(l.bias_param);
   const auto eval_pd = STOKER_DNNL(dnnl::batch_normalization_forward::primitive_desc(
-      dnnl::batch_normalization_forward::desc(
-          prop_kind::forward_inference, d.md[in], float(l.eps),
-          bn_flags(out) | dnnl::normalization_flags::use_global_stats),
-      attr, d.engine));
+      d.engine, prop_kind::forward_inference, d.md[in], d.md[in], float(l.eps),
+      bn_flags(out) | dnnl::normalization_flags::use_global_stats, attr));
   add(d.forward_eval, l.name + " forward (eval)", eval_pd,
       STOKER_DNNL(dnnl::batch_normalization_forward(eval_pd)),
       {{DNNL_ARG_SRC, d.act[in]},
@@ -156,16 +152,14 @@ void Planner::backward_batchnorm(size_t i, const Layer& l) {
   const auto flags =
       sync ? bn_flags(out) | dnnl::normalization_flags::use_global_stats : bn_flags(out);
   const auto pd = STOKER_DNNL(dnnl::batch_normalization_backward::primitive_desc(
-      dnnl::batch_normalization_backward::desc(prop_kind::backward, d.md[out], d.md[in],
-                                               float(l.eps), flags),
-      attr, d.engine, lm.bn_fwd));
+      d.engine, prop_kind::backward, d.md[in], d.md[out], d.md[in], float(l.eps), flags, lm.bn_fwd,
+      attr));
   const memory target = gradient_target(in);
   std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, d.act[in]},
                                           {DNNL_ARG_MEAN, lm.mean},
                                           {DNNL_ARG_VARIANCE, lm.variance},
                                           {DNNL_ARG_DIFF_DST, d.dact[out]},
                                           {DNNL_ARG_SCALE, param(l.weight).value},
-                                          {DNNL_ARG_SHIFT, param(l.bias_param).value},
                                           {DNNL_ARG_DIFF_SRC, target},
                                           {DNNL_ARG_DIFF_SCALE, param(l.weight).grad},
                                           {DNNL_ARG_DIFF_SHIFT, param(l.bias_param).grad}};
@@ -228,8 +222,7 @@ void Planner::sync_backward(size_t i, const Layer& l, const memory& target) {
   STOKER_DNNL(with_ops.set_scratchpad_mode(dnnl::scratchpad_mode::user));
   STOKER_DNNL(with_ops.set_post_ops(ops));
   const auto pd = STOKER_DNNL(dnnl::binary::primitive_desc(
-      dnnl::binary::desc(algorithm::binary_mul, d.md[size_t(in)], per_channel, target.get_desc()),
-      with_ops, d.engine));
+      d.engine, algorithm::binary_mul, d.md[size_t(in)], per_channel, target.get_desc(), with_ops));
   add(d.backward, l.name + " sync correction", pd, STOKER_DNNL(dnnl::binary(pd)),
       {{DNNL_ARG_SRC_0, d.act[size_t(in)]},
        {DNNL_ARG_SRC_1, a_m},

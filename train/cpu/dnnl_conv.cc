@@ -10,16 +10,12 @@
 
 namespace stoker::cpu::planning {
 
-// fixed:direct: what PyTorch's oneDNN path uses; fixed:winograd (3x3 stride 1 only) and
-// heuristic (oneDNN's choice, which picks Winograd for the large 3x3 convs of ResNet at
-// 224 on AVX-512) trade a few ulps more rounding error for fewer multiplies.
-algorithm Planner::preferred_conv_algo(const Layer& l) const {
+// fixed:direct: what PyTorch's oneDNN path uses; heuristic: oneDNN's choice (convolution_auto,
+// which on oneDNN 3's x86 kernels is direct too: it has no Winograd there).
+algorithm Planner::preferred_conv_algo() const {
   const ConvAlgorithm& a = d.config.conv_algorithm;
-  if (a.kind == ConvAlgorithm::Kind::fixed && a.fixed == "winograd")
-    return l.kernel == 3 && l.stride == 1 ? algorithm::convolution_winograd
-                                          : algorithm::convolution_direct;
-  if (a.kind == ConvAlgorithm::Kind::heuristic) return algorithm::convolution_auto;
-  return algorithm::convolution_direct;
+  return a.kind == ConvAlgorithm::Kind::heuristic ? algorithm::convolution_auto
+                                                  : algorithm::convolution_direct;
 }
 
 void Planner::forward_conv(size_t i, const Layer& l) {
@@ -31,31 +27,27 @@ void Planner::forward_conv(size_t i, const Layer& l) {
   // The preferred algorithm where oneDNN has it for this shape, else direct.
   const auto plan = [&](algorithm algo) {
     auto fwd = STOKER_DNNL(dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(
-            prop_kind::forward_training, algo, src, memory::desc(w, d.act_type, tag::any),
-            memory::desc(dims(out), d.act_type, tag::any), strides, pad, pad),
-        attr, d.engine));
+        d.engine, prop_kind::forward_training, algo, src, memory::desc(w, d.act_type, tag::any),
+        memory::desc(dims(out), d.act_type, tag::any), strides, pad, pad, attr));
     // The master weights take the layout backward-weights writes gradients in (f32).
     const auto backward_weights = [&](const memory::desc& x, const memory::desc& dy) {
       return STOKER_DNNL(dnnl::convolution_backward_weights::primitive_desc(
-          dnnl::convolution_backward_weights::desc(algo, x, memory::desc(w, dt::f32, tag::any), dy,
-                                                   strides, pad, pad),
-          attr, d.engine, fwd));
+          d.engine, algo, x, memory::desc(w, dt::f32, tag::any), dy, strides, pad, pad, fwd, attr));
     };
     auto bww = backward_weights(fwd.src_desc(), fwd.dst_desc());
-    // Below AVX-512, oneDNN 2.6 has no JIT backward-weights for the forward's blocked
-    // layouts where the input is smaller than the kernel (layer4's 3x3 convs on small
-    // images), and its reference kernel takes seconds there: let it pick the layouts
-    // (reordered into in backward_conv) when that finds a JIT kernel.
+    // Where oneDNN has no JIT backward-weights for the forward's blocked layouts (2.6 below
+    // AVX-512, where the input is smaller than the kernel: layer4's 3x3 convs on small
+    // images), its reference kernel takes seconds: let it pick the layouts (reordered into
+    // in backward_conv) when that finds a JIT kernel.
     if (std::string(STOKER_DNNL(bww.impl_info_str())).rfind("ref", 0) == 0) {
-      auto own = backward_weights(memory::desc(fwd.src_desc().dims(), d.act_type, tag::any),
-                                  memory::desc(fwd.dst_desc().dims(), d.act_type, tag::any));
+      auto own = backward_weights(memory::desc(fwd.src_desc().get_dims(), d.act_type, tag::any),
+                                  memory::desc(fwd.dst_desc().get_dims(), d.act_type, tag::any));
       if (std::string(STOKER_DNNL(own.impl_info_str())).rfind("ref", 0) != 0) bww = own;
     }
     return std::pair(fwd, bww);
   };
   LayerMemory& lm = d.layers[i];
-  lm.conv_algo = preferred_conv_algo(l);
+  lm.conv_algo = preferred_conv_algo();
   std::pair<dnnl::convolution_forward::primitive_desc,
             dnnl::convolution_backward_weights::primitive_desc>
       pds;
@@ -92,10 +84,8 @@ void Planner::backward_conv(size_t i, const Layer& l) {
   if (in != 0) {
     const memory::dims wd = {l.out_channels, l.in_channels, l.kernel, l.kernel};
     const auto pd = STOKER_DNNL(dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(lm.conv_algo, d.md[in],
-                                              memory::desc(wd, d.act_type, tag::any), d.md[out],
-                                              strides, pad, pad),
-        attr, d.engine, lm.conv_fwd));
+        d.engine, lm.conv_algo, d.md[in], memory::desc(wd, d.act_type, tag::any), d.md[out],
+        strides, pad, pad, lm.conv_fwd, attr));
     const memory weights =
         pd.weights_desc() == lm.fwd_weights.get_desc()
             ? lm.fwd_weights

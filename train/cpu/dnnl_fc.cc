@@ -21,15 +21,12 @@ void Planner::forward_fc(size_t i, const Layer& l) {
   const memory::dims b = {l.out_channels};
   const memory::dims dst = {n, l.out_channels};
   const auto fwd_pd = STOKER_DNNL(dnnl::inner_product_forward::primitive_desc(
-      dnnl::inner_product_forward::desc(
-          prop_kind::forward_training, d.md[in], memory::desc(w, d.act_type, tag::any),
-          memory::desc(b, dt::f32, tag::any), memory::desc(dst, d.act_type, tag::any)),
-      attr, d.engine));
+      d.engine, prop_kind::forward_training, d.md[in], memory::desc(w, d.act_type, tag::any),
+      memory::desc(b, dt::f32, tag::any), memory::desc(dst, d.act_type, tag::any), attr));
   set_output(out, fwd_pd.dst_desc());
   const auto bww_pd = STOKER_DNNL(dnnl::inner_product_backward_weights::primitive_desc(
-      dnnl::inner_product_backward_weights::desc(d.md[in], memory::desc(w, dt::f32, tag::any),
-                                                 memory::desc(b, dt::f32, tag::any), d.md[out]),
-      attr, d.engine, fwd_pd));
+      d.engine, d.md[in], memory::desc(w, dt::f32, tag::any), memory::desc(b, dt::f32, tag::any),
+      d.md[out], fwd_pd, attr));
   make_trainable(l.weight, bww_pd.diff_weights_desc(), memory::desc(w, dt::f32, tag::oihw));
   make_trainable(l.bias_param, bww_pd.diff_bias_desc(), memory::desc(b, dt::f32, tag::x));
   STOKER_CHECK_MSG(fwd_pd.bias_desc() == bww_pd.diff_bias_desc(), "{}: bias layouts differ",
@@ -54,9 +51,7 @@ void Planner::backward_fc(size_t i, const Layer& l) {
   const ActShape& s = d.shapes[size_t(in)];
   const memory::dims w = {l.out_channels, s.c, s.h, s.w};
   const auto pd = STOKER_DNNL(dnnl::inner_product_backward_data::primitive_desc(
-      dnnl::inner_product_backward_data::desc(d.md[in], memory::desc(w, d.act_type, tag::any),
-                                              d.md[out]),
-      attr, d.engine, lm.fc_fwd));
+      d.engine, d.md[in], memory::desc(w, d.act_type, tag::any), d.md[out], lm.fc_fwd, attr));
   const memory weights = pd.weights_desc() == lm.fwd_weights.get_desc()
                              ? lm.fwd_weights
                              : weights_for(param(l.weight).value, pd.weights_desc(),
@@ -83,9 +78,9 @@ void Planner::forward_loss() {
   d.dlogits_plain = alloc(plain);
   for (auto* program : {&d.forward_train, &d.forward_eval})
     add_reorder(*program, "logits to plain", d.act[last], d.logits_plain);
-  const auto pd = STOKER_DNNL(dnnl::logsoftmax_forward::primitive_desc(
-      dnnl::logsoftmax_forward::desc(prop_kind::forward_training, plain, 1), attr, d.engine));
-  add(d.forward_train, "log-softmax", pd, STOKER_DNNL(dnnl::logsoftmax_forward(pd)),
+  const auto pd = STOKER_DNNL(dnnl::softmax_forward::primitive_desc(
+      d.engine, prop_kind::forward_training, algorithm::softmax_log, plain, plain, 1, attr));
+  add(d.forward_train, "log-softmax", pd, STOKER_DNNL(dnnl::softmax_forward(pd)),
       {{DNNL_ARG_SRC, d.logits_plain}, {DNNL_ARG_DST, d.logp}});
   // Mean over the batch of -(1 - s) log p[y] - s/K sum_k log p[k] (torch's label smoothing),
   // and its gradient (softmax - target) / N.

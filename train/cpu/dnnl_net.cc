@@ -49,8 +49,7 @@ void Planner::add_host(std::vector<Step>& program, std::string what, std::functi
 void Planner::add_sum(std::vector<Step>& program, std::string what, const memory& src0,
                       const memory& src1, const memory& dst) {
   const auto pd = STOKER_DNNL(dnnl::binary::primitive_desc(
-      dnnl::binary::desc(algorithm::binary_add, src0.get_desc(), src1.get_desc(), dst.get_desc()),
-      attr, d.engine));
+      d.engine, algorithm::binary_add, src0.get_desc(), src1.get_desc(), dst.get_desc(), attr));
   add(program, std::move(what), pd, STOKER_DNNL(dnnl::binary(pd)),
       {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
 }
@@ -239,13 +238,17 @@ using planning::tag;
 
 std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& config) {
   const ConvAlgorithm& a = config.conv_algorithm;
+  // oneDNN 3 dropped its x86 Winograd kernels (2.6 had them for AVX-512): refused by name,
+  // not quietly planned as direct.
   if (a.kind == ConvAlgorithm::Kind::exhaustive ||
-      (a.kind == ConvAlgorithm::Kind::fixed && a.fixed != "direct" && a.fixed != "winograd")) {
+      (a.kind == ConvAlgorithm::Kind::fixed && a.fixed != "direct")) {
     fail(
-        "{} (oneDNN): convolution algorithm '{}' is not offered on the CPU: expected heuristic, "
-        "fixed:direct or fixed:winograd{}",
+        "{} (oneDNN): convolution algorithm '{}' is not offered on the CPU: expected heuristic "
+        "or fixed:direct{}",
         net.name, a,
-        a.kind == ConvAlgorithm::Kind::exhaustive ? " (exhaustive search is cuda only)" : "");
+        a.kind == ConvAlgorithm::Kind::exhaustive ? " (exhaustive search is cuda only)"
+        : a.fixed == "winograd" ? " (oneDNN 3 has no Winograd convolution on x86 CPUs)"
+                                : "");
   }
   if (config.sync_bn && config.precision != Precision::f32)
     fail("{} (oneDNN): synchronised batch norm (--sync-bn) is planned for f32 only, not {}",
@@ -298,7 +301,7 @@ std::vector<float> debug_tensor(DnnlNet& d, int id, bool gradient) {
   STOKER_CHECK(id >= 0 && size_t(id) < d.md.size());
   if (gradient ? id == 0 || !d.grad_final[size_t(id)] : bool(d.fused_relu[size_t(id)])) return {};
   const memory& m = gradient ? d.dact[size_t(id)] : d.act[size_t(id)];
-  const memory::dims dims = m.get_desc().dims();
+  const memory::dims dims = m.get_desc().get_dims();
   const memory::desc plain(dims, dt::f32, dims.size() == 2 ? tag::nc : tag::nchw);
   std::vector<float> out(plain.get_size() / sizeof(float));
   memory user = STOKER_DNNL(memory(plain, d.engine, out.data()));

@@ -88,7 +88,7 @@ struct Planner {
   void share_scratchpad();
 
   // dnnl_conv.cc
-  algorithm preferred_conv_algo(const Layer& l) const;
+  algorithm preferred_conv_algo() const;
   void forward_conv(size_t i, const Layer& l);
   void backward_conv(size_t i, const Layer& l);
 

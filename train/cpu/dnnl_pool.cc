@@ -5,6 +5,9 @@
 
 namespace stoker::cpu::planning {
 
+// oneDNN counts dilation from 0: no gap between the window's elements.
+const memory::dims kNoDilation = {0, 0};
+
 Planner::PoolGeometry Planner::pool_geometry(const Layer& l) const {
   if (l.kind == LayerKind::maxpool)
     return {
@@ -17,11 +20,10 @@ void Planner::forward_pool(size_t i, const Layer& l) {
   const int in = l.inputs[0], out = l.output;
   const PoolGeometry g = pool_geometry(l);
   const bool max = g.algo == algorithm::pooling_max;
-  const auto pd = STOKER_DNNL(dnnl::pooling_forward::primitive_desc(
-      dnnl::pooling_forward::desc(prop_kind::forward_training, g.algo, d.md[in],
-                                  memory::desc(dims(out), d.act_type, tag::any), g.strides,
-                                  g.kernel, g.pad, g.pad),
-      attr, d.engine));
+  const auto pd = STOKER_DNNL(
+      dnnl::pooling_forward::primitive_desc(d.engine, prop_kind::forward_training, g.algo, d.md[in],
+                                            memory::desc(dims(out), d.act_type, tag::any),
+                                            g.strides, g.kernel, kNoDilation, g.pad, g.pad, attr));
   set_output(out, pd.dst_desc());
   LayerMemory& lm = d.layers[i];
   lm.pool_fwd = pd;
@@ -41,8 +43,8 @@ void Planner::backward_pool(size_t i, const Layer& l) {
   const PoolGeometry g = pool_geometry(l);
   const bool max = g.algo == algorithm::pooling_max;
   const auto pd = STOKER_DNNL(dnnl::pooling_backward::primitive_desc(
-      dnnl::pooling_backward::desc(g.algo, d.md[in], d.md[out], g.strides, g.kernel, g.pad, g.pad),
-      attr, d.engine, lm.pool_fwd));
+      d.engine, g.algo, d.md[in], d.md[out], g.strides, g.kernel, kNoDilation, g.pad, g.pad,
+      lm.pool_fwd, attr));
   const memory target = gradient_target(in);
   std::unordered_map<int, memory> args = {{DNNL_ARG_DIFF_DST, d.dact[out]},
                                           {DNNL_ARG_DIFF_SRC, target}};
