@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Summarise bench/train_vs_pytorch.sh: training images/s per config, median over repeats.
 
-Reads OUT_DIR/<config>-b<B>-r<rep>.json (stoker-f32, stoker-bf16, torch-{contig,cl}-{glibc,
-jemalloc}); prints `#` context lines and one fixed-column table (ratio to the best PyTorch
-config at the same batch, share of the CPU's fp32 peak), then the stoker f32 and bf16 loss
-curves side by side when both exist. Writes OUT_DIR/summary.txt and OUT_DIR/summary.json.
+Reads OUT_DIR/<config>-b<B>-r<rep>.json (stoker-f32, stoker-bf16, stoker-before-*,
+torch-{contig,cl}-{glibc,jemalloc}, torch-bf16-*); prints `#` context lines and one
+fixed-column table (ratio to the best PyTorch config of the same precision at the same batch,
+ratio of stoker to stoker-before, share of the CPU's fp32 peak), then the stoker f32 and bf16
+loss curves side by side when both exist. Writes OUT_DIR/summary.txt and OUT_DIR/summary.json.
 Standard library only: any python3 can run it, on the machine that ran the benchmark (the
 peak is computed from this machine's CPU unless --ghz is given).
 """
@@ -20,8 +21,10 @@ import subprocess
 import sys
 
 FILE_RE = re.compile(r"^((?:stoker|torch)-[a-z0-9-]+?)-b(\d+)-r(\d+)\.json$")
-ORDER = ["stoker-f32", "stoker-f32-direct", "stoker-bf16", "torch-contig-glibc", "torch-cl-glibc",
-         "torch-contig-jemalloc", "torch-cl-jemalloc"]
+ORDER = ["stoker-f32", "stoker-f32-direct", "stoker-bf16", "stoker-before-f32",
+         "stoker-before-f32-direct", "stoker-before-bf16", "torch-contig-glibc", "torch-cl-glibc",
+         "torch-contig-jemalloc", "torch-cl-jemalloc", "torch-bf16-contig-glibc",
+         "torch-bf16-cl-glibc", "torch-bf16-contig-jemalloc", "torch-bf16-cl-jemalloc"]
 # MACs of one forward pass (as `stoker model` and torchvision's FLOP counters count them:
 # convolutions and the classifier). Training one image is ~3 passes (forward, backward-data,
 # backward-weights), 2 FLOP per MAC.
@@ -112,6 +115,11 @@ def one_value(runs, key):
     return vals[0] if len(vals) == 1 else None
 
 
+def precision(config):
+    """bf16 configs are compared with bf16 ones (PyTorch's autocast), the rest with f32."""
+    return "bf16" if "-bf16" in config else "f32"
+
+
 def fmt(x, spec):
     return "n/a" if x is None else format(x, spec)
 
@@ -180,14 +188,21 @@ def main():
         })
     rank = {c: i for i, c in enumerate(ORDER)}
     rows.sort(key=lambda r: (r["batch"], rank.get(r["config"], len(ORDER)), r["config"]))
-    best = {}  # batch -> best torch row
+    best = {}  # (batch, precision) -> best torch row
     for r in rows:
+        k = (r["batch"], precision(r["config"]))
         if r["config"].startswith("torch-") and (
-                r["batch"] not in best or r["median_images_per_s"] > best[r["batch"]]["median_images_per_s"]):
-            best[r["batch"]] = r
+                k not in best or r["median_images_per_s"] > best[k]["median_images_per_s"]):
+            best[k] = r
+    by_config = {(r["config"], r["batch"]): r for r in rows}
     for r in rows:
-        b = best.get(r["batch"])
+        b = best.get((r["batch"], precision(r["config"])))
         r["vs_best_torch"] = r["median_images_per_s"] / b["median_images_per_s"] if b else None
+        # The same config on the --before build, where there is one.
+        before = by_config.get((r["config"].replace("stoker-", "stoker-before-", 1), r["batch"]))
+        r["vs_before"] = (r["median_images_per_s"] / before["median_images_per_s"]
+                          if before and before is not r and r["config"].startswith("stoker-")
+                          and not r["config"].startswith("stoker-before-") else None)
 
     # --- print ----------------------------------------------------------------------------
     threads = sorted({r["threads"] for r in rows if r["threads"]})
@@ -201,7 +216,7 @@ def main():
         "peak_flop_per_s": {t: peak(t) for t in threads},
         "arch": arch, "size": size, "flop_per_image": fpi, "flop_per_image_why": fpi_why,
         "torch_version": one_value(runs, "torch_version"), "stoker_backend": stoker_backend,
-        "best_torch": {b: r["config"] for b, r in best.items()},
+        "best_torch": {f"{b}-{p}": r["config"] for (b, p), r in best.items()},
     }
     peaks = ", ".join(f"{fmt(peak(t) and peak(t) / 1e9, '.0f')} GFLOP/s at T={t}"
                       for t in threads) or "n/a"
@@ -215,20 +230,23 @@ def main():
         "understated); bf16 rows are measured against the fp32 peak too",
         f"# trained image = {fmt(fpi and fpi / 1e9, '.2f')} GFLOP ({fpi_why})",
         "# img/s: each run's rate over the steps after warm-up; median (min-max) over reps; "
-        "vs torch: / best PyTorch config at that batch ("
-        + ", ".join(f"b{b}: {r['config']}" for b, r in sorted(best.items())) + ")",
+        "vs torch: / best PyTorch config of that precision at that batch ("
+        + ", ".join(f"b{b} {p}: {r['config']}" for (b, p), r in sorted(best.items())) + "); "
+        "vs before: / the same config on the --before build",
         "# loss: rep 1's first -> last step; check: every loss of every rep finite",
         "",
-        f"{'config':<22} {'batch':>5} {'reps':>4} {'img/s':>8} {'(min-max)':>15} "
-        f"{'step ms':>8} {'vs torch':>8} {'%peak':>6} {'loss first->last':>17}  check",
+        f"{'config':<26} {'batch':>5} {'reps':>4} {'img/s':>8} {'(min-max)':>15} "
+        f"{'step ms':>8} {'vs torch':>8} {'vs before':>9} {'%peak':>6} {'loss first->last':>17}"
+        "  check",
     ]
     for r in rows:
         rng = f"({r['min']:.2f}-{r['max']:.2f})"
         loss = f"{fmt(r['loss_first'], '.3f')} -> {fmt(r['loss_last'], '.3f')}"
         lines.append(
-            f"{r['config']:<22} {r['batch']:>5} {len(r['reps']):>4} {r['median_images_per_s']:>8.2f} "
+            f"{r['config']:<26} {r['batch']:>5} {len(r['reps']):>4} {r['median_images_per_s']:>8.2f} "
             f"{rng:>15} {fmt(r['median_step_ms'], '.0f'):>8} "
             f"{fmt(r['vs_best_torch'], '.2f') + ('x' if r['vs_best_torch'] else ''):>8} "
+            f"{fmt(r['vs_before'], '.2f') + ('x' if r['vs_before'] else ''):>9} "
             f"{fmt(r['peak_share'] and 100 * r['peak_share'], '.1f'):>6} {loss:>17}  {r['check']}")
 
     # bf16 should track f32 step by step; one rep is enough to see it (same seed, same data).

@@ -46,6 +46,9 @@ def main():
     ap.add_argument("--steps", type=int, default=8, help="all steps, warm-up included")
     ap.add_argument("--warmup", type=int, default=2, help="first steps left out of the timing")
     ap.add_argument("--channels-last", action="store_true", help="NHWC model and input")
+    ap.add_argument("--autocast", choices=["bf16"],
+                    help="forward and loss under torch.autocast('cpu', bfloat16): PyTorch's "
+                         "mixed precision, against `stoker train --precision bf16`")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", help="write the result here")
     a = ap.parse_args()
@@ -73,12 +76,17 @@ def main():
 
     fmt = "channels_last" if a.channels_last else "contiguous"
     alloc = allocator()
-    tag = f"pytorch {a.arch} b{a.batch} {a.size}px T={a.threads} {fmt} {alloc}"
+    precision = "bf16 autocast" if a.autocast else "f32"
+    tag = f"pytorch {a.arch} b{a.batch} {a.size}px T={a.threads} {fmt} {alloc} {precision}"
     step_s, losses = [], []
     for i in range(a.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        if a.autocast:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = loss_fn(model(x), y)
+        else:
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         dt = time.perf_counter() - t0
@@ -101,6 +109,10 @@ def main():
         "threads": a.threads,
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "channels_last": a.channels_last,
+        "precision": "bf16" if a.autocast else "f32",
+        "autocast": bool(a.autocast),
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
+        "aten_cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY"),
         "allocator": alloc,
         "malloc_conf": os.environ.get("MALLOC_CONF"),
         "mkldnn": torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled,
