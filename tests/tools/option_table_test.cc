@@ -17,6 +17,7 @@
 #include "tools/commands.h"
 #include "tools/options/command_options.h"
 #include "tools/options/idle_options.h"
+#include "tools/options/idle_rules.h"
 #include "tools/options/loader_options.h"
 #include "tools/setup/train_options.h"
 #include "tools/study/study_spec.h"
@@ -294,10 +295,16 @@ TEST(IdleRules, EachSourceSpecificOptionWithEachReaderOnEveryCommand) {
           if (!c.has(r->flag) || !c.has(w.trigger)) continue;
           SCOPED_TRACE(fmt::format("{} {} {} {}", command, w.trigger, v, r->flag));
           std::vector<std::string> args = base_args(command);
-          args.insert(args.end(), {w.trigger, v});
+          args.push_back(w.trigger);
+          if (!w.flag) args.push_back(v);  // a flag trigger (--no-decode) applies when given
           for (const std::string& a : sample_args(*r)) args.push_back(a);
           const std::string why = c.refusal(args);
-          if (w.when(v)) {
+          if (w.flag) {
+            EXPECT_NE(
+                why.find(fmt::format("{} means nothing with {} ({})", r->flag, w.trigger, w.why)),
+                std::string::npos)
+                << why;
+          } else if (w.when(v)) {
             EXPECT_NE(why.find(fmt::format("{} means nothing with {} {}", r->flag, w.trigger, v)),
                       std::string::npos)
                 << why;
@@ -310,6 +317,65 @@ TEST(IdleRules, EachSourceSpecificOptionWithEachReaderOnEveryCommand) {
     }
   }
   EXPECT_GE(cases, 20);
+}
+
+// The rows that say they mean nothing without a decode or under evaluation's centre crop: the
+// whole set, so that a row losing its rule (or gaining one) is seen here.
+TEST(IdleRules, NoDecodeAndTheCentreCropSilenceTheirRows) {
+  std::set<std::string> without_decode, centre_crop;
+  for (const IdleRule& r : idle_rules()) {
+    if (std::string(r.trigger) == "--no-decode") {
+      EXPECT_TRUE(r.flag);
+      without_decode.insert(r.idle.begin(), r.idle.end());
+    }
+    if (std::string(r.trigger) == "--transform") centre_crop.insert(r.idle.begin(), r.idle.end());
+  }
+  EXPECT_EQ(without_decode,
+            std::set<std::string>({"--transform", "--size", "--flip", "--jitter", "--grayscale",
+                                   "--mean", "--std", "--dtype", "--layout", "--resize-filter",
+                                   "--no-dct-scaling", "--no-partial-decode"}));
+  EXPECT_EQ(centre_crop, std::set<std::string>({"--flip", "--jitter", "--grayscale"}));
+}
+
+// The trainer rows' rules (--milestones under a cosine schedule, --lars-eta under SGD), with
+// each schedule and optimizer: refused where the rule says, taken where it does not.
+TEST(IdleRules, TheTrainerRowsRulesHoldWithEachScheduleAndOptimizer) {
+  const std::map<std::string, std::vector<std::string>> trigger_values = {
+      {"--schedule", {"constant", "step", "cosine"}}, {"--optimizer", {"sgd", "lars"}}};
+  const std::map<std::string, std::string> idle_values = {
+      {"--milestones", "3"}, {"--gamma", "0.5"}, {"--min-lr", "0.01"}, {"--lars-eta", "0.01"}};
+  int refused = 0, taken = 0;
+  for (const auto& r : train_option_table()) {
+    for (const IdleWith& w : r.idle) {
+      ASSERT_TRUE(trigger_values.contains(w.trigger)) << w.trigger << ": add its values here";
+      ASSERT_TRUE(idle_values.contains(r.flag)) << r.flag << ": add a value here";
+      EXPECT_TRUE(w.from_checkpoint) << r.flag;  // every trainer trigger is kept
+      for (const std::string& v : trigger_values.at(w.trigger)) {
+        SCOPED_TRACE(fmt::format("{} {} {}", w.trigger, v, r.flag));
+        Command train("train");
+        const std::string why =
+            train.refusal({"train", "data", w.trigger, v, r.flag, idle_values.at(r.flag)});
+        if (w.when(v)) {
+          ++refused;
+          EXPECT_NE(why.find(fmt::format("train: {} means nothing with {} {} ({})", r.flag,
+                                         w.trigger, v, w.why)),
+                    std::string::npos)
+              << why;
+        } else {
+          ++taken;
+          EXPECT_EQ(why, "");
+        }
+      }
+    }
+  }
+  EXPECT_EQ(refused, 7);  // --milestones and --gamma x 2, --min-lr x 2, --lars-eta x 1
+  EXPECT_EQ(taken, 4);
+  // A resumed run takes the schedule from its checkpoint: not given again, nothing is refused.
+  Command resumed("train");
+  EXPECT_EQ(resumed.refusal({"train", "data", "--resume", "ck.safetensors", "--milestones", "3"}),
+            "");
+  Command fresh("train");
+  EXPECT_NE(fresh.refusal({"train", "data", "--milestones", "3"}), "");
 }
 
 TEST(IdleRules, DirectIsRefusedWithTheDefaultReaderOfEveryCommandThatRunsOne) {

@@ -2,8 +2,8 @@
 // Options that would do nothing in the combination given (a flip under evaluation's centre
 // crop, milestones under a cosine schedule, transforms with --no-decode) are usage errors,
 // as `--synthetic --reader` is: a silently ignored option is a wrong conclusion waiting to
-// happen. The rules are tools/options/idle_rules.h's table (stoker.Loader reads the same one); this
-// reads the parsed command line only.
+// happen. The rules are tools/options/idle_rules.h's (stoker.Loader applies the loader's), with
+// the trainer rows' added; this reads the parsed command line only.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one table of options that do nothing in a combination (a flip under evaluation's
-// centre crop, transforms with --no-decode, milestones under a cosine schedule, a loader
-// option under `train --synthetic`, --direct without a uring reader), by CLI option name.
-// The loader's rules are made from its option rows (IdleWith, tools/options/option_table.h), the
-// command options' (--decode-memory without GPU decode) from theirs
-// (tools/options/command_options.h). The
-// CLI (tools/options/idle_options.h) and stoker.Loader (python/src/loader_kwargs.cc) each read
-// their own arguments through an OptionLookup and refuse what this finds. Free of the trainer, so
-// the Python module links it.
+// The rules of options that do nothing in a combination (a flip under evaluation's centre
+// crop, transforms with --no-decode, milestones under a cosine schedule, a loader option under
+// `train --synthetic`, --direct without a uring reader), by CLI option name. Every rule but
+// --synthetic's is made from the row of the option it silences (IdleWith,
+// tools/options/option_table.h): the loader's rows and the command options'
+// (tools/options/command_options.h) here, in idle_rules(); the trainer's
+// (tools/setup/train_options.h) by the CLI, which adds them (tools/options/idle_options.cc).
+// The CLI and stoker.Loader (python/src/loader_kwargs.cc) each read their own arguments through
+// an OptionLookup and refuse what this finds. Free of the trainer, so the Python module links
+// it.
 #pragma once
 
 #include <functional>
@@ -30,6 +31,12 @@ struct IdleRule {
   std::function<bool(const std::string& value)> applies;  // unused where `flag`
 };
 
+struct IdleWith;
+
+// The rule a row's IdleWith makes: the row's `flag` means nothing under it.
+IdleRule row_rule(const char* flag, const IdleWith& w);
+
+// The loader's and the command options' rules, and --synthetic's.
 const std::vector<IdleRule>& idle_rules();
 
 // One command's arguments, by CLI option name.
@@ -46,7 +53,10 @@ struct IdleFinding {
   std::string value;
 };
 
-// The first option given that does nothing with the others; nothing when every one does.
+// The first option given that does nothing with the others, by `rules` in order (else
+// idle_rules()); nothing when every one does something.
 std::optional<IdleFinding> find_idle_option(const OptionLookup& args);
+std::optional<IdleFinding> find_idle_option(const OptionLookup& args,
+                                            const std::vector<IdleRule>& rules);
 
 }  // namespace stoker

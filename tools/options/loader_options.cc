@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "augment/crop.h"
 #include "common/system_info.h"
 #include "tools/options/option_checks.h"
 
@@ -13,6 +14,22 @@
 namespace stoker {
 
 namespace {
+
+// The idle rules several rows share: each row that means nothing under evaluation's centre
+// crop, or without a decode, says so itself (tools/options/idle_rules.h).
+IdleWith under_centre_crop() {
+  return {"--transform", "center", "evaluation's centre crop: no flip, no colour augmentation",
+          [](const std::string& v) {
+            return !v.empty() && parse_transform(v) == TransformKind::center_crop;
+          }};
+}
+IdleWith without_decode() {
+  return {.trigger = "--no-decode",
+          .example = "",
+          .why = "files are read, not decoded",
+          .when = nullptr,
+          .flag = true};
+}
 
 // "N" -> width N, height 0 (square); "HxW" -> width W, height H. Each side in 8..8192.
 void parse_size(const std::string& s, int& width, int& height) {
@@ -298,6 +315,7 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                       return transform_name(parse_transform(o.transform));
                     })
                     .python("transform")
+                    .idle_with(without_decode())
                     .on_resume(kept));
     t.push_back(
         field_row("size", "--size", &O::size,
@@ -307,6 +325,7 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
             .python("size")
             .feeds_synthetic()
             .sample("48x64")
+            .idle_with(without_decode())
             .idle_with("--size-schedule", "32:64@0-2", "a schedule sets every size",
                        [](const std::string& v) { return !v.empty(); })
             .added_by([](CLI::App& app, O& o, const Row& r) {
@@ -357,24 +376,30 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
     t.push_back(triple("mean", "--mean", &O::mean,
                        "Per-channel mean R,G,B on the 0..1 scale, for f32 output ((x/255 - "
                        "mean)/std) and the backends' u8 input",
-                       false));
+                       false)
+                    .idle_with(without_decode()));
     t.push_back(triple("std", "--std", &O::std,
-                       "Per-channel standard deviation R,G,B on the 0..1 scale (positive)", true));
+                       "Per-channel standard deviation R,G,B on the 0..1 scale (positive)", true)
+                    .idle_with(without_decode()));
     t.push_back(option_row("flip", "--flip", &O::flip, "Probability of a horizontal flip")
                     .number_range(0.0, 1.0)
                     .python("flip")
+                    .idle_with(under_centre_crop())
+                    .idle_with(without_decode())
                     .on_resume(kept));
     t.push_back(option_row("dtype", "--dtype", &O::dtype, "Output type")
                     .accepts(
                         {{"f32", "normalised with --mean and --std"}, {"u8", "raw pixels"}},
                         [](const std::string& s) { parse_dtype(s); }, "DTYPE")
                     .python("dtype")
+                    .idle_with(without_decode())
                     .feeds_synthetic());
     t.push_back(option_row("layout", "--layout", &O::layout, "Output layout")
                     .accepts(
                         {{"nchw", "channels first"}, {"nhwc", "channels last"}},
                         [](const std::string& s) { parse_layout(s); }, "LAYOUT")
                     .python("layout")
+                    .idle_with(without_decode())
                     .feeds_synthetic()
                     .on_resume(kept));
     t.push_back(option_row("seed", "--seed", &O::seed, "Seed for shuffling and augmentation")
@@ -401,11 +426,13 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                     .python("max_pixels"));
     t.push_back(option_row("no_dct_scaling", "--no-dct-scaling", &O::no_dct_scaling,
                            "Always decode JPEGs at full resolution")
-                    .python("dct_scaling", true));
+                    .python("dct_scaling", true)
+                    .idle_with(without_decode()));
     t.push_back(option_row("no_partial_decode", "--no-partial-decode", &O::no_partial_decode,
                            "Decode whole JPEGs even where the crop needs only some rows and "
                            "columns")
-                    .python("partial_decode", true));
+                    .python("partial_decode", true)
+                    .idle_with(without_decode()));
     t.push_back(option_row("no_decode", "--no-decode", &O::no_decode,
                            "Read only (no decode or augment): the raw storage path through the "
                            "reader")
@@ -468,12 +495,16 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                     .no_default()
                     .python("jitter")
                     .sample("0.4,0.4,0.4,0.1")
+                    .idle_with(under_centre_crop())
+                    .idle_with(without_decode())
                     .on_resume(kept));
     t.push_back(option_row("grayscale", "--grayscale", &O::grayscale,
                            "Probability of turning a sample grey (RandomGrayscale: 3 equal "
                            "channels of its luma), after any jitter")
                     .number_range(0.0, 1.0)
                     .python("grayscale")
+                    .idle_with(under_centre_crop())
+                    .idle_with(without_decode())
                     .on_resume(kept));
     t.push_back(
         option_row("resize_filter", "--resize-filter", &O::resize_filter, "Resize filter")
@@ -484,6 +515,7 @@ const std::vector<OptionRow<LoaderOptions>>& loader_option_table() {
                   "PIL path, pixel for pixel; slower"}},
                 [](const std::string& s) { parse_resize_filter(s); }, "FILTER")
             .python("resize_filter")
+            .idle_with(without_decode())
             .on_resume(kept));
     return t;
   }();

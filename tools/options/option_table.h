@@ -67,7 +67,11 @@ struct IdleWith {
   const char* trigger;  // another row's CLI option
   const char* example;  // a trigger value under which the row means nothing (tests use it)
   const char* why;      // what the trigger means, for the message
-  std::function<bool(const std::string&)> when;
+  std::function<bool(const std::string&)> when;  // unused where `flag`
+  bool flag = false;  // trigger takes no value (--no-decode): the row means nothing while given
+  // The trigger is kept in a checkpoint (--schedule), which a resumed run takes: the rule then
+  // holds only where the trigger is given again.
+  bool from_checkpoint = false;
 };
 
 template <class S>
@@ -155,6 +159,11 @@ struct OptionRow {
   OptionRow idle_with(const char* trigger, const char* example_value, const char* why,
                       std::function<bool(const std::string&)> when) && {
     idle.push_back({trigger, example_value, why, std::move(when)});
+    return std::move(*this);
+  }
+  // The same, whole: a rule several rows share, a flag trigger, a trigger a checkpoint keeps.
+  OptionRow idle_with(IdleWith w) && {
+    idle.push_back(std::move(w));
     return std::move(*this);
   }
   OptionRow feeds_synthetic() && {

@@ -14,7 +14,34 @@ namespace stoker {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The trainer rows' idle rules (tools/options/idle_rules.h). Schedule and optimizer names are
+// compared as text (the words train/'s parsers take): a name neither knows applies no rule,
+// and its row's own check refuses it. Both triggers are kept in a checkpoint: a resumed run's
+// rule holds only where the trigger is given again.
+IdleWith unless_step_schedule() {
+  return {
+      .trigger = "--schedule",
+      .example = "cosine",
+      .why = "they shape a step schedule",
+      .when = [](const std::string& v) { return v.empty() || v == "cosine" || v == "constant"; },
+      .from_checkpoint = true};
 }
+IdleWith unless_cosine_schedule() {
+  return {.trigger = "--schedule",
+          .example = "step",
+          .why = "it ends a cosine schedule",
+          .when = [](const std::string& v) { return v == "step" || v == "constant"; },
+          .from_checkpoint = true};
+}
+IdleWith unless_lars() {
+  return {.trigger = "--optimizer",
+          .example = "sgd",
+          .why = "it is LARS's",
+          .when = [](const std::string& v) { return v == "sgd"; },
+          .from_checkpoint = true};
+}
+}  // namespace
 
 double decimal_of(float f) {
   return std::strtod(fmt::format("{}", f).c_str(), nullptr);
@@ -146,6 +173,7 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
             .on_resume(kept));
     t.push_back(option_row("lars_eta", "--lars-eta", &T::lars_eta, "lars: the trust coefficient")
                     .number_range(0, kInf, true)
+                    .idle_with(unless_lars())
                     .on_resume(kept));
     t.push_back(option_row("sync_bn", "--sync-bn", &T::sync_bn,
                            "mpirun: batch-norm statistics over every rank's batch (default: per "
@@ -171,12 +199,15 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
                            "step: steps (after warm-up) where lr x= gamma")
                     .integer_range(1, INT64_MAX)
                     .no_default()
+                    .idle_with(unless_step_schedule())
                     .on_resume(kept));
     t.push_back(option_row("gamma", "--gamma", &T::gamma, "step: the decay factor")
                     .number_range(0, kInf, true)
+                    .idle_with(unless_step_schedule())
                     .on_resume(kept));
     t.push_back(option_row("min_lr", "--min-lr", &T::min_lr, "cosine: the final rate")
                     .number_range(0, kInf)
+                    .idle_with(unless_cosine_schedule())
                     .on_resume(kept));
     // The one option a resumed run may change: a longer (or shorter) schedule.
     t.push_back(option_row("total_steps", "--total-steps", &T::total_steps,

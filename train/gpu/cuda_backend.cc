@@ -7,9 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstring>
 #include <functional>
-#include <utility>
 
 #include "common/error.h"
 #include "train/backend_front.h"
@@ -18,27 +16,15 @@
 #include "train/gpu/cudnn_net.h"
 #include "train/gpu/cupti_activity.h"
 #include "train/gpu/cupti_records.h"
+#include "train/gpu/device_wait.h"
 #include "train/gpu/gpu_memory.h"
 #include "train/gpu/gpu_policy.h"
+#include "train/gpu/graph_capture.h"
+#include "train/gpu/input_staging.h"
+#include "train/gpu/step_ring.h"
 
 namespace stoker::gpu {
 namespace {
-
-constexpr int64_t kRing = Backend::kMaxPendingSteps;
-// Staged batches whose copy times are kept: a step reads its batch's, and at most kRing steps
-// are uncollected plus one batch staged ahead.
-constexpr int64_t kStageRing = kRing + 2;
-// Eager steps before a CUDA Graph is captured: the libraries' lazy set-up (handles, kernels
-// loaded on first use) happens outside the capture.
-constexpr int kWarmSteps = 2;
-
-// Events of one step on the compute stream.
-enum StepEvent { kBegin, kStaged, kForward, kBackward, kUpdated, kEvents };
-
-struct StepStatus {  // written by the device (async copies), read after the step's events
-  float loss = 0;
-  int32_t skipped = 0;
-};
 
 class CudaBackend final : public Backend, public BackendDiagnostics {
  public:
@@ -55,47 +41,37 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
   ~CudaBackend() override { release(); }
 
   void plan(const Network& net, const BackendConfig& config) {
+    wait_.collective = config.collective;
     STOKER_GPU(cudaSetDevice(config.device));
     // Host waits block on a primitive instead of spinning a core: the loader's decoders need
     // the cores, and the loader is what limits a GPU run.
     STOKER_GPU(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
-    STOKER_GPU(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
-    STOKER_GPU(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
-    for (auto& step : events_)
-      for (cudaEvent_t& e : step) STOKER_GPU(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
-    for (auto& pair : copy_events_)
-      for (cudaEvent_t& e : pair) STOKER_GPU(cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
-    constexpr unsigned kSyncOnly = cudaEventBlockingSync | cudaEventDisableTiming;
-    for (int s = 0; s < 2; ++s) {
-      STOKER_GPU(cudaEventCreateWithFlags(&copied_[size_t(s)], kSyncOnly));
-      STOKER_GPU(cudaEventCreateWithFlags(&consumed_[size_t(s)], kSyncOnly));
-    }
-    STOKER_GPU(cudaEventCreateWithFlags(&drain_, kSyncOnly));
+    STOKER_GPU(cudaStreamCreateWithFlags(compute_.out(), cudaStreamNonBlocking));
+    STOKER_GPU(cudaStreamCreateWithFlags(staging_.copy.out(), cudaStreamNonBlocking));
+    ring_.create_events();
+    staging_.create_events();
+    STOKER_GPU(cudaEventCreateWithFlags(wait_.drain.out(),
+                                        cudaEventBlockingSync | cudaEventDisableTiming));
     libraries_ = std::make_unique<GpuLibraries>(compute_);
     net_ = std::make_unique<CudnnNet>(net, config, compute_, *libraries_);
-    for (int s = 0; s < 2; ++s) {
-      stage_images_[size_t(s)] = DeviceBuffer(stage_bytes(config));
-      stage_labels_[size_t(s)] = DeviceBuffer(size_t(config.batch) * sizeof(int32_t));
-      // Labels go through pinned memory: a pageable copy would be staged synchronously.
-      pinned_labels_[size_t(s)] = PinnedBuffer(size_t(config.batch) * sizeof(int32_t));
-    }
-    ring_ = PinnedBuffer(size_t(kRing) * sizeof(StepStatus));
-    hyper_ring_ = PinnedBuffer(size_t(kRing) * sizeof(SgdHyper));
+    staging_.allocate(stage_bytes(config), config.batch);
+    ring_.allocate();
     logits_ = PinnedBuffer(size_t(config.batch * net.num_classes) * sizeof(float));
-    conversion_.src_u8 = config.input.dtype == DType::u8;
-    conversion_.src_nhwc = config.input.layout == Layout::nhwc;
-    conversion_.dst_nhwc = net_->nhwc();
-    conversion_.dtype = net_->dtype();
-    conversion_.n = config.batch;
-    conversion_.h = config.height;
-    conversion_.w = config.width;
+    InputConversion& conversion = staging_.conversion;
+    conversion.src_u8 = config.input.dtype == DType::u8;
+    conversion.src_nhwc = config.input.layout == Layout::nhwc;
+    conversion.dst_nhwc = net_->nhwc();
+    conversion.dtype = net_->dtype();
+    conversion.n = config.batch;
+    conversion.h = config.height;
+    conversion.w = config.width;
     for (int c = 0; c < 3; ++c) {
-      conversion_.mean[c] = config.input.mean[size_t(c)];
-      conversion_.inv_std[c] = 1.0f / config.input.std[size_t(c)];
+      conversion.mean[c] = config.input.mean[size_t(c)];
+      conversion.inv_std[c] = 1.0f / config.input.std[size_t(c)];
     }
-    if (config.record_activity) cupti_ = std::make_unique<CuptiRecorder>(compute_, copy_);
+    if (config.record_activity) cupti_ = std::make_unique<CuptiRecorder>(compute_, staging_.copy);
     if (config.collective != nullptr && config.collective->world() > 1)
-      timeout_s_ = collective_timeout_s();
+      wait_.timeout_s = collective_timeout_s();
     sample_memory();
   }
 
@@ -104,7 +80,7 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
     cupti_.reset();
     // Collective work may wait forever for a failed peer: poll for it (aborting the
     // communicator on an error or timeout) before anything synchronises.
-    if (compute_ && net_) {
+    if (compute_.get() && net_) {
       try {
         wait_stream(compute_);
         if (net_->comm_stream()) wait_stream(net_->comm_stream());
@@ -112,21 +88,18 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
         // Destructors do not throw; the communicator is aborted and its kernels have ended.
       }
     }
-    if (compute_) cudaStreamSynchronize(compute_);
-    if (copy_) cudaStreamSynchronize(copy_);
-    destroy_graphs();
+    if (compute_.get()) cudaStreamSynchronize(compute_);
+    if (staging_.copy.get()) cudaStreamSynchronize(staging_.copy);
+    graphs_.destroy();
     net_.reset();
     libraries_.reset();
-    for (auto& step : events_)
-      for (cudaEvent_t& e : step)
-        if (e) cudaEventDestroy(std::exchange(e, nullptr));
-    for (auto& pair : copy_events_)
-      for (cudaEvent_t& e : pair)
-        if (e) cudaEventDestroy(std::exchange(e, nullptr));
-    for (cudaEvent_t* e : {&copied_[0], &copied_[1], &consumed_[0], &consumed_[1], &drain_})
-      if (*e) cudaEventDestroy(std::exchange(*e, nullptr));
-    if (copy_) cudaStreamDestroy(std::exchange(copy_, nullptr));
-    if (compute_) cudaStreamDestroy(std::exchange(compute_, nullptr));
+    // Events and streams go here rather than with their owners (the members' destructors):
+    // after the network and libraries that enqueue on them, the streams last.
+    ring_.destroy_events();
+    staging_.destroy_events();
+    wait_.drain.reset();
+    staging_.copy.reset();
+    compute_.reset();
   }
 
   std::string describe() const override {
@@ -181,88 +154,46 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
   }
 
   DeviceStage device_stage() override {
-    if (!device_slot_) {
-      const size_t slot = size_t(next_stage_);
-      // The buffer's previous batch must have been converted before it is overwritten; the
-      // copy's timing starts here and so covers the producer's work (the decode).
-      STOKER_GPU(cudaStreamWaitEvent(copy_, consumed_[slot], 0));
-      STOKER_GPU(cudaEventRecord(copy_events_[size_t(stages_ % kStageRing)][0], copy_));
-      device_slot_ = true;
-    }
-    return {stage_images_[size_t(next_stage_)].get(), copy_, net_->dtype(),
-            net_->nhwc() ? Layout::nhwc : Layout::nchw};
+    return staging_.device_stage(net_->dtype(), net_->nhwc() ? Layout::nhwc : Layout::nchw);
   }
 
   DeviceProducer device_producer() const override {
     return {config_.device, [this](void* event) { wait_event(static_cast<cudaEvent_t>(event)); }};
   }
 
-  void stage_impl(const HostBatch& batch) override {
-    if (batch.on_device && !device_slot_)
-      fail("cuda backend: a batch on the device without device_stage() first");
-    if (!batch.on_device && device_slot_)
-      fail("cuda backend: device_stage() was followed by a host batch");
-    const size_t slot = size_t(next_stage_);
-    next_stage_ ^= 1;
-    // The pinned labels of this slot were copied two batches ago (long done): wait for that
-    // copy before they are overwritten. Polling, as every wait: the copy stream waits on the
-    // compute stream, which a dead peer's all-reduce can hold forever.
-    wait_event(copied_[slot]);
-    std::memcpy(pinned_labels_[slot].get(), batch.labels, size_t(batch.count) * sizeof(int32_t));
-    auto& times = copy_events_[size_t(stages_ % kStageRing)];
-    if (batch.on_device) {
-      device_slot_ = false;  // its copy-stream work (device_stage's producer) is enqueued
-    } else {
-      // The buffer's previous batch must have been converted before it is overwritten.
-      STOKER_GPU(cudaStreamWaitEvent(copy_, consumed_[slot], 0));
-      STOKER_GPU(cudaEventRecord(times[0], copy_));
-      STOKER_GPU(cudaMemcpyAsync(
-          stage_images_[slot].get(), batch.images,
-          size_t(batch.count * 3 * config_.height * config_.width) * config_.input.element_bytes(),
-          cudaMemcpyHostToDevice, copy_));
-    }
-    on_device_[slot] = batch.on_device;
-    STOKER_GPU(cudaMemcpyAsync(stage_labels_[slot].get(), pinned_labels_[slot].get(),
-                               size_t(batch.count) * sizeof(int32_t), cudaMemcpyHostToDevice,
-                               copy_));
-    STOKER_GPU(cudaEventRecord(times[1], copy_));
-    STOKER_GPU(cudaEventRecord(copied_[slot], copy_));
-    staged_ = int(slot);
-    staged_index_ = stages_++;
-  }
+  void stage_impl(const HostBatch& batch) override { staging_.stage(batch, config_, wait_); }
 
-  void release_input() override {
-    if (staged_ >= 0) wait_event(copied_[size_t(staged_)]);
-  }
+  void release_input() override { staging_.release_input(wait_); }
 
   void forward_backward() override {
     flush_pending();
-    if (begun_ - collected_ >= kRing)
+    if (ring_.begun - ring_.collected >= kRing)
       fail("cuda backend: {} steps not collected; call collect() at least every {} steps",
-           begun_ - collected_, kRing);
-    slot_ = size_t(begun_ % kRing);
-    ++begun_;
+           ring_.begun - ring_.collected, kRing);
+    ring_.current = size_t(ring_.begun % kRing);
+    ++ring_.begun;
     const auto begin = std::chrono::steady_clock::now();
-    updated_[slot_] = false;
-    graphed_[slot_] = false;
-    step_stage_[slot_] = staged_index_;
+    StepSlot& slot = ring_.now();
+    slot.updated = false;
+    slot.graphed = false;
+    slot.stage = staging_.staged_index;
     record(kBegin);
     if (cupti_) {
       step_marker(compute_);
-      marker_steps_.push_back(begun_ - 1);
+      marker_steps_.push_back(ring_.begun - 1);
     }
-    consume_input();
+    staging_.consume(*net_, config_, compute_);
     record(kStaged);
     if (config_.graph) {
       pending_ = true;  // run by update(), as graphs once warm, or by flush_pending()
     } else {
       run_forward_backward();
     }
-    enqueue_seconds_[slot_] = since(begin);  // update() adds its own
+    slot.enqueue_seconds = since(begin);  // update() adds its own
   }
 
   void update(const SgdConfig& sgd, float lr) override {
-    if (begun_ == 0 || updated_[slot_])
+    if (ring_.begun == 0 || ring_.now().updated)
       fail("cuda backend: update() without a forward_backward() before it");
     enqueue_update_ = std::chrono::steady_clock::now();
     STOKER_CHECK(!sgd.nesterov || (sgd.momentum > 0 && sgd.dampening == 0));  // torch's rule
@@ -271,7 +202,7 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
           "cuda backend: optimizer {} is not offered on cuda yet (its update runs on the "
           "device, SGD only); use --optimizer sgd or --backend cpu",
           optimizer_name(sgd.optimizer));
-    SgdHyper& h = hyper_ring_.as<SgdHyper>()[slot_];
+    SgdHyper& h = ring_.hyper.as<SgdHyper>()[ring_.current];
     h = SgdHyper{lr,
                  sgd.momentum,
                  sgd.dampening,
@@ -282,12 +213,12 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
         cudaMemcpyAsync(net_->hyper_device(), &h, sizeof(h), cudaMemcpyHostToDevice, compute_));
     if (pending_) {
       pending_ = false;
-      if (!graphs_[0] && eager_graph_steps_ >= kWarmSteps) capture();
-      if (graphs_[0]) {
+      if (!graphs_.graphs[0].get() && graphs_.eager_steps >= kWarmSteps) capture();
+      if (graphs_.graphs[0].get()) {
         run_graphs();
         return;
       }
-      ++eager_graph_steps_;
+      ++graphs_.eager_steps;
       run_forward_backward();
     }
     net_->update();
@@ -299,36 +230,38 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
   std::vector<StepResult> collect() override {
     flush_pending();
     std::vector<StepResult> out;
-    out.reserve(size_t(begun_ - collected_));
+    out.reserve(size_t(ring_.begun - ring_.collected));
     const auto seconds = [](cudaEvent_t a, cudaEvent_t b) {
       float ms = 0;
       STOKER_GPU(cudaEventElapsedTime(&ms, a, b));
       return double(ms) * 1e-3;
     };
-    for (; collected_ < begun_; ++collected_) {
-      const size_t s = size_t(collected_ % kRing);
-      auto& e = events_[s];
-      wait_event(updated_[s] ? e[kUpdated] : e[kBackward]);
-      const StepStatus& st = ring_.as<StepStatus>()[s];
+    int64_t& collected = ring_.collected;
+    for (; collected < ring_.begun; ++collected) {
+      const size_t s = size_t(collected % kRing);
+      const StepSlot& slot = ring_.slots[s];
+      auto& e = slot.events;
+      wait_event(slot.updated ? e[kUpdated] : e[kBackward]);
+      const StepStatus& st = ring_.status.as<StepStatus>()[s];
       StepResult r;
       r.loss = st.loss;
-      r.skipped = updated_[s] && st.skipped != 0;
+      r.skipped = slot.updated && st.skipped != 0;
       // The batch's copy on the copy stream (before this step began, overlapping the previous
       // one) plus its conversion on the compute stream: backend.h's definition of stage.
-      const auto& copy = copy_events_[size_t(step_stage_[s] % kStageRing)];
+      const auto& copy = staging_.copy_span(slot.stage);
       r.times.stage = seconds(copy[0], copy[1]) + seconds(e[kBegin], e[kStaged]);
       r.times.forward = seconds(e[kStaged], e[kForward]);
       r.times.backward = seconds(e[kForward], e[kBackward]);
-      r.times.update = updated_[s] ? seconds(e[kBackward], e[kUpdated]) : 0;
+      r.times.update = slot.updated ? seconds(e[kBackward], e[kUpdated]) : 0;
       r.times.stage_compute = seconds(e[kBegin], e[kStaged]);
       // The device's step: from its start to the next step's start (the newest: its end), so
       // that a rate is the device's, with the host's delays between steps in it.
-      const cudaEvent_t end = collected_ + 1 < begun_
-                                  ? events_[size_t((collected_ + 1) % kRing)][kBegin]
-                                  : (updated_[s] ? e[kUpdated] : e[kBackward]);
-      if (collected_ + 1 < begun_) wait_event(end);
+      const cudaEvent_t end = collected + 1 < ring_.begun
+                                  ? ring_.slots[size_t((collected + 1) % kRing)].events[kBegin]
+                                  : (slot.updated ? e[kUpdated] : e[kBackward]);
+      if (collected + 1 < ring_.begun) wait_event(end);
       r.times.wall = seconds(e[kBegin], end);
-      r.host_enqueue = enqueue_seconds_[s];
+      r.host_enqueue = slot.enqueue_seconds;
       out.push_back(r);
     }
     sample_memory();
@@ -337,7 +270,7 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
 
   void forward_eval() override {
     flush_pending();
-    consume_input();
+    staging_.consume(*net_, config_, compute_);
     net_->forward(false);
   }
 
@@ -355,7 +288,7 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
     // Every stream that ran recorded work, so that CUPTI's buffers hold complete records.
     wait_stream(compute_);
     if (net_->comm_stream()) wait_stream(net_->comm_stream());
-    wait_stream(copy_);
+    wait_stream(staging_.copy);
     std::vector<ActivityRecord> records = cupti_->take();
     const size_t used = assign_steps(records, marker_steps_);
     marker_steps_.erase(marker_steps_.begin(), marker_steps_.begin() + ptrdiff_t(used));
@@ -384,21 +317,21 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
   // the loss scale carries over (save() writes it, load() restores it).
   void reshape_impl(int64_t height, int64_t width) override {
     const Checkpoint state = save();  // runs a pending graph step, waits for the device
-    wait_stream(copy_);
+    wait_stream(staging_.copy);
     BackendConfig c = config_;
     c.height = height;
     c.width = width;
     const Network net = net_->network();
-    destroy_graphs();
-    eager_graph_steps_ = 0;
+    graphs_.destroy();
+    graphs_.eager_steps = 0;
     net_.reset();  // the old shape's device memory first: both may not fit
     net_ = std::make_unique<CudnnNet>(net, c, compute_, *libraries_);
-    for (DeviceBuffer& b : stage_images_) b = DeviceBuffer(stage_bytes(c));
-    staged_ = -1;
-    device_slot_ = false;
-    conversion_.dst_nhwc = net_->nhwc();
-    conversion_.h = height;
-    conversion_.w = width;
+    for (DeviceBuffer& b : staging_.images) b = DeviceBuffer(stage_bytes(c));
+    staging_.staged = -1;
+    staging_.device_slot = false;
+    staging_.conversion.dst_nhwc = net_->nhwc();
+    staging_.conversion.h = height;
+    staging_.conversion.w = width;
     config_ = c;
     load(state, "the state before a reshape");
   }
@@ -410,42 +343,11 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
   }
 
  private:
-  void record(StepEvent e) { STOKER_GPU(cudaEventRecord(events_[slot_][e], compute_)); }
+  void record(StepEvent e) { STOKER_GPU(cudaEventRecord(ring_.now().events[e], compute_)); }
 
-  // Waits for `event`. With a collective of world > 1 the wait polls NCCL's asynchronous error
-  // (a failed peer would otherwise hang this rank in cudaEventSynchronize, silently) and gives
-  // up after collective_timeout_s(), aborting the communicator; alone, it blocks.
-  void wait_event(cudaEvent_t event) const {
-    Collective* c = config_.collective;
-    if (timeout_s_ <= 0 || c == nullptr) {
-      STOKER_GPU(cudaEventSynchronize(event));
-      return;
-    }
-    const bool done = wait_polling(
-        [&] {
-          const cudaError_t st = cudaEventQuery(event);
-          if (st == cudaErrorNotReady) return false;
-          STOKER_GPU(st);
-          return true;
-        },
-        [&] { c->check_async(); }, timeout_s_, std::chrono::microseconds(200));
-    if (!done) {
-      c->abort_communicator();
-      fail(
-          "cuda backend: rank {} of {} waited {:.0f} s for the device without progress; the "
-          "communicator was aborted (a peer rank may have failed; STOKER_NCCL_TIMEOUT_S sets "
-          "the limit)",
-          c->rank(), c->world(), timeout_s_);
-    }
-  }
-  void wait_stream(cudaStream_t stream) const {
-    if (timeout_s_ <= 0) {
-      STOKER_GPU(cudaStreamSynchronize(stream));
-      return;
-    }
-    STOKER_GPU(cudaEventRecord(drain_, stream));
-    wait_event(drain_);
-  }
+  // Host waits (device_wait.h): polling the collective under data parallelism.
+  void wait_event(cudaEvent_t event) const { wait_.wait_event(event); }
+  void wait_stream(cudaStream_t stream) const { wait_.wait_stream(stream); }
 
   // Device memory in use now (the whole device), kept as the high-water mark.
   void sample_memory() {
@@ -453,24 +355,6 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
     if (cudaMemGetInfo(&free, &total) != cudaSuccess) return;
     device_total_ = total;
     peak_in_use_ = std::max(peak_in_use_, total - free);
-  }
-
-  // The staged batch into the network's input (compute dtype and layout) and labels.
-  void consume_input() {
-    if (staged_ < 0) fail("cuda backend: no batch staged (call stage() first)");
-    const size_t s = size_t(staged_);
-    STOKER_GPU(cudaStreamWaitEvent(compute_, copied_[s], 0));
-    if (on_device_[s]) {  // written by a device producer in the network's format already
-      STOKER_GPU(cudaMemcpyAsync(
-          net_->input(), stage_images_[s].get(),
-          size_t(config_.batch * 3 * config_.height * config_.width) * dtype_bytes(net_->dtype()),
-          cudaMemcpyDeviceToDevice, compute_));
-    } else {
-      convert_input(conversion_, stage_images_[s].get(), net_->input(), compute_);
-    }
-    STOKER_GPU(cudaMemcpyAsync(net_->labels(), stage_labels_[s].get(), stage_labels_[s].bytes(),
-                               cudaMemcpyDeviceToDevice, compute_));
-    STOKER_GPU(cudaEventRecord(consumed_[s], compute_));
   }
 
   void run_forward_backward() {
@@ -488,20 +372,20 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
   // for every replay).
   void run_graphs() {
     net_->count_batch();
-    STOKER_GPU(cudaGraphLaunch(graphs_[0], compute_));
+    STOKER_GPU(cudaGraphLaunch(graphs_.graphs[0], compute_));
     record(kForward);
-    STOKER_GPU(cudaGraphLaunch(graphs_[1], compute_));
+    STOKER_GPU(cudaGraphLaunch(graphs_.graphs[1], compute_));
     record(kBackward);
-    STOKER_GPU(cudaGraphLaunch(graphs_[2], compute_));
-    graphed_[slot_] = true;
+    STOKER_GPU(cudaGraphLaunch(graphs_.graphs[2], compute_));
+    ring_.now().graphed = true;
     copy_status(true);
     record(kUpdated);
     finish_enqueue();
   }
 
   void finish_enqueue() {
-    updated_[slot_] = true;
-    enqueue_seconds_[slot_] += since(enqueue_update_);
+    ring_.now().updated = true;
+    ring_.now().enqueue_seconds += since(enqueue_update_);
   }
   static double since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -509,7 +393,7 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
 
   // The step's loss (and, after an update, whether it was skipped) into the pinned ring.
   void copy_status(bool with_skipped) {
-    StepStatus* st = ring_.as<StepStatus>() + slot_;
+    StepStatus* st = ring_.status.as<StepStatus>() + ring_.current;
     STOKER_GPU(cudaMemcpyAsync(st, net_->loss_device(),
                                with_skipped ? sizeof(StepStatus) : sizeof(float),
                                cudaMemcpyDeviceToHost, compute_));
@@ -528,66 +412,23 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
     const std::array<std::function<void()>, 3> parts = {[this] { net_->forward(true); },
                                                         [this] { net_->loss_and_backward(); },
                                                         [this] { net_->update(); }};
-    try {
-      for (size_t i = 0; i < parts.size(); ++i) graphs_[i] = capture_one(parts[i]);
-    } catch (...) {
-      destroy_graphs();
-      throw;
-    }
-  }
-  cudaGraphExec_t capture_one(const std::function<void()>& enqueue) {
-    STOKER_GPU(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
-    try {
-      enqueue();
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      cudaStreamEndCapture(compute_, &broken);
-      if (broken) cudaGraphDestroy(broken);
-      throw;
-    }
-    cudaGraph_t graph = nullptr;
-    STOKER_GPU(cudaStreamEndCapture(compute_, &graph));
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t st = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    STOKER_GPU(st);
-    return exec;
-  }
-  void destroy_graphs() {
-    for (cudaGraphExec_t& g : graphs_)
-      if (g) cudaGraphExecDestroy(std::exchange(g, nullptr));
+    graphs_.capture(compute_, parts);
   }
 
   BackendConfig config_;
-  cudaStream_t compute_ = nullptr, copy_ = nullptr;
+  StreamHandle compute_;
   std::unique_ptr<GpuLibraries> libraries_;  // kept across reshapes, outlives net_
   std::unique_ptr<CudnnNet> net_;
-  InputConversion conversion_;
-  std::array<DeviceBuffer, 2> stage_images_, stage_labels_;
-  std::array<PinnedBuffer, 2> pinned_labels_;
-  // Copy stream events around each staged batch's copy (begin, end), by stage count.
-  std::array<std::array<cudaEvent_t, 2>, kStageRing> copy_events_{};
-  int64_t stages_ = 0, staged_index_ = -1;
-  std::array<int64_t, kRing> step_stage_{};  // the stage count of each step's batch
-  std::array<cudaEvent_t, 2> copied_{}, consumed_{};
-  int next_stage_ = 0, staged_ = -1;
-  bool device_slot_ = false;         // device_stage() handed out next_stage_'s buffer
-  std::array<bool, 2> on_device_{};  // each staging buffer's batch came from the device
-  std::array<std::array<cudaEvent_t, kEvents>, kRing> events_{};
-  std::array<bool, kRing> updated_{}, graphed_{};
-  PinnedBuffer ring_, hyper_ring_, logits_;
-  int64_t begun_ = 0, collected_ = 0;
-  size_t slot_ = 0;
-  bool pending_ = false;
-  int eager_graph_steps_ = 0;
-  std::array<cudaGraphExec_t, 3> graphs_{};  // forward, backward, update (capture())
-  // Host time of each step's enqueue: forward_backward()'s, plus update()'s from when it began.
+  InputStaging staging_;  // the copy stream and the two staging buffers
+  StepRing ring_;         // the steps begun and not yet collected
+  PinnedBuffer logits_;
+  bool pending_ = false;  // a graph step's forward and backward wait for its update()
+  StepGraphs graphs_;
+  // When update() began: its host time is added to the step's enqueue time.
   std::chrono::steady_clock::time_point enqueue_update_{};
-  std::array<double, kRing> enqueue_seconds_{};
   std::unique_ptr<CuptiRecorder> cupti_;
   std::vector<int64_t> marker_steps_;  // steps whose marker CUPTI has not returned yet
-  double timeout_s_ = 0;               // > 0: data parallel, waits poll the collective (wait_event)
-  cudaEvent_t drain_ = nullptr;        // recorded at the end of a stream that wait_stream drains
+  DeviceWait wait_;
   size_t peak_in_use_ = 0, device_total_ = 0;
 
   // The checkpoint walk's hooks (backend_front.h): the f32 masters are in torch's layout

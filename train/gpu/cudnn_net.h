@@ -5,7 +5,8 @@
 // low-precision / NHWC weight copies, one shared workspace), then programs that only enqueue
 // on the compute stream: forward (training or eval), loss + backward + gradient finish, and
 // the multi-tensor SGD update. No host synchronisation, no allocation after planning.
-// cuda_backend.cc adds the streams' choreography (staging, events, graphs) around it.
+// cuda_backend.cc adds the streams' choreography around it (input_staging.h, step_ring.h,
+// graph_capture.h).
 #pragma once
 
 #include <cublas_v2.h>
