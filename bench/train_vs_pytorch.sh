@@ -136,7 +136,7 @@ for s in "${STOKERS[@]}"; do echo "# ${s%%:*}: $("${s#*:}" --version 2>&1 | head
 echo "# isa cap: ${ISA:-none}${ISA:+ (${isa_env[*]})}"
 echo "# pytorch: $TORCH_VERSION ($PYTHON)"
 echo "# jemalloc: ${JEMALLOC:-no (scripts/deps.sh --bench installs libjemalloc2); jemalloc configs skipped}"
-echo "# bf16: $( ((${#PRECISIONS[@]} > 1)) && echo yes || echo 'no (no avx512_bf16): stoker bf16 configs skipped')"
+echo "# bf16: $( ((${#PRECISIONS[@]} > 1)) && echo yes || echo 'no (no avx512_bf16, or --isa caps below it): bf16 configs skipped')"
 echo "# config: $ARCH ${SIZE}px, $CLASSES classes, batches ${BATCH_LIST[*]}, threads $THREADS," \
   "steps $STEPS (first $WARMUP untimed), reps $REPS; out $OUT"
 
