@@ -106,6 +106,7 @@ pkg_of() {
       [ -n "$found" ] && { echo "$found"; return; }
     done
   done
+  return 0  # none (oneDNN 3 is PyPI's): the caller says so
 }
 
 manifest=$out/MANIFEST.tsv
@@ -142,7 +143,7 @@ for f in "${carried[@]}"; do
     "$build" >>"$manifest"
 done
 
-# Libraries over 4 MiB travel gzipped (oneDNN alone is 40 MB, 11 MB gzipped): bin/run unpacks
+# Libraries over 4 MiB travel gzipped (oneDNN alone is 44 MB, 11 MB gzipped): bin/run unpacks
 # them on the first run. gzip is everywhere (Debian's minbase included); xz is not.
 for f in "$out"/lib/*; do
   [ "$(stat -c %s "$f")" -gt $((4 * 1024 * 1024)) ] || continue

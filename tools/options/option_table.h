@@ -31,7 +31,7 @@ namespace stoker {
 // What a --resume does with an option.
 enum class OnResume {
   kept,      // stored in the checkpoint; the resumed run takes it, a different one is refused
-  may_grow,  // stored; a value given on the command line wins (--total-steps)
+  may_grow,  // stored; a value given on the command line wins (--total-steps, --conv-algo)
   global,    // stored, restored by its own rule (--batch: the global batch, train_options.cc)
   per_run,   // not stored: each run says (threads, prefetch, ...)
 };

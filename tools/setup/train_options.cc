@@ -130,7 +130,10 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
     conv.set = [](T& o, const nlohmann::json& j) {
       o.conv_algo = conv_algorithm_name(parse_conv_algorithm(j.get<std::string>()));
     };
-    t.push_back(std::move(conv).on_resume(kept).in(kBackendOption));
+    // Given on the command line it wins over the stored one: the algorithm changes only the
+    // rounding, and a checkpoint of oneDNN 2.6's fixed:winograd, which oneDNN 3 lacks, must
+    // be able to go on as fixed:direct. Not given, the stored one keeps a resume exact.
+    t.push_back(std::move(conv).on_resume(OnResume::may_grow).in(kBackendOption));
     t.push_back(option_row("workspace_limit_mib", "--workspace-limit", &T::workspace_limit_mib,
                            "cuda: MiB a convolution may borrow as workspace")
                     .integer_range(0, 1u << 30)

@@ -247,7 +247,9 @@ std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& 
         "or fixed:direct{}",
         net.name, a,
         a.kind == ConvAlgorithm::Kind::exhaustive ? " (exhaustive search is cuda only)"
-        : a.fixed == "winograd" ? " (oneDNN 3 has no Winograd convolution on x86 CPUs)"
+        : a.fixed == "winograd"
+            ? " (oneDNN 3 has no Winograd convolution on x86 CPUs; a run saved with it resumes "
+              "with --conv-algo fixed:direct)"
                                 : "");
   }
   if (config.sync_bn && config.precision != Precision::f32)
