@@ -222,6 +222,25 @@ PY
 expect 2 "neither" train --arch resnet18
 expect 2 "both" train "$tmp/d" --synthetic
 expect 1 "contradicts" train "$tmp/d" --resume "$tmp/half.safetensors" --lr 0.5
+# A run saved by oneDNN 2.6 with --conv-algo fixed:winograd (its stored options rewritten here):
+# oneDNN 3 has no x86 Winograd, so the resume is refused with the way out, which then works.
+python3 - "$tmp/half.safetensors" "$tmp/wino.safetensors" <<'PY'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+header = json.loads(data[8:8 + n])
+config = json.loads(header["__metadata__"]["config"])
+config["conv_algo"] = "fixed:winograd"
+header["__metadata__"]["config"] = json.dumps(config)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+PY
+expect 1 "resumes with --conv-algo fixed:direct" train "$tmp/d" --resume "$tmp/wino.safetensors" \
+  --steps 1 --no-save
+"$stoker" train "$tmp/d" --resume "$tmp/wino.safetensors" --steps 1 --no-save \
+  --conv-algo fixed:direct > "$tmp/wino.txt" 2>&1 || { cat "$tmp/wino.txt"; fail "winograd checkpoint resumed as direct"; }
+grep -q 'conv fixed:direct' "$tmp/wino.txt" || { cat "$tmp/wino.txt"; fail "the resumed run did not run fixed:direct"; }
 expect 2 "save-every with --synthetic needs --save" train --synthetic --save-every 2
 expect 2 "val-every needs --val" train --synthetic --val-every 2
 expect 1 "missing.safetensors" train --synthetic --init "$tmp/missing.safetensors"
