@@ -40,9 +40,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
 if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
   echo "deps.sh: installing ${missing[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
@@ -53,10 +53,11 @@ fi
 # the trainer's own SGD loop use (the TBB build would put oneDNN into the loader's task arena;
 # the newer `onednn` 2026 wheels run the CPU engine through SYCL and need Intel's OpenCL
 # runtime). Its library needs nothing beyond libgomp. Both wheels are checked against pinned
-# hashes and unpacked once into ~/.cache/stoker/onednn (CMake looks there; the binaries keep
-# the path as their RUNPATH). Without it the CPU trainer is not built: a failure here is fatal.
+# hashes and unpacked once into /opt/stoker-deps/onednn, a system path as a package's would be
+# (CMake looks there; the binaries keep it as their RUNPATH, so every user can run them).
+# Without it the CPU trainer is not built: a failure here is fatal.
 onednn_version=3.2.0
-onednn_dir=$HOME/.cache/stoker/onednn
+onednn_dir=/opt/stoker-deps/onednn
 onednn_wheels=(
   "onednn-cpu-gomp==2023.2.0 2f22a54d6a890ed14bfa185d42a4be65d8b5b1df85dc1f0f3a9abe31620416fb"
   "onednn-devel-cpu-gomp==2023.2.0 9763c69e8c907e119056bd52ad918ca84ac9ba939d130a99dfa95ccca3e5e284")
@@ -69,13 +70,16 @@ if [ "$(cat "$onednn_dir/VERSION" 2>/dev/null)" != "$onednn_version" ]; then
     rm -rf "$tmp"
     exit 1
   fi
-  rm -rf "$onednn_dir" && mkdir -p "$onednn_dir/lib"
   for whl in "$tmp"/*.whl; do /usr/bin/python3 -m zipfile -e "$whl" "$tmp/x"; done
-  cp -r "$tmp"/x/onednn_devel_cpu_gomp-*.data/data/include "$onednn_dir/"
+  mkdir -p "$tmp/onednn/lib"
+  cp -r "$tmp"/x/onednn_devel_cpu_gomp-*.data/data/include "$tmp/onednn/"
   # The wheel stores libdnnl.so, .so.3 and .so.3.2 as three copies: keep one, link the others.
-  cp "$tmp"/x/onednn_cpu_gomp-*.data/data/lib/libdnnl.so.3.2 "$onednn_dir/lib/"
-  ln -s libdnnl.so.3.2 "$onednn_dir/lib/libdnnl.so.3" && ln -s libdnnl.so.3 "$onednn_dir/lib/libdnnl.so"
-  echo "$onednn_version" >"$onednn_dir/VERSION"
+  cp "$tmp"/x/onednn_cpu_gomp-*.data/data/lib/libdnnl.so.3.2 "$tmp/onednn/lib/"
+  ln -s libdnnl.so.3.2 "$tmp/onednn/lib/libdnnl.so.3" && ln -s libdnnl.so.3 "$tmp/onednn/lib/libdnnl.so"
+  echo "$onednn_version" >"$tmp/onednn/VERSION"
+  chmod -R a+rX "$tmp/onednn"
+  $sudo rm -rf "$onednn_dir" && $sudo mkdir -p "$(dirname "$onednn_dir")"
+  $sudo cp -a "$tmp/onednn" "$onednn_dir"
   rm -rf "$tmp"
   echo "deps.sh: oneDNN $onednn_version in $onednn_dir" >&2
 fi

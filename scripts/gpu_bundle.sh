@@ -119,8 +119,8 @@ for soname in $(printf '%s\n' "${!bundled[@]}" | sort); do
   pkg=$(pkg_of "$src" "${bundled[$soname]}")
   ver=$([ -n "$pkg" ] && dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo unknown)
   # oneDNN 3 is not Debian's: scripts/deps.sh unpacked PyPI's onednn-cpu-gomp.
-  if [[ $src == "$HOME/.cache/stoker/onednn/"* ]]; then
-    pkg="(PyPI onednn-cpu-gomp)" ver=$(cat "$HOME/.cache/stoker/onednn/VERSION")
+  if [[ $src == "/opt/stoker-deps/onednn/"* ]]; then
+    pkg="(PyPI onednn-cpu-gomp)" ver=$(cat /opt/stoker-deps/onednn/VERSION)
   fi
   printf '%s\t%s\t%s\t%s\t%s\n' "lib/$soname" "$(stat -c %s "$out/lib/$soname")" "$ver" \
     "${pkg:-unknown}" "$src" >>"$manifest"

@@ -70,7 +70,7 @@ namespace {
   if (name == "cpu")
     fail(
         "backend 'cpu' is not built in: oneDNN 3 was not found at configure time "
-        "(scripts/deps.sh unpacks PyPI's onednn-cpu-gomp into ~/.cache/stoker/onednn; then "
+        "(scripts/deps.sh unpacks PyPI's onednn-cpu-gomp into /opt/stoker-deps/onednn; then "
         "reconfigure with -DSTOKER_WITH_DNNL=ON)");
   if (name == "cuda")
     fail(

@@ -250,7 +250,7 @@ std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& 
         : a.fixed == "winograd"
             ? " (oneDNN 3 has no Winograd convolution on x86 CPUs; a run saved with it resumes "
               "with --conv-algo fixed:direct)"
-                                : "");
+            : "");
   }
   if (config.sync_bn && config.precision != Precision::f32)
     fail("{} (oneDNN): synchronised batch norm (--sync-bn) is planned for f32 only, not {}",
