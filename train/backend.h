@@ -33,6 +33,7 @@
 #include "train/checkpoint.h"
 #include "train/collective.h"
 #include "train/conv_algorithm.h"
+#include "train/lowering.h"
 #include "train/sgd.h"
 
 namespace stoker {
@@ -92,6 +93,9 @@ struct BackendConfig {
   // Batch-norm statistics over the global batch (every rank's), not this rank's: forward
   // all-reduces the per-channel sums, backward the two per-channel gradient sums.
   bool sync_bn = false;
+  // Fusion bits a plan may use, of those the backend runs (BackendCaps::fusions): the
+  // patterns of train/lowering.h. Tests plan the unfused network (0) to compare.
+  uint32_t fusions = kAllFusions;
 };
 
 // Seconds each phase of one step took on the compute engine. A GPU measures with events on
@@ -173,12 +177,6 @@ struct DeviceStage {
 struct DeviceProducer {
   int device = -1;
   std::function<void(void* event)> wait;
-};
-
-// Layer patterns a backend may run fused, as one kernel or primitive (BackendCaps::fusions).
-enum Fusion : uint32_t {
-  kFuseBnRelu = 1u << 0,     // a batch norm and the ReLU that alone reads it
-  kFuseBnAddRelu = 1u << 1,  // a batch norm, the residual add after it and the ReLU after that
 };
 
 constexpr uint32_t precision_bit(Precision p) {

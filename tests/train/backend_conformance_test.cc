@@ -700,7 +700,7 @@ BackendCaps declared(const std::string& name) {
                        precision_bit(Precision::f16) | precision_bit(Precision::bf16);
   if (name == "cpu")
     return {.activity_records = true,
-            .fusions = kFuseBnRelu,
+            .fusions = kFuseBnRelu | kFuseBnAddRelu,
             .precisions = precision_bit(Precision::f32) | precision_bit(Precision::bf16)};
   if (name == "cuda")
     return {.device = true,

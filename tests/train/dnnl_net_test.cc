@@ -213,6 +213,74 @@ TEST(CpuBackend, Bf16TracksTheF32Reference) {
       loss, ref_loss, total, worst, backend->describe());
 }
 
+// The lowering's fused ops (train/lowering.h) compute what the unfused layers compute, bit for
+// bit: the add with its ReLU post-op rounds once where the add and the ReLU round twice, and
+// rounding keeps the sign; the backward's ReLU mask comes from r instead of y + z, the same
+// signs. So two steps of each, f32 and (where oneDNN has bf16 kernels) bf16, give identical
+// losses, logits, gradients and parameters. And the fused plan really fuses: no ReLU runs as
+// a primitive of its own.
+TEST(CpuBackend, FusedOpsGiveTheUnfusedBits) {
+  const bool bf16 = cpu_has_native_bf16() || cpu_isa_name().rfind("avx512", 0) == 0;
+  for (const int depth : {18, 50}) {
+    for (const Precision p : {Precision::f32, Precision::bf16}) {
+      if (p == Precision::bf16 && !bf16) continue;
+      const std::string what = fmt::format("resnet{} {}", depth, precision_name(p));
+      const Network net = resnet(depth, 10);
+      const Checkpoint init = tame_init(net, 5);
+      std::vector<float> images(4 * 3 * 40 * 40);
+      Rng rng(3);
+      fill_normal(rng, 1.0, images);
+      const std::vector<int32_t> labels = {1, 0, 7, 9};
+      std::vector<std::unique_ptr<Backend>> b;
+      for (const uint32_t fusions : {0u, kAllFusions}) {
+        const ScopedEnv emulate("STOKER_TEST_BF16", "1");
+        b.push_back(make_cpu_backend(net, {.batch = 4,
+                                           .height = 40,
+                                           .width = 40,
+                                           .precision = p,
+                                           .record_activity = true,
+                                           .fusions = fusions}));
+        b.back()->load(init, "init");
+      }
+      for (int k = 0; k < 2; ++k) {
+        const float unfused = test::step(*b[0], images.data(), labels.data(), 4);
+        const float fused = test::step(*b[1], images.data(), labels.data(), 4);
+        EXPECT_EQ(fused, unfused) << what << " step " << k;
+        const std::span<const float> l0 = b[0]->logits(), l1 = b[1]->logits();
+        EXPECT_TRUE(std::equal(l0.begin(), l0.end(), l1.begin(), l1.end()))
+            << what << " step " << k << ": logits";
+        const Checkpoint g0 = b[0]->gradients(), g1 = b[1]->gradients();
+        for (const Param& q : net.params)
+          if (q.trainable) {
+            EXPECT_EQ(values(tensor(g1, q.name)), values(tensor(g0, q.name)))
+                << what << " step " << k << ": gradient of " << q.name;
+          }
+        for (auto& one : b) one->update({}, 0.1f);
+      }
+      const Checkpoint s0 = b[0]->save(), s1 = b[1]->save();
+      for (const Param& q : net.params)
+        if (q.dtype == ParamType::f32) {
+          EXPECT_EQ(values(tensor(s1, q.name)), values(tensor(s0, q.name)))
+              << what << " " << q.name;
+        }
+      int blocks = 0, relus = 0;
+      for (const Layer& l : net.layers) {
+        blocks += l.kind == LayerKind::add;
+        relus += l.kind == LayerKind::relu;
+      }
+      // Every ReLU runs inside a batch norm's primitive or an add's.
+      const DnnlNet &d0 = dnnl_net_of(*b[0]), &d1 = dnnl_net_of(*b[1]);
+      EXPECT_EQ(d0.forward_train.size() - d1.forward_train.size(), size_t(relus)) << what;
+      EXPECT_EQ(d0.forward_eval.size() - d1.forward_eval.size(), size_t(relus)) << what;
+      int fused_adds = 0;
+      for (const Step& s : d1.forward_train)
+        fused_adds += s.what.find("add forward (+relu)") != std::string::npos;
+      EXPECT_EQ(fused_adds, blocks) << what;
+      for (auto& one : b) one->diagnostics().take_activity();
+    }
+  }
+}
+
 TEST(CpuBackend, Bf16IsRefusedWithoutNativeSupport) {
   if (cpu_has_native_bf16()) STOKER_SKIP_HONEST("not-applicable", "this CPU has native bf16");
   try {

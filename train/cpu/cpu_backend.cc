@@ -369,9 +369,9 @@ std::string cpu_isa_name() {
 
 BackendCaps cpu_caps() {
   // oneDNN runs inside the loop's calls on the host's own memory; it fuses a batch norm with
-  // its ReLU (fuse_norm_relu) and offers f32 and bf16.
+  // its ReLU, and a block's add with its ReLU (dnnl_net.h), and offers f32 and bf16.
   return {.activity_records = true,
-          .fusions = kFuseBnRelu,
+          .fusions = kCpuFusions,
           .precisions = precision_bit(Precision::f32) | precision_bit(Precision::bf16)};
 }
 

@@ -50,12 +50,13 @@ void Planner::share_gradients() {
   for (size_t t = 1; t < tensors; ++t)
     if (earliest[size_t(find(int(t)))] < 0) earliest[size_t(find(int(t)))] = int(t);
   for (size_t t = 1; t < tensors; ++t) d.grad_final[t] = earliest[size_t(find(int(t)))] == int(t);
-  for (size_t t = 1; t + 1 < tensors; ++t) {
-    if (!d.fused_relu[t]) continue;
-    STOKER_CHECK(find(int(t)) == int(t) && find(int(t + 1)) == int(t + 1));
-    parent[t + 1] = int(t);
-    d.grad_final[t] = false;  // holds the ReLU output's gradient, before the mask
-    d.grad_final[t + 1] = true;
+  for (const Op& op : d.lowering.ops) {
+    if (op.kind != OpKind::bn_relu) continue;
+    const int t = op.hidden[0], relu = op.output;
+    STOKER_CHECK(find(t) == t && find(relu) == relu);
+    parent[size_t(relu)] = t;
+    d.grad_final[size_t(t)] = false;  // holds the ReLU output's gradient, before the mask
+    d.grad_final[size_t(relu)] = true;
   }
 }
 

@@ -93,7 +93,10 @@ void Planner::plan() {
   d.dact.resize(tensors);
   d.layers.resize(d.net.layers.size());
   d.params.resize(d.net.params.size());
-  fuse_batchnorm_relu();
+  d.lowering = lower(d.net, d.config.fusions & kCpuFusions);
+  d.fused_relu.assign(tensors, false);
+  for (const Op& op : d.lowering.ops)
+    if (op.kind == OpKind::bn_relu) d.fused_relu[size_t(op.hidden[0])] = true;
   forward_pass();
   forward_loss();
   // Pass 2, with every layout known.
@@ -103,21 +106,36 @@ void Planner::plan() {
   share_scratchpad();
 }
 
-// A batch norm whose only reader is a ReLU runs as one oneDNN primitive (fuse_norm_relu):
-// one pass over the tensor instead of two, forward and backward; the ReLU's output is
-// the batch norm's output memory.
-void Planner::fuse_batchnorm_relu() {
-  const size_t tensors = d.shapes.size();
-  std::vector<int> readers(tensors, 0);
-  for (const Layer& l : d.net.layers)
-    for (int t : l.inputs) ++readers[size_t(t)];
-  d.fused_relu.assign(tensors, false);
-  for (size_t i = 1; i < d.net.layers.size(); ++i) {
-    const Layer& l = d.net.layers[i];
-    const int t = l.inputs[0];  // written by layer t - 1: the one just before
-    if (l.kind == LayerKind::relu && t == int(i) && readers[size_t(t)] == 1 &&
-        d.net.layers[size_t(t - 1)].kind == LayerKind::batchnorm)
-      d.fused_relu[size_t(t)] = true;
+// The tensor `to` is `from`'s memory (a ReLU computed in place by the op that wrote `from`).
+void Planner::alias(int from, int to) {
+  d.md[size_t(to)] = d.md[size_t(from)];
+  d.act[size_t(to)] = d.act[size_t(from)];
+}
+
+// One op's forward: its layers' in the order they compute (train/lowering.h).
+void Planner::forward_op(const Op& op) {
+  const size_t i = size_t(op.layers.front());
+  const Layer& l = d.net.layers[i];
+  switch (op.kind) {
+    case OpKind::conv:
+      return forward_conv(i, l);
+    case OpKind::batchnorm:
+      return forward_batchnorm(i, l);
+    case OpKind::bn_relu:  // one primitive (fuse_norm_relu): the ReLU's output is its own
+      forward_batchnorm(i, l);
+      return alias(op.hidden[0], op.output);
+    case OpKind::bn_add_relu:
+      forward_batchnorm(i, l);
+      return forward_add_relu(op);
+    case OpKind::relu:
+      return forward_relu(i, l);
+    case OpKind::maxpool:
+    case OpKind::global_avgpool:
+      return forward_pool(i, l);
+    case OpKind::fc:
+      return forward_fc(i, l);
+    case OpKind::add:
+      return forward_add(l);
   }
 }
 
@@ -127,34 +145,14 @@ void Planner::forward_pass() {
   const memory::desc user(dims(0), dt::f32,
                           d.config.input.layout == Layout::nhwc ? tag::nhwc : tag::nchw);
   d.images_user = STOKER_DNNL(memory(user, d.engine, DNNL_MEMORY_NONE));
-  for (size_t i = 0; i < d.net.layers.size(); ++i) {
-    const Layer& l = d.net.layers[i];
+  for (const Op& op : d.lowering.ops) {
+    const Layer& l = first_layer(d.net, op);
     try {
-      switch (l.kind) {
-        case LayerKind::conv:
-          forward_conv(i, l);
-          break;
-        case LayerKind::batchnorm:
-          forward_batchnorm(i, l);
-          break;
-        case LayerKind::relu:
-          forward_relu(i, l);
-          break;
-        case LayerKind::maxpool:
-        case LayerKind::global_avgpool:
-          forward_pool(i, l);
-          break;
-        case LayerKind::fc:
-          forward_fc(i, l);
-          break;
-        case LayerKind::add:
-          forward_add(l);
-          break;
-      }
+      forward_op(op);
     } catch (const Error& e) {
-      fail("{} (oneDNN plan): layer {} ({}): {}", d.net.name, l.name, kind_name(l.kind), e.what());
+      fail("{} (oneDNN plan): layer {} ({}): {}", d.net.name, l.name, op_name(op.kind), e.what());
     }
-    if (i == 0) {
+    if (&op == &d.lowering.ops.front()) {
       STOKER_CHECK_MSG(l.inputs[0] == 0, "the first layer must read the images");
       for (auto* program : {&d.forward_train, &d.forward_eval}) {
         std::vector<Step> edge;
@@ -180,34 +178,44 @@ void Planner::backward_pass() {
   written.assign(tensors, false);
   add_reorder(d.backward, "logits gradient from plain", d.dlogits_plain, d.dact.back());
   written[tensors - 1] = true;
-  for (size_t i = d.net.layers.size(); i-- > 0;) {
-    const Layer& l = d.net.layers[i];
+  for (size_t o = d.lowering.ops.size(); o-- > 0;) {
+    const Op& op = d.lowering.ops[o];
     try {
-      switch (l.kind) {
-        case LayerKind::conv:
-          backward_conv(i, l);
-          break;
-        case LayerKind::batchnorm:
-          backward_batchnorm(i, l);
-          break;
-        case LayerKind::relu:
-          backward_relu(i, l);
-          break;
-        case LayerKind::maxpool:
-        case LayerKind::global_avgpool:
-          backward_pool(i, l);
-          break;
-        case LayerKind::fc:
-          backward_fc(i, l);
-          break;
-        case LayerKind::add:
-          backward_add(l);
-          break;
-      }
+      backward_op(op);
     } catch (const Error& e) {
-      fail("{} (oneDNN plan): layer {} ({}) backward: {}", d.net.name, l.name, kind_name(l.kind),
-           e.what());
+      fail("{} (oneDNN plan): layer {} ({}) backward: {}", d.net.name, first_layer(d.net, op).name,
+           op_name(op.kind), e.what());
     }
+  }
+}
+
+// One op's backward: its layers' from the last.
+void Planner::backward_op(const Op& op) {
+  const size_t i = size_t(op.layers.front());
+  const Layer& l = d.net.layers[i];
+  switch (op.kind) {
+    case OpKind::conv:
+      return backward_conv(i, l);
+    case OpKind::batchnorm:
+      return backward_batchnorm(i, l);
+    case OpKind::bn_relu:  // the batch norm's backward applies the ReLU's mask
+      written[size_t(op.hidden[0])] = true;
+      return backward_batchnorm(i, l);
+    case OpKind::bn_add_relu: {
+      const size_t relu = size_t(op.layers[2]);
+      backward_relu(relu, d.net.layers[relu]);
+      backward_add(d.net.layers[size_t(op.layers[1])]);
+      return backward_batchnorm(i, l);
+    }
+    case OpKind::relu:
+      return backward_relu(i, l);
+    case OpKind::maxpool:
+    case OpKind::global_avgpool:
+      return backward_pool(i, l);
+    case OpKind::fc:
+      return backward_fc(i, l);
+    case OpKind::add:
+      return backward_add(l);
   }
 }
 
@@ -301,7 +309,8 @@ void run(DnnlNet& d, std::vector<Step>& program, std::vector<ActivityRecord>* ac
 
 std::vector<float> debug_tensor(DnnlNet& d, int id, bool gradient) {
   STOKER_CHECK(id >= 0 && size_t(id) < d.md.size());
-  if (gradient ? id == 0 || !d.grad_final[size_t(id)] : bool(d.fused_relu[size_t(id)])) return {};
+  if (gradient ? id == 0 || !d.grad_final[size_t(id)] : bool(d.lowering.hidden[size_t(id)]))
+    return {};
   const memory& m = gradient ? d.dact[size_t(id)] : d.act[size_t(id)];
   const memory::dims dims = m.get_desc().get_dims();
   const memory::desc plain(dims, dt::f32, dims.size() == 2 ? tag::nc : tag::nchw);

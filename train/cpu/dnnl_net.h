@@ -19,8 +19,14 @@
 #include "models/network.h"
 #include "models/shapes.h"
 #include "train/backend.h"
+#include "train/lowering.h"
 
 namespace stoker::cpu {
+
+// The patterns the planner fuses (BackendCaps::fusions): bn_relu as oneDNN's fuse_norm_relu;
+// bn_add_relu as the batch norm, then one binary add with a ReLU post-op in place over its
+// output (oneDNN 3.2 has no fuse_norm_add_relu on CPUs).
+inline constexpr uint32_t kCpuFusions = kFuseBnRelu | kFuseBnAddRelu;
 
 // One instruction of a program: a primitive with its arguments, or a host function.
 struct Step {
@@ -86,8 +92,10 @@ struct DnnlNet {
   // Per tensor id: layout, value and gradient (no gradient for the images, tensor 0).
   std::vector<dnnl::memory::desc> md;
   std::vector<dnnl::memory> act, dact;
-  // Per tensor id: a batch norm output that only a ReLU reads, computed by one fused
-  // primitive; that tensor and the ReLU's output are then one memory (and one gradient).
+  // The ops planned (train/lowering.h), fused where kCpuFusions and the config allow.
+  Lowering lowering;
+  // Per tensor id: a batch norm output whose ReLU the batch norm's primitive computes
+  // (bn_relu); that tensor and the ReLU's output are then one memory (and one gradient).
   std::vector<bool> fused_relu;
   // Per tensor id: whether dact still holds this tensor's gradient after the backward
   // (gradients share memory where the backward allows, see dnnl_net.cc).
@@ -132,9 +140,9 @@ std::unique_ptr<DnnlNet> plan_dnnl_net(const Network& net, const BackendConfig& 
 void run(DnnlNet& d, std::vector<Step>& program, std::vector<ActivityRecord>* activity = nullptr,
          int64_t step = -1);
 
-// Tensor `id` (or its gradient) in plain NCHW f32 (Backend::debug_tensor): empty for a batch
-// norm output fused with its ReLU, the images' gradient, and a gradient whose memory the
-// backward reused for another tensor's.
+// Tensor `id` (or its gradient) in plain NCHW f32 (Backend::debug_tensor): empty for a tensor
+// hidden in a fused op (its memory holds the op's output), the images' gradient, and a gradient
+// whose memory the backward reused for another tensor's.
 std::vector<float> debug_tensor(DnnlNet& d, int id, bool gradient);
 
 }  // namespace stoker::cpu

@@ -82,7 +82,9 @@ struct Planner {
   memory weights_for(const memory& master, const memory::desc& wanted, const std::string& what,
                      std::vector<std::vector<Step>*> programs);
   void plan();
-  void fuse_batchnorm_relu();
+  void alias(int from, int to);
+  void forward_op(const Op& op);
+  void backward_op(const Op& op);
   void forward_pass();
   void backward_pass();
   void share_scratchpad();
@@ -108,10 +110,11 @@ struct Planner {
   void forward_pool(size_t i, const Layer& l);
   void backward_pool(size_t i, const Layer& l);
 
-  // dnnl_activation.cc: ReLU and the residual add
+  // dnnl_activation.cc: ReLU and the residual add; the add with its ReLU (bn_add_relu)
   void forward_relu(size_t i, const Layer& l);
   void backward_relu(size_t i, const Layer& l);
   void forward_add(const Layer& l);
+  void forward_add_relu(const Op& op);
   void backward_add(const Layer& l);
 
   // dnnl_fc.cc: the fully connected layer and the loss

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// The network lowered once into the ops a backend runs: each op runs one layer, or a pattern
+// of layers the backend fuses (a batch norm with the ReLU that alone reads it; a block's last
+// batch norm with the residual add and the ReLU after it). Both backends (train/cpu,
+// train/gpu) plan and run the same op list, forward in order and backward in reverse; which
+// patterns fuse is the backend's declared caps (BackendCaps::fusions) intersected with the
+// config's. Host-side only: no shapes, no library, no memory.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "models/network.h"
+
+namespace stoker {
+
+// Layer patterns a backend may run fused, as one kernel or primitive (BackendCaps::fusions,
+// BackendConfig::fusions).
+enum Fusion : uint32_t {
+  kFuseBnRelu = 1u << 0,     // a batch norm and the ReLU that alone reads it
+  kFuseBnAddRelu = 1u << 1,  // a batch norm, the residual add after it and the ReLU after that
+};
+inline constexpr uint32_t kAllFusions = kFuseBnRelu | kFuseBnAddRelu;
+
+enum class OpKind {
+  conv,
+  batchnorm,
+  bn_relu,      // relu(bn(x))
+  bn_add_relu,  // relu(bn(x) + z): z is the block's shortcut
+  relu,
+  add,
+  maxpool,
+  global_avgpool,
+  fc,
+};
+std::string_view op_name(OpKind kind);
+
+struct Op {
+  OpKind kind = OpKind::relu;
+  // Network::layers indices, in the network's order: one layer, or the pattern's (bn_relu:
+  // batch norm, ReLU; bn_add_relu: batch norm, add, ReLU).
+  std::vector<int> layers;
+  // Tensor ids read from other ops (or the images): the first layer's inputs; bn_add_relu:
+  // the batch norm's input, then the shortcut z.
+  std::vector<int> inputs;
+  int output = -1;  // the tensor it writes: its last layer's output
+  // Tensors its layers write that no other op reads (bn_relu: the batch norm's output;
+  // bn_add_relu: the batch norm's and the add's). A backend need not keep them.
+  std::vector<int> hidden;
+};
+
+struct Lowering {
+  // In an order that computes every op's inputs before it: each op sits where its last layer
+  // sat (a bn_add_relu at its ReLU, after the shortcut's own layers).
+  std::vector<Op> ops;
+  std::vector<int> op_of_layer;  // per layer: the op that runs it
+  std::vector<bool> hidden;      // per tensor id: some op's hidden tensor
+};
+
+// Every layer in exactly one op, fusing the patterns in `fusions` (Fusion bits) wherever the
+// network's tensors allow it: a fused tensor must have no reader outside its op.
+Lowering lower(const Network& net, uint32_t fusions);
+
+// The op's first layer (a pattern's batch norm), and its last.
+inline const Layer& first_layer(const Network& net, const Op& op) {
+  return net.layers[size_t(op.layers.front())];
+}
+inline const Layer& last_layer(const Network& net, const Op& op) {
+  return net.layers[size_t(op.layers.back())];
+}
+
+}  // namespace stoker
