@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // CudnnNet's batch norms: the statistics descriptor and what the Ex calls offer, which call
-// each layer makes (set_fusion), the forward in training and eval, the backward, and
-// num_batches_tracked.
+// each layer makes (set_fusion, from the lowering's patterns), the forward in training and eval,
+// the backward, and num_batches_tracked.
 #include "train/gpu/cudnn_net.h"
 
 #include <algorithm>
 
 #include "train/gpu/cuda_check.h"
 #include "train/gpu/cudnn_common.h"
+#include "train/lowering.h"
 
 namespace stoker::gpu {
 
@@ -26,44 +27,39 @@ cudnnBatchNormOps_t bn_ops(BnCall c) {
 
 }  // namespace
 
+// The patterns come from the lowering (train/lowering.h) with the bits this level allows and
+// the config keeps; each is taken where cuDNN offers its Ex form for the layer's shapes and
+// plan_tensors computed the ReLU (and the add) in place over the batch norm's output.
 void CudnnNet::set_fusion(int level) {
   fusion_ = level;
   relu_fused_.assign(net_.layers.size(), false);
-  for (GpuLayer& g : layers_) {
-    g.call = BnCall::plain;
+  for (size_t i = 0; i < net_.layers.size(); ++i) {
+    GpuLayer& g = layers_[i];
+    g.call = net_.layers[i].kind == LayerKind::batchnorm && level >= kFuseEx && g.offers_ex
+                 ? BnCall::ex
+                 : BnCall::plain;
     g.z = g.fused_out = g.fused_bn = -1;
   }
-  for (size_t i = 0; i < net_.layers.size(); ++i) {
-    const Layer& l = net_.layers[i];
-    GpuLayer& g = layers_[i];
-    if (l.kind != LayerKind::batchnorm || level < kFuseEx || !g.offers_ex) continue;
-    g.call = BnCall::ex;
-    if (i + 1 >= net_.layers.size()) continue;
-    // The same condition as the in-place ReLU: the BN's output is read by the ReLU only.
-    const Layer& next = net_.layers[i + 1];
-    if (level >= kFuseRelu && g.offers_relu && next.kind == LayerKind::relu &&
-        next.inputs[0] == l.output && tensors_[size_t(next.output)].alias_of == l.output) {
+  const uint32_t bits = (level >= kFuseRelu ? uint32_t(kFuseBnRelu) : 0u) |
+                        (level >= kFuseAddRelu ? uint32_t(kFuseBnAddRelu) : 0u);
+  const auto in_place = [&](int out, int over) { return tensors_[size_t(out)].alias_of == over; };
+  for (const Op& op : lower(net_, bits & config_.fusions).ops) {
+    const Layer& bn = first_layer(net_, op);
+    GpuLayer& g = layers_[size_t(op.layers[0])];
+    if (g.call != BnCall::ex) continue;
+    if (op.kind == OpKind::bn_relu && g.offers_relu && in_place(op.output, bn.output)) {
       g.call = BnCall::relu;
-      relu_fused_[i + 1] = true;
-      continue;
-    }
-    // A block's last BN: read only by an add (as its branch, computed in place over it),
-    // whose output only the next ReLU reads, in place. The shortcut (z) may come after the BN
-    // (the downsample), so the fused call runs at the add.
-    if (level < kFuseAddRelu || !g.offers_add_relu) continue;
-    for (size_t a = i + 1; a + 1 < net_.layers.size(); ++a) {
-      const Layer& add = net_.layers[a];
-      const Layer& relu = net_.layers[a + 1];
-      if (add.kind != LayerKind::add || add.inputs[0] != l.output) continue;
-      if (tensors_[size_t(add.output)].alias_of != l.output || relu.kind != LayerKind::relu ||
-          relu.inputs[0] != add.output || tensors_[size_t(relu.output)].alias_of != add.output)
-        break;
+      relu_fused_[size_t(op.layers[1])] = true;
+    } else if (op.kind == OpKind::bn_add_relu && g.offers_add_relu) {
+      // The add in place over the batch norm's output, the ReLU over the add's; the shortcut
+      // (z) may come after the batch norm (the downsample), so the fused call runs at the add.
+      const int add = op.layers[1], sum = net_.layers[size_t(add)].output;
+      if (!in_place(sum, bn.output) || !in_place(op.output, sum)) continue;
       g.call = BnCall::add_relu;
-      g.z = add.inputs[1];
-      g.fused_out = relu.output;
-      layers_[a].fused_bn = int(i);
-      relu_fused_[a + 1] = true;
-      break;
+      g.z = op.inputs[1];
+      g.fused_out = op.output;
+      layers_[size_t(add)].fused_bn = op.layers[0];
+      relu_fused_[size_t(op.layers[2])] = true;
     }
   }
 }
