@@ -101,7 +101,7 @@ Op pattern_at(const Network& net, const std::vector<std::vector<int>>& readers, 
 
 }  // namespace
 
-Lowering lower(const Network& net, uint32_t fusions) {
+Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept) {
   const size_t layers = net.layers.size();
   const std::vector<std::vector<int>> readers = readers_of(net);
   Lowering out;
@@ -114,7 +114,7 @@ Lowering lower(const Network& net, uint32_t fusions) {
   for (size_t i = 0; i < layers; ++i) {
     if (net.layers[i].kind != LayerKind::batchnorm) continue;
     Op op = pattern_at(net, readers, int(i), fusions);
-    if (op.layers.empty()) continue;
+    if (op.layers.empty() || (accept && !accept(op))) continue;
     for (int k : op.layers) {
       STOKER_CHECK_MSG(!in_pattern[size_t(k)], "{}: layer {} in two fused patterns", net.name,
                        net.layers[size_t(k)].name);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -59,8 +60,10 @@ struct Lowering {
 };
 
 // Every layer in exactly one op, fusing the patterns in `fusions` (Fusion bits) wherever the
-// network's tensors allow it: a fused tensor must have no reader outside its op.
-Lowering lower(const Network& net, uint32_t fusions);
+// network's tensors allow it (a fused tensor has no reader outside its op) and `accept` takes
+// the instance (a backend's per-shape offer); a pattern not taken runs as its layers' ops.
+using AcceptPattern = std::function<bool(const Op& pattern)>;
+Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept = {});
 
 // The op's first layer (a pattern's batch norm), and its last.
 inline const Layer& first_layer(const Network& net, const Op& op) {

@@ -138,6 +138,26 @@ TEST(Lowering, EachFusionBitAlone) {
   }
 }
 
+// A backend's per-instance refusal (cuDNN not offering a shape) leaves that instance unfused,
+// as its layers' ops, and the others fused.
+TEST(Lowering, ARefusedInstanceRunsAsItsLayers) {
+  const Network net = resnet(50);
+  int asked = 0;
+  const Lowering low = lower(net, kAllFusions, [&](const Op& op) {
+    ++asked;
+    return !(op.kind == OpKind::bn_add_relu && first_layer(net, op).name == "layer2.0.bn3") &&
+           !(op.kind == OpKind::bn_relu && first_layer(net, op).name == "bn1");
+  });
+  expect_well_formed(net, low, "two refused");
+  EXPECT_EQ(asked, 33 + 16);
+  std::map<OpKind, int> n = counts(low);
+  EXPECT_EQ(n[OpKind::bn_relu], 32);
+  EXPECT_EQ(n[OpKind::bn_add_relu], 15);
+  EXPECT_EQ(n[OpKind::batchnorm], 4 + 2);
+  EXPECT_EQ(n[OpKind::add], 1);
+  EXPECT_EQ(n[OpKind::relu], 2);
+}
+
 // conv (0 -> 1), bn (1 -> 2), then the layers given, over tensors 2 onwards.
 Network small(std::vector<Layer> tail) {
   Network net;

@@ -27,39 +27,38 @@ cudnnBatchNormOps_t bn_ops(BnCall c) {
 
 }  // namespace
 
-// The patterns come from the lowering (train/lowering.h) with the bits this level allows and
-// the config keeps; each is taken where cuDNN offers its Ex form for the layer's shapes and
-// plan_tensors computed the ReLU (and the add) in place over the batch norm's output.
+// The ops come from the lowering (train/lowering.h) with the patterns this level allows and
+// the config keeps, each instance taken where cuDNN offers its Ex form for the layer's shapes
+// and plan_tensors computed the ReLU (and the add) in place over the batch norm's output.
 void CudnnNet::set_fusion(int level) {
   fusion_ = level;
-  relu_fused_.assign(net_.layers.size(), false);
   for (size_t i = 0; i < net_.layers.size(); ++i) {
     GpuLayer& g = layers_[i];
     g.call = net_.layers[i].kind == LayerKind::batchnorm && level >= kFuseEx && g.offers_ex
                  ? BnCall::ex
                  : BnCall::plain;
-    g.z = g.fused_out = g.fused_bn = -1;
+    g.z = g.fused_out = -1;
   }
   const uint32_t bits = (level >= kFuseRelu ? uint32_t(kFuseBnRelu) : 0u) |
                         (level >= kFuseAddRelu ? uint32_t(kFuseBnAddRelu) : 0u);
   const auto in_place = [&](int out, int over) { return tensors_[size_t(out)].alias_of == over; };
-  for (const Op& op : lower(net_, bits & config_.fusions).ops) {
+  const auto offered = [&](const Op& op) {
     const Layer& bn = first_layer(net_, op);
+    const GpuLayer& g = layers_[size_t(op.layers[0])];
+    if (g.call != BnCall::ex) return false;
+    if (op.kind == OpKind::bn_relu) return g.offers_relu && in_place(op.output, bn.output);
+    const int sum = net_.layers[size_t(op.layers[1])].output;
+    return g.offers_add_relu && in_place(sum, bn.output) && in_place(op.output, sum);
+  };
+  lowering_ = lower(net_, bits & config_.fusions, offered);
+  for (const Op& op : lowering_.ops) {
     GpuLayer& g = layers_[size_t(op.layers[0])];
-    if (g.call != BnCall::ex) continue;
-    if (op.kind == OpKind::bn_relu && g.offers_relu && in_place(op.output, bn.output)) {
+    if (op.kind == OpKind::bn_relu) {
       g.call = BnCall::relu;
-      relu_fused_[size_t(op.layers[1])] = true;
-    } else if (op.kind == OpKind::bn_add_relu && g.offers_add_relu) {
-      // The add in place over the batch norm's output, the ReLU over the add's; the shortcut
-      // (z) may come after the batch norm (the downsample), so the fused call runs at the add.
-      const int add = op.layers[1], sum = net_.layers[size_t(add)].output;
-      if (!in_place(sum, bn.output) || !in_place(op.output, sum)) continue;
+    } else if (op.kind == OpKind::bn_add_relu) {
       g.call = BnCall::add_relu;
       g.z = op.inputs[1];
       g.fused_out = op.output;
-      layers_[size_t(add)].fused_bn = op.layers[0];
-      relu_fused_[size_t(op.layers[2])] = true;
     }
   }
 }
@@ -101,8 +100,7 @@ void CudnnNet::plan_batchnorm(const Layer& l, GpuLayer& g, size_t& workspace) {
   if (g.offers_ex) alloc(g.reserve, std::max<size_t>(reserve, 1));
 }
 
-// Eval: cuDNN's inference call. Training: bn_forward_train, except under add_relu, which runs
-// at its add.
+// Eval: cuDNN's inference call. Training: bn_forward_train (a batchnorm op's: plain or Ex).
 void CudnnNet::forward_batchnorm(const Layer& l, GpuLayer& g, bool train) {
   const GpuTensor& x = tensors_[size_t(l.inputs[0])];
   GpuTensor& y = tensors_[size_t(l.output)];
@@ -112,7 +110,7 @@ void CudnnNet::forward_batchnorm(const Layer& l, GpuLayer& g, bool train) {
         g.bn.get(), params_[size_t(l.weight)].value.get(),
         params_[size_t(l.bias_param)].value.get(), params_[size_t(l.running_mean)].value.get(),
         params_[size_t(l.running_var)].value.get(), l.eps));
-  else if (g.call != BnCall::add_relu)  // that one runs at its add
+  else
     bn_forward_train(l, g);
 }
 

@@ -337,31 +337,76 @@ void CudnnNet::download(void* dst, const void* src, size_t bytes) const {
 }
 
 void CudnnNet::forward(bool train) {
-  for (size_t i = 0; i < net_.layers.size(); ++i) {
-    const Layer& l = net_.layers[i];
-    GpuLayer& g = layers_[i];
-    switch (l.kind) {
-      case LayerKind::conv:
-        forward_conv(l, g);
-        break;
-      case LayerKind::batchnorm:
-        forward_batchnorm(l, g, train);
-        break;
-      case LayerKind::relu:
-        forward_relu(i, l, train);
-        break;
-      case LayerKind::add:
-        forward_add(l, g, train);
-        break;
-      case LayerKind::maxpool:
-      case LayerKind::global_avgpool:
-        forward_pool(l, g);
-        break;
-      case LayerKind::fc:
-        fc_forward(l);
-        break;
-    }
+  for (const Op& op : lowering_.ops) forward_op(op, train);
+}
+
+// A fused op in training is one cuDNN call, relu(bn(x) [+ z]) into the ReLU's output; in eval
+// its layers run one by one (cuDNN's inference call, then our add and ReLU).
+void CudnnNet::forward_op(const Op& op, bool train) {
+  const size_t i = size_t(op.layers.front());
+  const Layer& l = net_.layers[i];
+  GpuLayer& g = layers_[i];
+  switch (op.kind) {
+    case OpKind::conv:
+      return forward_conv(l, g);
+    case OpKind::batchnorm:
+      return forward_batchnorm(l, g, train);
+    case OpKind::bn_relu:
+    case OpKind::bn_add_relu:
+      if (train) return bn_forward_train(l, g);
+      forward_batchnorm(l, g, false);
+      if (op.kind == OpKind::bn_add_relu) forward_add(net_.layers[size_t(op.layers[1])]);
+      return forward_relu(last_layer(net_, op));
+    case OpKind::relu:
+      return forward_relu(l);
+    case OpKind::add:
+      return forward_add(l);
+    case OpKind::maxpool:
+    case OpKind::global_avgpool:
+      return forward_pool(l, g);
+    case OpKind::fc:
+      return fc_forward(l);
   }
+}
+
+// The first gradient reaching a tensor is written, later ones added (a block's input feeds
+// its first conv and its shortcut). A fused op's backward is its batch norm's call, reading y
+// and dy at the ReLU's output; bn_add_relu's also writes dz, the shortcut's first gradient
+// (the add is its last reader).
+void CudnnNet::backward_op(const Op& op) {
+  const size_t i = size_t(op.layers.front());
+  const Layer& l = net_.layers[i];
+  GpuLayer& g = layers_[i];
+  const int in = op.inputs[0];
+  const float beta = grad_written_[size_t(in)] ? 1.0f : 0.0f;
+  switch (op.kind) {
+    case OpKind::conv:
+      backward_conv(l, g, beta);
+      break;
+    case OpKind::batchnorm:
+    case OpKind::bn_relu:
+      bn_backward(l, g, beta);
+      break;
+    case OpKind::bn_add_relu:
+      bn_backward(l, g, beta);
+      grad_written_[size_t(op.inputs[1])] = true;
+      break;
+    case OpKind::relu:
+      backward_relu(l, beta);
+      break;
+    case OpKind::add:
+      backward_add(l);
+      break;
+    case OpKind::maxpool:
+    case OpKind::global_avgpool:
+      backward_pool(l, g, beta);
+      break;
+    case OpKind::fc:
+      fc_backward(l, beta);
+      break;
+  }
+  for (int t : op.hidden) grad_written_[size_t(t)] = true;
+  if (in != 0) grad_written_[size_t(in)] = true;
 }
 
 void CudnnNet::loss_and_backward() {
@@ -373,36 +418,9 @@ void CudnnNet::loss_and_backward() {
   const bool reduce = !buckets_.empty();
   size_t next_bucket = 0;
   if (reduce) STOKER_GPU(cudaMemsetAsync(overflow_.get(), 0, sizeof(int32_t), stream_));
-  for (size_t i = net_.layers.size(); i-- > 0;) {
-    const Layer& l = net_.layers[i];
-    GpuLayer& g = layers_[i];
-    const int in = l.inputs[0];
-    // The first gradient reaching a tensor is written, later ones added (a block's input
-    // feeds its first conv and its shortcut).
-    const float beta = grad_written_[size_t(in)] ? 1.0f : 0.0f;
-    switch (l.kind) {
-      case LayerKind::conv:
-        backward_conv(l, g, beta);
-        break;
-      case LayerKind::batchnorm:
-        if (g.call != BnCall::add_relu) bn_backward(l, g, beta);  // that one ran at its add
-        break;
-      case LayerKind::relu:
-        backward_relu(i, l, beta);
-        break;
-      case LayerKind::add:
-        backward_add(l, g);
-        break;
-      case LayerKind::maxpool:
-      case LayerKind::global_avgpool:
-        backward_pool(l, g, beta);
-        break;
-      case LayerKind::fc:
-        fc_backward(l, beta);
-        break;
-    }
-    if (in != 0) grad_written_[size_t(in)] = true;
-    while (next_bucket < buckets_.size() && buckets_[next_bucket].last_layer >= int(i))
+  for (size_t o = lowering_.ops.size(); o-- > 0;) {
+    backward_op(lowering_.ops[o]);
+    while (next_bucket < buckets_.size() && buckets_[next_bucket].last_op >= int(o))
       start_bucket(next_bucket++);
   }
   if (reduce) {

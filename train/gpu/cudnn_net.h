@@ -49,7 +49,7 @@ enum class BnCall {
   ex,       // the Ex calls, CUDNN_BATCHNORM_OPS_BN
   relu,     // the Ex calls, OPS_BN_ACTIVATION: the ReLU that only it feeds runs inside
   add_relu  // the Ex calls, OPS_BN_ADD_ACTIVATION: y = relu(bn(x) + z), a block's last BN with
-            // the residual add and the ReLU after it (MLPerf's ResNet); it runs at the add
+            // the residual add and the ReLU after it (MLPerf's ResNet): the lowering's bn_add_relu
 };
 
 struct GpuLayer {
@@ -62,9 +62,8 @@ struct GpuLayer {
   // reserve space of the largest.
   bool offers_ex = false, offers_relu = false, offers_add_relu = false;
   DeviceBuffer reserve;
-  // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids); add: the
-  // batch norm (layer index) whose fused call runs there.
-  int z = -1, fused_out = -1, fused_bn = -1;
+  // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids).
+  int z = -1, fused_out = -1;
   PoolDesc pool;              // maxpool, global_avgpool
   MaxPoolShape pool_shape;    // maxpool: for our backward
   DeviceBuffer pool_offsets;  // maxpool: its backward's scratch (kernels.h)
@@ -181,15 +180,19 @@ class CudnnNet {
   void plan_pool(const Layer& l, GpuLayer& g);
   void forward_pool(const Layer& l, GpuLayer& g);
   void backward_pool(const Layer& l, GpuLayer& g, float beta);
-  void forward_relu(size_t i, const Layer& l, bool train);
-  void backward_relu(size_t i, const Layer& l, float beta);
-  void forward_add(const Layer& l, GpuLayer& g, bool train);
-  void backward_add(const Layer& l, GpuLayer& g);
+  void forward_relu(const Layer& l);
+  void backward_relu(const Layer& l, float beta);
+  void forward_add(const Layer& l);
+  void backward_add(const Layer& l);
+  // One op of lowering_ (train/lowering.h): its layers' forward, or its backward with the
+  // gradient of its first input written or added to (grad_written_).
+  void forward_op(const Op& op, bool train);
+  void backward_op(const Op& op);
   void fc_forward(const Layer& l);
   void fc_backward(const Layer& l, float beta_dx);
   void loss_forward();
-  // Fusion levels, each a fallback of the one above (trial_step): which BN call each layer
-  // makes in training (needs planned layers).
+  // Fusion levels, each a fallback of the one above (trial_step): the ops (lowering_) and
+  // which BN call each batch norm makes in training (needs planned layers).
   static constexpr int kFusePlain = 0, kFuseEx = 1, kFuseRelu = 2, kFuseAddRelu = 3;
   void set_fusion(int level);
   void forward_batchnorm(const Layer& l, GpuLayer& g, bool train);
@@ -213,7 +216,9 @@ class CudnnNet {
   cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
   int fusion_ = kFusePlain;  // NHWC f16/bf16: cuDNN's persistent Ex kernels, fused (set_fusion)
   ActivationDesc relu_desc_;
-  std::vector<bool> relu_fused_;  // per layer: a ReLU whose BN computes it (training)
+  // The ops the programs run (set_fusion): a fused pattern only where cuDNN offers its Ex
+  // form for the layer's shapes and plan_tensors put its ReLU (and add) in place.
+  Lowering lowering_;
   std::string device_name_;
   std::vector<ActShape> shapes_;
   std::vector<int> readers_;  // per tensor id: how many layers read it
@@ -236,12 +241,12 @@ class CudnnNet {
   size_t grad_floats_ = 0;
   // Data parallelism (world > 1; planned after trial_step, which reduces nothing): bucket b
   // holds arena floats [offset, offset + floats) and is complete once the backward has run
-  // layer `last_layer`; its finish chunks are [chunk_begin, chunk_begin + chunk_count) of
-  // bucket_chunks_dev_. comm_ runs the all-reduces; each bucket's `ready` event forks it
-  // from the compute stream, `reduced_` joins it back.
+  // op `last_op` of lowering_ (it runs the ops from the last); its finish chunks are [chunk_begin,
+  // chunk_begin + chunk_count) of bucket_chunks_dev_. comm_ runs the all-reduces; each bucket's
+  // `ready` event forks it from the compute stream, `reduced_` joins it back.
   struct Bucket {
     size_t offset = 0, floats = 0;
-    int last_layer = 0;
+    int last_op = 0;
     int64_t chunk_begin = 0, chunk_count = 0;
     EventHandle ready;
   };

@@ -95,10 +95,14 @@ void CudnnNet::plan_buckets() {
     const GpuParam& g = params_[i];
     const size_t offset = size_t(g.grad - grad_arena_.as<float>());
     if (empty) {
-      open = Bucket{.offset = offset, .chunk_begin = int64_t(chunks.size())};
+      open = Bucket{.offset = offset,
+                    .last_op = int(lowering_.ops.size()),
+                    .chunk_begin = int64_t(chunks.size())};
       empty = false;
     }
-    open.last_layer = net_.params[i].layer;
+    // Complete once the backward, running the ops from the last, has run the first op that
+    // writes one of its gradients.
+    open.last_op = std::min(open.last_op, lowering_.op_of_layer[size_t(net_.params[i].layer)]);
     open.floats = offset + (size_t(numel(net_.params[i])) + 63) / 64 * 64 - open.offset;
     // The same finish pass as without buckets, tensor by tensor (plan_optimizer's rule).
     if (dtype_ == DType::f16 || g.raw != g.grad) {
