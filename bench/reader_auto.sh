@@ -6,6 +6,7 @@
 # leaves out its first step, every reader's set-up, alike). Prints one table per case and
 # writes every run's JSON and a summary (summary.json) under --out.
 #   bench/reader_auto.sh DATA256 DATA1024 [--out DIR] [--cases a,b] [--build DIR] [--scale X]
+#                        [--rounds N]
 # Cases (name: command; rounds; readers):
 #   emulate-800    bench DATA256 --emulate 800, 3 epochs of batch 32; 3 rounds; all
 #   emulate-2500   the same at 2500 img/s (more than the loader gives on 2 cores)
@@ -18,20 +19,22 @@
 # READER with --threads C, for C below cpus down to half of them (tools/train/core_split.h).
 # Auto's train rate counts its core split's search too (on scratch, before the loop that
 # train's images/s covers): the run's measured time plus the search's seconds.
-# --scale X multiplies steps and epochs (a quick rehearsal: 0.2).
+# --scale X multiplies steps and epochs (a quick rehearsal: 0.2); --rounds N gives every case N
+# rounds instead of its own count.
 set -euo pipefail
-usage="usage: bench/reader_auto.sh DATA256 DATA1024 [--out DIR] [--cases a,b] [--build DIR] [--scale X]"
+usage="usage: bench/reader_auto.sh DATA256 DATA1024 [--out DIR] [--cases a,b] [--build DIR] [--scale X] [--rounds N]"
 d256=${1:?$usage}
 d1024=${2:?$usage}
 shift 2
 out=out/bench-reader-auto cases=emulate-800,emulate-2500,r18-64-256,r18-112-1024,r50-224-1024
-build=build scale=1
+build=build scale=1 rounds=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --cases) cases=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --scale) scale=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
@@ -76,7 +79,10 @@ run() {
   esac
 }
 name_of() { local x=${1//:/_}; echo "${x//@/_}"; }
-rounds_of() { case "$1" in emulate-*) echo 3 ;; r18-64-256) echo 2 ;; *) echo 1 ;; esac; }
+rounds_of() {
+  [ -n "$rounds" ] && { echo "$rounds"; return; }
+  case "$1" in emulate-*) echo 3 ;; r18-64-256) echo 2 ;; *) echo 1 ;; esac
+}
 readers_of() {
   case "$1" in r50-*) echo "$fewer $splits" ;; r18-*) echo "$all $splits" ;; *) echo "$all" ;; esac
 }
