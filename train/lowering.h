@@ -65,6 +65,11 @@ struct Lowering {
 using AcceptPattern = std::function<bool(const Op& pattern)>;
 Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept = {});
 
+// The op that runs layer `layer`.
+inline const Op& op_of(const Lowering& low, int layer) {
+  return low.ops[size_t(low.op_of_layer[size_t(layer)])];
+}
+
 // The op's first layer (a pattern's batch norm), and its last.
 inline const Layer& first_layer(const Network& net, const Op& op) {
   return net.layers[size_t(op.layers.front())];

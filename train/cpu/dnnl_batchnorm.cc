@@ -11,10 +11,15 @@
 
 namespace stoker::cpu::planning {
 
+// Whether the batch norm writing tensor `out` (layer out - 1, models/network.h) computes its
+// ReLU too: its op is a bn_relu.
+bool Planner::relu_fused(int out) const {
+  return op_of(d.lowering, out - 1).kind == OpKind::bn_relu;
+}
+
 // Batch norm's flags, the same forward and backward: with the ReLU when it is fused.
 dnnl::normalization_flags Planner::bn_flags(int out) const {
-  return d.fused_relu[size_t(out)] ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu
-                                   : kScaleShift;
+  return relu_fused(out) ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu : kScaleShift;
 }
 
 void Planner::forward_batchnorm(size_t i, const Layer& l) {
@@ -27,7 +32,7 @@ void Planner::forward_batchnorm(size_t i, const Layer& l) {
   make_buffer(l.running_mean, c_md);
   make_buffer(l.running_var, c_md);
 
-  const bool fuse = d.fused_relu[size_t(out)];
+  const bool fuse = relu_fused(out);
   const bool sync = d.config.sync_bn;
   const auto flags = bn_flags(out);
   const auto forward_pd = [&](dnnl::normalization_flags f) {
@@ -146,7 +151,7 @@ std::function<void()> Planner::sync_statistics(memory mean_m, memory var_m, int6
 void Planner::backward_batchnorm(size_t i, const Layer& l) {
   const int in = l.inputs[0], out = l.output;
   const LayerMemory& lm = d.layers[i];
-  const bool fuse = d.fused_relu[size_t(out)];
+  const bool fuse = relu_fused(out);
   const bool sync = d.config.sync_bn;
   // Sync BN: dx with the global statistics as constants, then the correction below.
   const auto flags =

@@ -94,9 +94,6 @@ void Planner::plan() {
   d.layers.resize(d.net.layers.size());
   d.params.resize(d.net.params.size());
   d.lowering = lower(d.net, d.config.fusions & kCpuFusions);
-  d.fused_relu.assign(tensors, false);
-  for (const Op& op : d.lowering.ops)
-    if (op.kind == OpKind::bn_relu) d.fused_relu[size_t(op.hidden[0])] = true;
   forward_pass();
   forward_loss();
   // Pass 2, with every layout known.
@@ -199,7 +196,6 @@ void Planner::backward_op(const Op& op) {
     case OpKind::batchnorm:
       return backward_batchnorm(i, l);
     case OpKind::bn_relu:  // the batch norm's backward applies the ReLU's mask
-      written[size_t(op.hidden[0])] = true;
       return backward_batchnorm(i, l);
     case OpKind::bn_add_relu: {
       const size_t relu = size_t(op.layers[2]);

@@ -92,11 +92,10 @@ struct DnnlNet {
   // Per tensor id: layout, value and gradient (no gradient for the images, tensor 0).
   std::vector<dnnl::memory::desc> md;
   std::vector<dnnl::memory> act, dact;
-  // The ops planned (train/lowering.h), fused where kCpuFusions and the config allow.
+  // The ops planned (train/lowering.h), fused where kCpuFusions and the config allow. A
+  // bn_relu is one primitive (fuse_norm_relu): the batch norm's output and the ReLU's are one
+  // memory (and one gradient).
   Lowering lowering;
-  // Per tensor id: a batch norm output whose ReLU the batch norm's primitive computes
-  // (bn_relu); that tensor and the ReLU's output are then one memory (and one gradient).
-  std::vector<bool> fused_relu;
   // Per tensor id: whether dact still holds this tensor's gradient after the backward
   // (gradients share memory where the backward allows, see dnnl_net.cc).
   std::vector<bool> grad_final;

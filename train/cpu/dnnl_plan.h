@@ -95,6 +95,7 @@ struct Planner {
   void backward_conv(size_t i, const Layer& l);
 
   // dnnl_batchnorm.cc
+  bool relu_fused(int out) const;
   dnnl::normalization_flags bn_flags(int out) const;
   void forward_batchnorm(size_t i, const Layer& l);
   std::function<void()> running_statistics(const Layer& l, const LayerMemory& lm,

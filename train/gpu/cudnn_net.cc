@@ -405,7 +405,6 @@ void CudnnNet::backward_op(const Op& op) {
       fc_backward(l, beta);
       break;
   }
-  for (int t : op.hidden) grad_written_[size_t(t)] = true;
   if (in != 0) grad_written_[size_t(in)] = true;
 }
 
@@ -437,14 +436,9 @@ void CudnnNet::loss_and_backward() {
 std::vector<float> CudnnNet::debug_tensor(int id, bool gradient) const {
   STOKER_CHECK(id >= 0 && size_t(id) < tensors_.size());
   if (id == 0 || (gradient ? aliased(id) || !grad_kept_[size_t(id)] : overwritten(id))) return {};
-  // A fused batch norm's output gradient (the ReLU's gradient applied) is never stored: its
-  // memory holds the gradient at the ReLU's output.
-  if (gradient && id > 0) {
-    const Layer& producer = net_.layers[size_t(id) - 1];
-    if (producer.kind == LayerKind::batchnorm && layers_[size_t(id) - 1].call != BnCall::plain &&
-        layers_[size_t(id) - 1].call != BnCall::ex)
-      return {};
-  }
+  // A fused op's hidden tensor (a batch norm's output) has no gradient of its own (the ReLU's
+  // gradient applied): its memory holds the gradient at the op's output.
+  if (gradient && lowering_.hidden[size_t(id)]) return {};
   const GpuTensor& t = tensors_[size_t(id)];
   const void* src = gradient ? t.dact : t.act;
   STOKER_CHECK(src != nullptr);
