@@ -94,8 +94,8 @@ struct BackendConfig {
   // all-reduces the per-channel sums, backward the two per-channel gradient sums.
   bool sync_bn = false;
   // Fusion bits a plan may use, of those the backend runs (BackendCaps::fusions): the
-  // patterns of train/lowering.h. Tests plan the unfused network (0) to compare.
-  uint32_t fusions = kAllFusions;
+  // patterns of train/lowering.h (--fusions). Tests plan the unfused network (0) to compare.
+  uint32_t fusions = kDefaultFusions;
 };
 
 // Seconds each phase of one step took on the compute engine. A GPU measures with events on

@@ -3,6 +3,9 @@
 // then emits one op per pattern at its last layer and one per remaining layer.
 #include "train/lowering.h"
 
+#include <array>
+#include <utility>
+
 #include "common/error.h"
 
 namespace stoker {
@@ -29,6 +32,49 @@ std::string_view op_name(OpKind kind) {
       return "fc";
   }
   return "?";
+}
+
+namespace {
+
+constexpr std::array<std::pair<Fusion, std::string_view>, 3> kFusionNames = {{
+    {kFuseBnRelu, "bn_relu"},
+    {kFuseBnAddRelu, "bn_add_relu"},
+    {kFuseConvStats, "conv_stats"},
+}};
+
+}  // namespace
+
+uint32_t parse_fusions(std::string_view list) {
+  if (list == "none") return 0;
+  uint32_t bits = 0;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = list.find(',', at);
+    const std::string_view word =
+        list.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
+    bool known = false;
+    for (const auto& [bit, name] : kFusionNames)
+      if (word == name) {
+        bits |= bit;
+        known = true;
+      }
+    if (!known)
+      fail("unknown fusion '{}' in '{}': expected a comma-separated list of bn_relu, "
+           "bn_add_relu, conv_stats, or none",
+           word, list);
+    if (comma == std::string_view::npos) return bits;
+    at = comma + 1;
+  }
+}
+
+std::string fusions_name(uint32_t fusions) {
+  std::string out;
+  for (const auto& [bit, name] : kFusionNames)
+    if ((fusions & bit) != 0) {
+      if (!out.empty()) out += ',';
+      out += name;
+    }
+  return out.empty() ? "none" : out;
 }
 
 namespace {
@@ -99,6 +145,32 @@ Op pattern_at(const Network& net, const std::vector<std::vector<int>>& readers, 
   return op;
 }
 
+bool is_bn_op(OpKind k) {
+  return k == OpKind::batchnorm || k == OpKind::bn_relu || k == OpKind::bn_add_relu;
+}
+
+// kFuseConvStats on a settled op list: each batch norm op whose input a conv op writes and only
+// it reads takes its statistics from that conv, where `accept` takes the conv with them.
+void fuse_conv_stats(const Network& net, const std::vector<std::vector<int>>& readers,
+                     const AcceptPattern& accept, Lowering& low) {
+  std::vector<int> op_writing(net.tensors.size(), -1);
+  for (size_t o = 0; o < low.ops.size(); ++o) op_writing[size_t(low.ops[o].output)] = int(o);
+  for (Op& bn : low.ops) {
+    if (!is_bn_op(bn.kind)) continue;
+    const int x = bn.inputs[0];
+    const int w = op_writing[size_t(x)];
+    if (w < 0 || readers[size_t(x)].size() != 1) continue;
+    Op& conv = low.ops[size_t(w)];
+    if (conv.kind != OpKind::conv) continue;
+    conv.stats_epilogue = true;
+    if (accept && !accept(conv)) {
+      conv.stats_epilogue = false;
+      continue;
+    }
+    bn.stats_given = true;
+  }
+}
+
 }  // namespace
 
 Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept) {
@@ -139,6 +211,7 @@ Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept
     for (int t : op.hidden) out.hidden[size_t(t)] = true;
     out.ops.push_back(std::move(op));
   }
+  if ((fusions & kFuseConvStats) != 0) fuse_conv_stats(net, readers, accept, out);
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,8 +22,21 @@ namespace stoker {
 enum Fusion : uint32_t {
   kFuseBnRelu = 1u << 0,     // a batch norm and the ReLU that alone reads it
   kFuseBnAddRelu = 1u << 1,  // a batch norm, the residual add after it and the ReLU after that
+  // A convolution that also writes its output's per-channel sum and sum of squares, for the
+  // batch norm that alone reads the output: that batch norm turns them into its scale and
+  // bias (bn_finalize) and skips its own statistics pass over the tensor.
+  kFuseConvStats = 1u << 2,
 };
-inline constexpr uint32_t kAllFusions = kFuseBnRelu | kFuseBnAddRelu;
+inline constexpr uint32_t kAllFusions = kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats;
+// What a plan fuses unless told otherwise (BackendConfig::fusions, --fusions): conv_stats
+// stays behind the option until a GPU run has shown it right and faster (issue 45).
+inline constexpr uint32_t kDefaultFusions = kFuseBnRelu | kFuseBnAddRelu;
+
+// The one vocabulary of --fusions and the stored run options: a comma-separated list of
+// bn_relu, bn_add_relu, conv_stats, or "none". parse_fusions throws stoker::Error naming the
+// word it does not know; fusions_name gives the canonical list ("none" for 0).
+uint32_t parse_fusions(std::string_view list);
+std::string fusions_name(uint32_t fusions);
 
 enum class OpKind {
   conv,
@@ -49,6 +63,12 @@ struct Op {
   // Tensors its layers write that no other op reads (bn_relu: the batch norm's output;
   // bn_add_relu: the batch norm's and the add's). A backend need not keep them.
   std::vector<int> hidden;
+  // conv under kFuseConvStats: it also writes its output's per-channel sum and sum of squares
+  // (the statistics of the batch norm that alone reads the output).
+  bool stats_epilogue = false;
+  // batchnorm, bn_relu, bn_add_relu: its batch statistics come from the conv that writes its
+  // input (stats_epilogue); it finalizes them into scale and bias and only applies them.
+  bool stats_given = false;
 };
 
 struct Lowering {
@@ -62,6 +82,9 @@ struct Lowering {
 // Every layer in exactly one op, fusing the patterns in `fusions` (Fusion bits) wherever the
 // network's tensors allow it (a fused tensor has no reader outside its op) and `accept` takes
 // the instance (a backend's per-shape offer); a pattern not taken runs as its layers' ops.
+// kFuseConvStats is asked last, once the batch norms' ops are settled: `accept` sees the conv
+// op with stats_epilogue set, and a refusal leaves both the conv and its batch norm's op as
+// they were.
 using AcceptPattern = std::function<bool(const Op& pattern)>;
 Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept = {});
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "common/error.h"
 #include "models/resnet.h"
 
 namespace stoker {
@@ -143,7 +144,7 @@ TEST(Lowering, EachFusionBitAlone) {
 TEST(Lowering, ARefusedInstanceRunsAsItsLayers) {
   const Network net = resnet(50);
   int asked = 0;
-  const Lowering low = lower(net, kAllFusions, [&](const Op& op) {
+  const Lowering low = lower(net, kFuseBnRelu | kFuseBnAddRelu, [&](const Op& op) {
     ++asked;
     return !(op.kind == OpKind::bn_add_relu && first_layer(net, op).name == "layer2.0.bn3") &&
            !(op.kind == OpKind::bn_relu && first_layer(net, op).name == "bn1");
@@ -156,6 +157,71 @@ TEST(Lowering, ARefusedInstanceRunsAsItsLayers) {
   EXPECT_EQ(n[OpKind::batchnorm], 4 + 2);
   EXPECT_EQ(n[OpKind::add], 1);
   EXPECT_EQ(n[OpKind::relu], 2);
+}
+
+// kFuseConvStats: every ResNet conv feeds one batch norm alone, so each writes that batch
+// norm's statistics, whatever else fuses; the batch norm ops (plain, bn_relu, bn_add_relu) take
+// them. A refused conv leaves its batch norm computing its own.
+TEST(Lowering, EveryConvWritesItsBatchNormsStatistics) {
+  for (int depth : {18, 50}) {
+    const Network net = resnet(depth);
+    const std::string what = "resnet" + std::to_string(depth);
+    int convs = 0, bns = 0;
+    for (const Layer& l : net.layers) {
+      convs += l.kind == LayerKind::conv;
+      bns += l.kind == LayerKind::batchnorm;
+    }
+    for (const uint32_t bits : {uint32_t(kFuseConvStats), kAllFusions}) {
+      const Lowering low = lower(net, bits);
+      expect_well_formed(net, low, what);
+      int epilogues = 0, given = 0;
+      for (const Op& op : low.ops) {
+        epilogues += op.stats_epilogue;
+        given += op.stats_given;
+        if (op.stats_epilogue) {
+          EXPECT_EQ(op.kind, OpKind::conv) << what;
+        }
+        if (op.stats_given) {
+          EXPECT_EQ(first_layer(net, op).kind, LayerKind::batchnorm) << what;
+          const Op& conv = low.ops[size_t(low.op_of_layer[size_t(op.inputs[0] - 1)])];
+          EXPECT_TRUE(conv.stats_epilogue) << what << ": " << first_layer(net, op).name;
+        }
+      }
+      EXPECT_EQ(epilogues, convs) << what;
+      EXPECT_EQ(given, bns) << what;
+      EXPECT_EQ(counts(low), counts(lower(net, bits & ~uint32_t(kFuseConvStats)))) << what;
+    }
+    for (const Op& op : lower(net, kDefaultFusions).ops) {
+      EXPECT_FALSE(op.stats_epilogue || op.stats_given) << what;
+    }
+  }
+  const Network net = resnet(50);
+  int asked = 0;
+  const Lowering low = lower(net, kFuseConvStats, [&](const Op& op) {
+    ++asked;
+    EXPECT_TRUE(op.kind == OpKind::conv && op.stats_epilogue);
+    return first_layer(net, op).name != "layer1.0.conv2";
+  });
+  EXPECT_EQ(asked, 53);
+  for (const Op& op : low.ops) {
+    const Layer& l = first_layer(net, op);
+    if (l.kind != LayerKind::conv && l.kind != LayerKind::batchnorm) continue;
+    const bool refused = l.name == "layer1.0.conv2" || l.name == "layer1.0.bn2";
+    EXPECT_EQ(op.stats_epilogue || op.stats_given, !refused) << l.name;
+  }
+}
+
+TEST(Lowering, FusionWords) {
+  EXPECT_EQ(parse_fusions("none"), 0u);
+  EXPECT_EQ(parse_fusions("bn_relu,bn_add_relu"), kDefaultFusions);
+  EXPECT_EQ(parse_fusions("conv_stats,bn_relu,bn_add_relu"), kAllFusions);
+  EXPECT_EQ(fusions_name(0), "none");
+  EXPECT_EQ(fusions_name(kDefaultFusions), "bn_relu,bn_add_relu");
+  EXPECT_EQ(fusions_name(kAllFusions), "bn_relu,bn_add_relu,conv_stats");
+  for (const uint32_t bits : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u})
+    EXPECT_EQ(parse_fusions(fusions_name(bits)), bits);
+  for (const char* bad : {"", "bn_relu,", "relu", "bn_relu,none", "BN_RELU"})
+    EXPECT_THROW(parse_fusions(bad), Error) << bad;
 }
 
 // conv (0 -> 1), bn (1 -> 2), then the layers given, over tensors 2 onwards.
@@ -190,6 +256,12 @@ Layer layer(LayerKind k, std::vector<int> inputs) {
 
 // A tensor that a layer outside the pattern reads stays an op's output.
 TEST(Lowering, ATensorReadElsewhereIsNeverFused) {
+  {  // the conv's output read by its batch norm and by an add: the conv writes no statistics
+    const Network net = small({layer(LayerKind::add, {1, 2})});
+    const Lowering low = lower(net, kAllFusions);
+    expect_well_formed(net, low, "conv read twice");
+    for (const Op& op : low.ops) EXPECT_FALSE(op.stats_epilogue || op.stats_given);
+  }
   {  // the batch norm's output read by its ReLU and by an add
     const Network net = small({layer(LayerKind::relu, {2}), layer(LayerKind::add, {2, 3})});
     const Lowering low = lower(net, kAllFusions);

@@ -134,6 +134,21 @@ const std::vector<OptionRow<TrainOptions>>& train_option_table() {
     // rounding, and a checkpoint of oneDNN 2.6's fixed:winograd, which oneDNN 3 lacks, must
     // be able to go on as fixed:direct. Not given, the stored one keeps a resume exact.
     t.push_back(std::move(conv).on_resume(OnResume::may_grow).in(kBackendOption));
+    // Fusion changes only the rounding (the fused kernels' order of sums), like the algorithm:
+    // given on the command line it wins over the stored list.
+    Row fuse =
+        option_row("fusions", "--fusions", &T::fusions,
+                   "Layer patterns fused where the backend runs them: a comma-separated list "
+                   "of bn_relu, bn_add_relu, conv_stats (cuda, cuDNN frontend graphs; not yet "
+                   "default), or none")
+            .checked(parsed_by([](const std::string& s) { parse_fusions(s); }, "LIST"))
+            .stored_as([](const T& o) -> nlohmann::json {
+              return fusions_name(parse_fusions(o.fusions));
+            });
+    fuse.set = [](T& o, const nlohmann::json& j) {
+      o.fusions = fusions_name(parse_fusions(j.get<std::string>()));
+    };
+    t.push_back(std::move(fuse).on_resume(OnResume::may_grow).in(kBackendOption));
     t.push_back(option_row("workspace_limit_mib", "--workspace-limit", &T::workspace_limit_mib,
                            "cuda: MiB a convolution may borrow as workspace")
                     .integer_range(0, 1u << 30)
@@ -232,6 +247,7 @@ void TrainOptions::apply(BackendConfig& bc) const {
   bc.precision = parse_precision(precision);
   bc.layout = parse_compute_layout(compute_layout);
   bc.conv_algorithm = parse_conv_algorithm(conv_algo);
+  bc.fusions = parse_fusions(fusions);
   bc.workspace_limit = workspace_limit_mib << 20;
   bc.graph = graph;
   bc.sync_bn = sync_bn;

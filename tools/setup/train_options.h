@@ -34,6 +34,7 @@ struct TrainOptions {
   std::string precision{precision_name(BackendConfig{}.precision)};
   std::string compute_layout{compute_layout_name(BackendConfig{}.layout)};
   std::string conv_algo = conv_algorithm_name(BackendConfig{}.conv_algorithm);
+  std::string fusions = fusions_name(BackendConfig{}.fusions);  // train/lowering.h's words
   size_t workspace_limit_mib = BackendConfig{}.workspace_limit >> 20;
   bool graph = BackendConfig{}.graph;
   int threads = BackendConfig{}.threads;  // 0: every online CPU
