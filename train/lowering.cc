@@ -150,7 +150,8 @@ bool is_bn_op(OpKind k) {
 }
 
 // kFuseConvStats on a settled op list: each batch norm op whose input a conv op writes and only
-// it reads takes its statistics from that conv, where `accept` takes the conv with them.
+// it reads takes its statistics from that conv, where `accept` takes both (the conv, then the
+// batch norm's op, each with its flag set).
 void fuse_conv_stats(const Network& net, const std::vector<std::vector<int>>& readers,
                      const AcceptPattern& accept, Lowering& low) {
   std::vector<int> op_writing(net.tensors.size(), -1);
@@ -162,12 +163,8 @@ void fuse_conv_stats(const Network& net, const std::vector<std::vector<int>>& re
     if (w < 0 || readers[size_t(x)].size() != 1) continue;
     Op& conv = low.ops[size_t(w)];
     if (conv.kind != OpKind::conv) continue;
-    conv.stats_epilogue = true;
-    if (accept && !accept(conv)) {
-      conv.stats_epilogue = false;
-      continue;
-    }
-    bn.stats_given = true;
+    conv.stats_epilogue = bn.stats_given = true;
+    if (accept && !(accept(conv) && accept(bn))) conv.stats_epilogue = bn.stats_given = false;
   }
 }
 

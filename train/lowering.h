@@ -83,8 +83,8 @@ struct Lowering {
 // network's tensors allow it (a fused tensor has no reader outside its op) and `accept` takes
 // the instance (a backend's per-shape offer); a pattern not taken runs as its layers' ops.
 // kFuseConvStats is asked last, once the batch norms' ops are settled: `accept` sees the conv
-// op with stats_epilogue set, and a refusal leaves both the conv and its batch norm's op as
-// they were.
+// op with stats_epilogue set, then the batch norm's op with stats_given set; a refusal of
+// either leaves both as they were.
 using AcceptPattern = std::function<bool(const Op& pattern)>;
 Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept = {});
 

@@ -90,11 +90,14 @@ double collective_timeout_s() {
 
 int bn_fusion_cap() {
   const char* text = std::getenv("STOKER_CUDNN_BN_FUSION");
-  if (text == nullptr || *text == '\0') return 3;
-  static constexpr std::string_view kWords[] = {"plain", "ex", "relu", "add-relu"};
-  for (int i = 0; i < 4; ++i)
+  if (text == nullptr || *text == '\0') return 4;
+  static constexpr std::string_view kWords[] = {"plain", "ex", "relu", "add-relu", "conv-stats"};
+  for (int i = 0; i < 5; ++i)
     if (text == kWords[i] || text == std::to_string(i)) return i;
-  fail("STOKER_CUDNN_BN_FUSION is '{}'; expected plain, ex, relu or add-relu (or 0..3)", text);
+  fail(
+      "STOKER_CUDNN_BN_FUSION is '{}'; expected plain, ex, relu, add-relu or conv-stats (or "
+      "0..4)",
+      text);
 }
 
 bool keep_gradients_from_env() {

@@ -78,8 +78,9 @@ double collective_timeout_s();
 
 // Diagnostics of the batch-norm fusion and the shared activation gradients, for bisecting a
 // numerical difference on a device: STOKER_CUDNN_BN_FUSION caps the fusion level (0 plain
-// calls, 1 Ex calls unfused, 2 BN + ReLU, 3 BN + add + ReLU, the default; the words plain, ex,
-// relu, add-relu too), STOKER_GPU_KEEP_GRADIENTS=1 gives every activation gradient its own
+// calls, 1 Ex calls unfused, 2 BN + ReLU, 3 BN + add + ReLU, 4 also the convolutions' batch-norm
+// statistics where --fusions asks for conv_stats, the default; the words plain, ex, relu,
+// add-relu, conv-stats too), STOKER_GPU_KEEP_GRADIENTS=1 gives every activation gradient its own
 // memory. stoker::Error for a value outside these.
 int bn_fusion_cap();
 bool keep_gradients_from_env();
