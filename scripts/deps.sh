@@ -103,3 +103,26 @@ if [ "$have_cuda" = 1 ] && [ "$(cat "$nvjpeg_dir/VERSION" 2>/dev/null)" != "$nvj
   fi
   rm -rf "$tmp"
 fi
+
+# The cuDNN frontend (header-only C++, its graph API) for the GPU trainer's fused patterns
+# (--fusions conv_stats, train/gpu/cudnn_fe_graphs.cc), which the CUDA toolkit lacks: the
+# headers of PyPI's nvidia-cudnn-frontend wheel (its Python module is not used), pinned by
+# hash, unpacked once into ~/.cache/stoker/cudnn-frontend. A failed fetch leaves that pattern
+# unbuilt (--fusions conv_stats then says so), nothing else.
+fe_version=1.32.0
+fe_dir=$HOME/.cache/stoker/cudnn-frontend
+fe_wheel="nvidia-cudnn-frontend==$fe_version --hash=sha256:c6006556017a4d1c914c52a556c71b1267f2d6a0500f742e7b4edef539878df0"
+if [ "$have_cuda" = 1 ] && [ "$(cat "$fe_dir/VERSION" 2>/dev/null)" != "$fe_version" ]; then
+  tmp=$(mktemp -d)
+  echo "$fe_wheel" >"$tmp/req.txt"
+  if /usr/bin/python3 -m pip download --quiet --no-deps --only-binary=:all: --require-hashes \
+      --python-version 3.11 --platform manylinux_2_28_x86_64 --dest "$tmp" -r "$tmp/req.txt" >&2 &&
+    /usr/bin/python3 -m zipfile -e "$tmp"/nvidia_cudnn_frontend-*.whl "$tmp/x" &&
+    rm -rf "$fe_dir" && mkdir -p "$fe_dir" && cp -r "$tmp/x/include" "$fe_dir/"; then
+    echo "$fe_version" >"$fe_dir/VERSION"
+    echo "deps.sh: cuDNN frontend $fe_version in $fe_dir" >&2
+  else
+    echo "deps.sh: could not fetch nvidia-cudnn-frontend $fe_version from PyPI; --fusions conv_stats is not built" >&2
+  fi
+  rm -rf "$tmp"
+fi

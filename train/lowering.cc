@@ -59,9 +59,10 @@ uint32_t parse_fusions(std::string_view list) {
         known = true;
       }
     if (!known)
-      fail("unknown fusion '{}' in '{}': expected a comma-separated list of bn_relu, "
-           "bn_add_relu, conv_stats, or none",
-           word, list);
+      fail(
+          "unknown fusion '{}' in '{}': expected a comma-separated list of bn_relu, "
+          "bn_add_relu, conv_stats, or none",
+          word, list);
     if (comma == std::string_view::npos) return bits;
     at = comma + 1;
   }

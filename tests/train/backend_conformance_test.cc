@@ -708,7 +708,7 @@ BackendCaps declared(const std::string& name) {
             .pinned_host_memory = true,
             .device_input = true,
             .activity_records = true,
-            .fusions = kFuseBnRelu | kFuseBnAddRelu,
+            .fusions = kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats,
             .precisions = all};
   ADD_FAILURE() << "backend " << name << " has no declaration in this test";
   return {};

@@ -107,7 +107,7 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
     cudaRuntimeGetVersion(&runtime);
     return fmt::format(
         "cuda: device {} ({}), CUDA runtime {}.{}, cuDNN {}, {} {}, conv {}, BN {}{}, "
-        "workspace {} MiB, {} MiB planned{}",
+        "workspace {} MiB, {} MiB planned{}{}",
         config_.device, net_->device_name(), runtime / 1000, runtime % 1000 / 10, cudnnGetVersion(),
         precision_name(config_.precision), net_->nhwc() ? "NHWC" : "NCHW", config_.conv_algorithm,
         net_->bn_persistent() ? "persistent" : "spatial",
@@ -115,7 +115,15 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
         : net_->bn_relu_fused() ? "+ReLU fused"
                                 : "",
         net_->workspace_bytes() >> 20, net_->device_bytes() >> 20,
-        config_.graph ? ", CUDA Graph" : "");
+        config_.graph ? ", CUDA Graph" : "", conv_stats_text());
+  }
+
+  // --fusions conv_stats: on how many convs it runs, and the first refusal's reason.
+  std::string conv_stats_text() const {
+    if ((config_.fusions & kFuseConvStats) == 0) return "";
+    const std::string& why = net_->conv_stats_refusal();
+    return fmt::format(", conv_stats on {} convs (cuDNN frontend){}", net_->conv_stats_fused(),
+                       why.empty() ? "" : "; first refused: " + why);
   }
 
   HostMemory host_memory() const override { return pinned_host_memory(); }
@@ -467,7 +475,7 @@ BackendCaps cuda_caps() {
           .pinned_host_memory = true,
           .device_input = true,
           .activity_records = true,  // CUPTI
-          .fusions = kFuseBnRelu | kFuseBnAddRelu,
+          .fusions = kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats,
           .precisions = precision_bit(Precision::f32) | precision_bit(Precision::tf32) |
                         precision_bit(Precision::f16) | precision_bit(Precision::bf16)};
 }

@@ -29,18 +29,23 @@ cudnnBatchNormOps_t bn_ops(BnCall c) {
 
 // The ops come from the lowering (train/lowering.h) with the patterns this level allows and
 // the config keeps, each instance taken where cuDNN offers its Ex form for the layer's shapes
-// and plan_tensors computed the ReLU (and the add) in place over the batch norm's output.
+// and plan_tensors computed the ReLU (and the add) in place over the batch norm's output; a
+// conv_stats pair where the frontend plans its graphs (accept_conv_stats).
 void CudnnNet::set_fusion(int level) {
   fusion_ = level;
+  fe_workspace_ = 0;
+  fe_refusal_.clear();
   for (size_t i = 0; i < net_.layers.size(); ++i) {
     GpuLayer& g = layers_[i];
     g.call = net_.layers[i].kind == LayerKind::batchnorm && level >= kFuseEx && g.offers_ex
                  ? BnCall::ex
                  : BnCall::plain;
-    g.z = g.fused_out = -1;
+    g.z = g.fused_out = g.stats_bn = -1;
+    g.stats_given = false;
   }
   const uint32_t bits = (level >= kFuseRelu ? uint32_t(kFuseBnRelu) : 0u) |
-                        (level >= kFuseAddRelu ? uint32_t(kFuseBnAddRelu) : 0u);
+                        (level >= kFuseAddRelu ? uint32_t(kFuseBnAddRelu) : 0u) |
+                        (level >= kFuseStats ? uint32_t(kFuseConvStats) : 0u);
   const auto in_place = [&](int out, int over) { return tensors_[size_t(out)].alias_of == over; };
   const auto offered = [&](const Op& op) {
     const Layer& bn = first_layer(net_, op);
@@ -50,9 +55,15 @@ void CudnnNet::set_fusion(int level) {
     const int sum = net_.layers[size_t(op.layers[1])].output;
     return g.offers_add_relu && in_place(sum, bn.output) && in_place(op.output, sum);
   };
-  lowering_ = lower(net_, bits & config_.fusions, offered);
+  lowering_ = lower(net_, bits & config_.fusions, [&](const Op& op) {
+    return op.stats_epilogue || op.stats_given ? accept_conv_stats(op) : offered(op);
+  });
+  std::vector<int> writer(net_.tensors.size(), -1);  // per tensor: the layer of the op writing it
+  for (const Op& op : lowering_.ops) writer[size_t(op.output)] = op.layers[0];
   for (const Op& op : lowering_.ops) {
     GpuLayer& g = layers_[size_t(op.layers[0])];
+    g.stats_given = op.stats_given;
+    if (op.stats_given) layers_[size_t(writer[size_t(op.inputs[0])])].stats_bn = op.layers[0];
     if (op.kind == OpKind::bn_relu) {
       g.call = BnCall::relu;
     } else if (op.kind == OpKind::bn_add_relu) {
@@ -75,6 +86,7 @@ void CudnnNet::plan_batchnorm(const Layer& l, GpuLayer& g, size_t& workspace) {
   const int64_t c = shapes_[size_t(l.output)].c;
   alloc(g.save_mean, size_t(c) * sizeof(float));
   alloc(g.save_invvar, size_t(c) * sizeof(float));
+  if (fusion_ >= kFuseStats) alloc(g.fe_stats, 6 * size_t(c) * sizeof(float));
   if (fusion_ == kFusePlain) return;
   size_t reserve = 0;
   const auto offers = [&](cudnnBatchNormOps_t ops) {

@@ -68,7 +68,8 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
       nhwc_(compute_nhwc(config)),
       stream_(compute),
       cudnn_(libraries.cudnn),
-      cublas_(libraries.cublas) {
+      cublas_(libraries.cublas),
+      fe_(libraries.fe_graphs.get()) {
   shapes_ = infer_shapes(net, config.height, config.width);
   for (const Layer& l : net_.layers) {
     if (l.kind == LayerKind::conv && (l.bias || l.groups != 1))
@@ -84,10 +85,12 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
       cublas_, config.precision == Precision::f32 ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
   // cuDNN's persistent batch-norm kernels serve NHWC half/bf16 through the Ex calls (torch
   // calls cudnnBatchNormalizationForwardTrainingEx for channels_last); trial_step falls back
-  // level by level where they are refused.
+  // level by level where they are refused. conv_stats (the frontend's graphs) only where
+  // --fusions asks for it.
   if (nhwc_ && dtype_ != DType::f32) {
     bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-    fusion_ = std::min(kFuseAddRelu, bn_fusion_cap());
+    const bool stats = (config.fusions & kFuseConvStats) != 0;
+    fusion_ = std::min(stats ? kFuseStats : kFuseAddRelu, bn_fusion_cap());
   }
   cudnnActivationDescriptor_t act = nullptr;
   STOKER_GPU(cudnnCreateActivationDescriptor(&act));
@@ -124,9 +127,10 @@ void CudnnNet::trial_step() {
         STOKER_GPU(cudaStreamSynchronize(stream_));
       },
       [this]() -> std::string {
-        static constexpr const char* kLevel[] = {"plain batch-norm calls",
-                                                 "batch norm unfused (Ex)",
-                                                 "batch norm + ReLU fused, the add apart"};
+        static constexpr const char* kLevel[] = {
+            "plain batch-norm calls", "batch norm unfused (Ex)",
+            "batch norm + ReLU fused, the add apart",
+            "batch norm + add + ReLU fused (Ex), no conv statistics"};
         if (fusion_ > kFusePlain) {
           set_fusion(fusion_ - 1);
           return kLevel[fusion_];
@@ -323,7 +327,7 @@ void CudnnNet::plan_layers() {
   set_fusion(fusion_);
   if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
     AlgoCache::process().save(cache_file);
-  alloc(workspace_, workspace);
+  alloc(workspace_, std::max(workspace, fe_workspace_));
 }
 
 void CudnnNet::upload(void* dst, const void* src, size_t bytes) const {
@@ -346,6 +350,8 @@ void CudnnNet::forward_op(const Op& op, bool train) {
   const size_t i = size_t(op.layers.front());
   const Layer& l = net_.layers[i];
   GpuLayer& g = layers_[i];
+  if (train && op.stats_epilogue) return forward_conv_stats(l, g);
+  if (train && op.stats_given) return forward_bn_from_stats(op);
   switch (op.kind) {
     case OpKind::conv:
       return forward_conv(l, g);
@@ -385,11 +391,12 @@ void CudnnNet::backward_op(const Op& op) {
       break;
     case OpKind::batchnorm:
     case OpKind::bn_relu:
-      bn_backward(l, g, beta);
-      break;
     case OpKind::bn_add_relu:
-      bn_backward(l, g, beta);
-      grad_written_[size_t(op.inputs[1])] = true;
+      if (op.stats_given)
+        backward_bn_from_stats(op, beta);
+      else
+        bn_backward(l, g, beta);
+      if (op.kind == OpKind::bn_add_relu) grad_written_[size_t(op.inputs[1])] = true;
       break;
     case OpKind::relu:
       backward_relu(l, beta);

@@ -21,6 +21,7 @@
 #include "models/shapes.h"
 #include "train/backend.h"
 #include "train/gpu/conv_cudnn.h"
+#include "train/gpu/cudnn_fe_graphs.h"
 #include "train/gpu/gpu_memory.h"
 #include "train/gpu/handles.h"
 #include "train/gpu/kernels/kernels.h"
@@ -64,6 +65,11 @@ struct GpuLayer {
   DeviceBuffer reserve;
   // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids).
   int z = -1, fused_out = -1;
+  // conv_stats (set_fusion): a conv writes the sums of batch norm layer `stats_bn`; that batch
+  // norm's op takes them (stats_given) into fe_stats, FeBnStats's six c-float vectors.
+  int stats_bn = -1;
+  bool stats_given = false;
+  DeviceBuffer fe_stats;
   PoolDesc pool;              // maxpool, global_avgpool
   MaxPoolShape pool_shape;    // maxpool: for our backward
   DeviceBuffer pool_offsets;  // maxpool: its backward's scratch (kernels.h)
@@ -88,6 +94,8 @@ struct GpuLibraries {
   CudnnHandle cudnn;
   CublasHandle cublas;
   DeviceBuffer cublas_workspace;
+  // The cuDNN frontend's graphs, planned once per shape (null in a build without it).
+  std::shared_ptr<FeGraphs> fe_graphs = make_fe_graphs();
   // Creates both on the current device, bound to `stream`.
   explicit GpuLibraries(cudaStream_t stream);
 };
@@ -156,6 +164,9 @@ class CudnnNet {
   bool bn_relu_fused() const { return fusion_ >= kFuseRelu; }
   bool bn_add_fused() const { return fusion_ >= kFuseAddRelu; }
   bool bn_persistent() const { return bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT; }
+  // conv_stats: how many convs write their batch norm's statistics, and the first refusal.
+  int conv_stats_fused() const;
+  const std::string& conv_stats_refusal() const { return fe_refusal_; }
   size_t workspace_bytes() const { return workspace_.bytes(); }
   size_t device_bytes() const { return device_bytes_; }
   // The stream the gradient all-reduces run on (data parallelism), else null.
@@ -193,8 +204,18 @@ class CudnnNet {
   void loss_forward();
   // Fusion levels, each a fallback of the one above (trial_step): the ops (lowering_) and
   // which BN call each batch norm makes in training (needs planned layers).
-  static constexpr int kFusePlain = 0, kFuseEx = 1, kFuseRelu = 2, kFuseAddRelu = 3;
+  // kFuseStats adds the lowering's conv_stats (cuDNN frontend graphs) where --fusions asks.
+  static constexpr int kFusePlain = 0, kFuseEx = 1, kFuseRelu = 2, kFuseAddRelu = 3, kFuseStats = 4;
   void set_fusion(int level);
+  // conv_stats (cudnn_fe_graphs.h): whether the frontend runs this conv's or batch norm's
+  // graphs (accumulating fe_workspace_), the shapes it plans, the forwards and the backward.
+  bool accept_conv_stats(const Op& op);
+  FeConvShape fe_conv_shape(const Layer& l) const;
+  FeBnShape fe_bn_shape(const Op& op) const;
+  FeBnStats fe_stats(const GpuLayer& bn) const;
+  void forward_conv_stats(const Layer& l, GpuLayer& g);
+  void forward_bn_from_stats(const Op& op);
+  void backward_bn_from_stats(const Op& op, float beta);
   void forward_batchnorm(const Layer& l, GpuLayer& g, bool train);
   void bn_forward_train(const Layer& l, GpuLayer& g);
   void bn_backward(const Layer& l, GpuLayer& g, float beta);
@@ -213,6 +234,9 @@ class CudnnNet {
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;  // the backend's (GpuLibraries)
   cublasHandle_t cublas_ = nullptr;
+  FeGraphs* fe_ = nullptr;   // the backend's (GpuLibraries), null without the frontend
+  size_t fe_workspace_ = 0;  // the conv_stats graphs' largest workspace (set_fusion)
+  std::string fe_refusal_;   // the first conv_stats instance refused, and why
   cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
   int fusion_ = kFusePlain;  // NHWC f16/bf16: cuDNN's persistent Ex kernels, fused (set_fusion)
   ActivationDesc relu_desc_;

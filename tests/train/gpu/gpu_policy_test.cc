@@ -178,8 +178,8 @@ TEST(Diagnostics, FusionCapAndKeptGradientsFromTheEnvironment) {
   unsetenv("STOKER_GPU_KEEP_GRADIENTS");
   EXPECT_EQ(bn_fusion_cap(), 4);
   EXPECT_FALSE(keep_gradients_from_env());
-  const std::pair<const char*, int> words[] = {
-      {"plain", 0}, {"ex", 1}, {"relu", 2}, {"add-relu", 3}, {"conv-stats", 4}, {"1", 1}};
+  const std::pair<const char*, int> words[] = {{"plain", 0},    {"ex", 1},         {"relu", 2},
+                                               {"add-relu", 3}, {"conv-stats", 4}, {"1", 1}};
   for (const auto& [word, level] : words) {
     setenv("STOKER_CUDNN_BN_FUSION", word, 1);
     EXPECT_EQ(bn_fusion_cap(), level) << word;

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// CudnnNet's conv_stats pattern (train/lowering.h, kFuseConvStats; issue 45): which instances
+// the cuDNN frontend plans, and the ops that run its graphs (cudnn_fe_graphs.h) in training.
+// A conv writes its output's per-channel sums beside the output; the batch norm that alone
+// reads it finalizes them and applies scale and bias (with the add and ReLU of its op), and
+// its backward is one frontend graph with the ReLU's gradient in front. Eval runs the layers
+// as without it (cudnn_batchnorm.cc). Behind --fusions conv_stats until a GPU run has shown it
+// right and faster (docs/GPU.md).
+#include <algorithm>
+
+#include "common/error.h"
+#include "train/gpu/cuda_check.h"
+#include "train/gpu/cudnn_net.h"
+#include "train/lowering.h"
+
+namespace stoker::gpu {
+
+FeConvShape CudnnNet::fe_conv_shape(const Layer& l) const {
+  const ActShape& x = shapes_[size_t(l.inputs[0])];
+  return {.n = config_.batch,
+          .c = x.c,
+          .h = x.h,
+          .w = x.w,
+          .k = l.out_channels,
+          .r = l.kernel,
+          .s = l.kernel,
+          .stride = l.stride,
+          .pad = l.padding,
+          .dtype = dtype_};
+}
+
+FeBnShape CudnnNet::fe_bn_shape(const Op& op) const {
+  const Layer& l = first_layer(net_, op);
+  const ActShape& x = shapes_[size_t(l.inputs[0])];
+  return {.n = config_.batch,
+          .c = x.c,
+          .h = x.h,
+          .w = x.w,
+          .dtype = dtype_,
+          .add = op.kind == OpKind::bn_add_relu,
+          .relu = op.kind != OpKind::batchnorm,
+          .eps = float(l.eps),
+          .momentum = float(l.momentum)};
+}
+
+FeBnStats CudnnNet::fe_stats(const GpuLayer& bn) const {
+  const size_t c = bn.fe_stats.bytes() / (6 * sizeof(float));
+  STOKER_CHECK(c > 0);
+  float* base = bn.fe_stats.as<float>();
+  return {.sum = base,
+          .sq_sum = base + c,
+          .eq_scale = base + 2 * c,
+          .eq_bias = base + 3 * c,
+          .next_mean = base + 4 * c,
+          .next_var = base + 5 * c};
+}
+
+// The lowering's question for a conv (stats_epilogue) or its batch norm's op (stats_given):
+// does the frontend plan its graphs for these shapes (NHWC f16/bf16 only). The first refusal
+// is kept for the run's header.
+bool CudnnNet::accept_conv_stats(const Op& op) {
+  std::string why;
+  bool ok = false;
+  if (fe_ == nullptr) {
+    why = "this build has no cuDNN frontend (scripts/deps.sh fetches nvidia-cudnn-frontend)";
+  } else if (!nhwc_ || dtype_ == DType::f32) {
+    why = "the frontend's statistics graphs are planned for NHWC f16 and bf16 only";
+  } else if (op.stats_epilogue) {
+    ok = fe_conv_stats_supported(*fe_, cudnn_, fe_conv_shape(first_layer(net_, op)), fe_workspace_,
+                                 why);
+  } else {
+    ok = fe_batchnorm_supported(*fe_, cudnn_, fe_bn_shape(op), fe_workspace_, why);
+  }
+  if (!ok && fe_refusal_.empty())
+    fe_refusal_ = fmt::format("{}: {}", first_layer(net_, op).name, why);
+  return ok;
+}
+
+int CudnnNet::conv_stats_fused() const {
+  return int(std::count_if(lowering_.ops.begin(), lowering_.ops.end(),
+                           [](const Op& op) { return op.stats_epilogue; }));
+}
+
+// y = conv(x, w), and its batch norm's sums (layer g.stats_bn's fe_stats).
+void CudnnNet::forward_conv_stats(const Layer& l, GpuLayer& g) {
+  STOKER_CHECK(g.stats_bn >= 0);
+  conv2d_forward_with_stats(*fe_, cudnn_, fe_conv_shape(l), tensors_[size_t(l.inputs[0])].act,
+                            params_[size_t(l.weight)].compute, tensors_[size_t(l.output)].act,
+                            fe_stats(layers_[size_t(g.stats_bn)]), workspace_.get(),
+                            workspace_.bytes());
+}
+
+// The batch norm op's forward in training from the conv's sums: y = [relu](bn(x) [+ z]) into
+// the op's output, the running statistics updated and the batch's kept for the backward.
+void CudnnNet::forward_bn_from_stats(const Op& op) {
+  const Layer& l = first_layer(net_, op);
+  GpuLayer& g = layers_[size_t(op.layers[0])];
+  FeBnForward a;
+  a.x = tensors_[size_t(l.inputs[0])].act;
+  a.z = op.kind == OpKind::bn_add_relu ? tensors_[size_t(op.inputs[1])].act : nullptr;
+  a.y = tensors_[size_t(op.output)].act;
+  a.gamma = params_[size_t(l.weight)].value.as<float>();
+  a.beta = params_[size_t(l.bias_param)].value.as<float>();
+  a.running_mean = params_[size_t(l.running_mean)].value.as<float>();
+  a.running_var = params_[size_t(l.running_var)].value.as<float>();
+  a.save_mean = g.save_mean.as<float>();
+  a.save_invvar = g.save_invvar.as<float>();
+  batchnorm_forward_train(*fe_, cudnn_, stream_, fe_bn_shape(op), a, fe_stats(g), workspace_.get(),
+                          workspace_.bytes());
+}
+
+// Its backward from dy at the op's output: dx written (the conv's output has this batch norm
+// as its only reader, so nothing was there to add to), dz for the shortcut, dgamma and dbeta.
+void CudnnNet::backward_bn_from_stats(const Op& op, float beta) {
+  STOKER_CHECK_MSG(beta == 0.0f, "{}: conv_stats batch norm input has another reader",
+                   first_layer(net_, op).name);
+  const Layer& l = first_layer(net_, op);
+  const GpuLayer& g = layers_[size_t(op.layers[0])];
+  FeBnBackward a;
+  a.dy = tensors_[size_t(op.output)].dact;
+  a.y = tensors_[size_t(op.output)].act;
+  a.x = tensors_[size_t(l.inputs[0])].act;
+  a.gamma = params_[size_t(l.weight)].value.as<float>();
+  a.save_mean = g.save_mean.as<float>();
+  a.save_invvar = g.save_invvar.as<float>();
+  a.dx = tensors_[size_t(l.inputs[0])].dact;
+  a.dz = op.kind == OpKind::bn_add_relu ? tensors_[size_t(op.inputs[1])].dact : nullptr;
+  a.dgamma = static_cast<float*>(params_[size_t(l.weight)].raw);
+  a.dbeta = static_cast<float*>(params_[size_t(l.bias_param)].raw);
+  batchnorm_backward(*fe_, cudnn_, fe_bn_shape(op), a, workspace_.get(), workspace_.bytes());
+}
+
+}  // namespace stoker::gpu

@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: Apache-2.0
+// cudnn_fe_graphs.h on the cuDNN frontend's graph API (header-only, PyPI's
+// nvidia-cudnn-frontend): one builder per graph, cached by a key naming every shape and
+// constant the graph bakes in; execution binds buffers by tensor uid.
+#include "train/gpu/cudnn_fe_graphs.h"
+
+#include <cudnn_frontend.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+#include "train/gpu/cuda_check.h"
+#include "train/gpu/plan_cache.h"
+
+namespace stoker::gpu {
+
+namespace fe = cudnn_frontend;
+using Attr = fe::graph::Tensor_attributes;
+
+namespace {
+
+// A built graph, or why cuDNN refused it.
+struct Built {
+  fe::graph::Graph graph;
+  int64_t workspace = 0;
+  bool supported = false;
+  std::string why;
+};
+
+// Tensor uids, the keys of the variant pack.
+enum Uid : int64_t {
+  kX = 1,
+  kW,
+  kY,
+  kZ,
+  kSum,
+  kSqSum,
+  kGamma,
+  kBeta,
+  kEqScale,
+  kEqBias,
+  kPrevMean,
+  kPrevVar,
+  kNextMean,
+  kNextVar,
+  kMean,
+  kInvVar,
+  kDy,
+  kDx,
+  kDz,
+  kDgamma,
+  kDbeta,
+};
+
+fe::DataType_t fe_type(DType t) {
+  switch (t) {
+    case DType::f16:
+      return fe::DataType_t::HALF;
+    case DType::bf16:
+      return fe::DataType_t::BFLOAT16;
+    default:
+      return fe::DataType_t::FLOAT;
+  }
+}
+
+// n x c x h x w stored NHWC (channels innermost), as the net's tensors and KRSC filters are.
+std::vector<int64_t> nhwc_strides(int64_t c, int64_t h, int64_t w) {
+  return {c * h * w, 1, w * c, c};
+}
+
+std::shared_ptr<Attr> activation(fe::graph::Graph& g, Uid uid, const char* name, int64_t n,
+                                 int64_t c, int64_t h, int64_t w) {
+  return g.tensor(
+      Attr().set_name(name).set_uid(uid).set_dim({n, c, h, w}).set_stride(nhwc_strides(c, h, w)));
+}
+
+// A per-channel f32 vector, 1 x c x 1 x 1.
+std::shared_ptr<Attr> channel(fe::graph::Graph& g, Uid uid, const char* name, int64_t c) {
+  return g.tensor(Attr()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim({1, c, 1, 1})
+                      .set_stride({c, 1, c, c})
+                      .set_data_type(fe::DataType_t::FLOAT));
+}
+
+void mark_channel_output(const std::shared_ptr<Attr>& t, Uid uid, int64_t c) {
+  t->set_output(true)
+      .set_uid(uid)
+      .set_dim({1, c, 1, 1})
+      .set_stride({c, 1, c, c})
+      .set_data_type(fe::DataType_t::FLOAT);
+}
+
+// Validates and plans the graph (heuristics, then the fallback list), sizing its workspace.
+std::shared_ptr<Built> finish(std::shared_ptr<Built> b, cudnnHandle_t handle) {
+  fe::graph::Graph& g = b->graph;
+  const auto refused = [&](fe::error_t e, const char* step) {
+    b->why = fmt::format("{}: {}", step, e.get_message());
+    return b;
+  };
+  if (auto e = g.validate(); e.is_bad()) return refused(e, "validate");
+  if (auto e = g.build_operation_graph(handle); e.is_bad()) return refused(e, "operation graph");
+  if (auto e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}); e.is_bad())
+    return refused(e, "execution plans");
+  if (auto e = g.check_support(handle); e.is_bad()) return refused(e, "support");
+  if (auto e = g.build_plans(handle); e.is_bad()) return refused(e, "build");
+  if (auto e = g.get_workspace_size(b->workspace); e.is_bad()) return refused(e, "workspace");
+  b->supported = true;
+  return b;
+}
+
+std::shared_ptr<Built> new_graph(DType io) {
+  auto b = std::make_shared<Built>();
+  b->graph.set_io_data_type(fe_type(io))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  return b;
+}
+
+std::string conv_key(const FeConvShape& s) {
+  return fmt::format("conv_genstats n{} c{} h{} w{} k{} r{} s{} st{} p{} {}", s.n, s.c, s.h, s.w,
+                     s.k, s.r, s.s, s.stride, s.pad, dtype_name(s.dtype));
+}
+
+// Which graph of a batch norm: its finalize, its apply, its backward.
+std::string bn_key(const char* which, const FeBnShape& s) {
+  return fmt::format("bn_{} n{} c{} h{} w{} {} add{} relu{} eps{} m{}", which, s.n, s.c, s.h, s.w,
+                     dtype_name(s.dtype), s.add, s.relu, s.eps, s.momentum);
+}
+
+std::shared_ptr<Built> build_conv_genstats(cudnnHandle_t handle, const FeConvShape& s) {
+  auto b = new_graph(s.dtype);
+  fe::graph::Graph& g = b->graph;
+  const auto x = activation(g, kX, "x", s.n, s.c, s.h, s.w);
+  const auto w = g.tensor(Attr()
+                              .set_name("w")
+                              .set_uid(kW)
+                              .set_dim({s.k, s.c, s.r, s.s})
+                              .set_stride({s.c * s.r * s.s, 1, s.s * s.c, s.c}));
+  const auto y = g.conv_fprop(x, w,
+                              fe::graph::Conv_fprop_attributes()
+                                  .set_padding({s.pad, s.pad})
+                                  .set_stride({s.stride, s.stride})
+                                  .set_dilation({1, 1}));
+  const int64_t oh = (s.h + 2 * s.pad - s.r) / s.stride + 1;
+  const int64_t ow = (s.w + 2 * s.pad - s.s) / s.stride + 1;
+  y->set_output(true).set_uid(kY).set_dim({s.n, s.k, oh, ow}).set_stride(nhwc_strides(s.k, oh, ow));
+  const auto [sum, sq_sum] = g.genstats(y, fe::graph::Genstats_attributes());
+  mark_channel_output(sum, kSum, s.k);
+  mark_channel_output(sq_sum, kSqSum, s.k);
+  return finish(std::move(b), handle);
+}
+
+std::shared_ptr<Built> build_bn_finalize(cudnnHandle_t handle, const FeBnShape& s) {
+  auto b = new_graph(DType::f32);
+  fe::graph::Graph& g = b->graph;
+  auto prev_mean = channel(g, kPrevMean, "running_mean", s.c);
+  auto prev_var = channel(g, kPrevVar, "running_var", s.c);
+  auto momentum = g.tensor(Attr(s.momentum));
+  fe::graph::BN_finalize_attributes attributes;
+  attributes.set_previous_running_stats(prev_mean, prev_var, momentum);
+  const auto [eq_scale, eq_bias, mean, inv_var, next_mean, next_var] =
+      g.bn_finalize(channel(g, kSum, "sum", s.c), channel(g, kSqSum, "sq_sum", s.c),
+                    channel(g, kGamma, "gamma", s.c), channel(g, kBeta, "beta", s.c),
+                    g.tensor(Attr(s.eps)), g.tensor(Attr(int64_t(s.n * s.h * s.w))), attributes);
+  mark_channel_output(eq_scale, kEqScale, s.c);
+  mark_channel_output(eq_bias, kEqBias, s.c);
+  mark_channel_output(mean, kMean, s.c);
+  mark_channel_output(inv_var, kInvVar, s.c);
+  mark_channel_output(next_mean, kNextMean, s.c);
+  mark_channel_output(next_var, kNextVar, s.c);
+  return finish(std::move(b), handle);
+}
+
+std::shared_ptr<Built> build_bn_apply(cudnnHandle_t handle, const FeBnShape& s) {
+  using fe::graph::Pointwise_attributes;
+  auto b = new_graph(s.dtype);
+  fe::graph::Graph& g = b->graph;
+  auto y =
+      g.pointwise(activation(g, kX, "x", s.n, s.c, s.h, s.w), channel(g, kEqScale, "eq_scale", s.c),
+                  Pointwise_attributes().set_mode(fe::PointwiseMode_t::MUL));
+  y = g.pointwise(y, channel(g, kEqBias, "eq_bias", s.c),
+                  Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
+  if (s.add)
+    y = g.pointwise(y, activation(g, kZ, "z", s.n, s.c, s.h, s.w),
+                    Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
+  if (s.relu) y = g.pointwise(y, Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
+  y->set_output(true)
+      .set_uid(kY)
+      .set_dim({s.n, s.c, s.h, s.w})
+      .set_stride(nhwc_strides(s.c, s.h, s.w))
+      .set_data_type(fe_type(s.dtype));
+  return finish(std::move(b), handle);
+}
+
+std::shared_ptr<Built> build_bn_backward(cudnnHandle_t handle, const FeBnShape& s) {
+  auto b = new_graph(s.dtype);
+  fe::graph::Graph& g = b->graph;
+  auto dy = activation(g, kDy, "dy", s.n, s.c, s.h, s.w);
+  if (s.relu) {
+    // RELU_BWD masks by its second input > 0: the ReLU's output has the input's sign.
+    dy = g.pointwise(dy, activation(g, kY, "y", s.n, s.c, s.h, s.w),
+                     fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_BWD));
+    if (s.add)  // the shortcut's gradient is the add's: the ReLU's, materialised
+      dy->set_output(true)
+          .set_uid(kDz)
+          .set_dim({s.n, s.c, s.h, s.w})
+          .set_stride(nhwc_strides(s.c, s.h, s.w))
+          .set_data_type(fe_type(s.dtype));
+  }
+  fe::graph::Batchnorm_backward_attributes attributes;
+  attributes.set_saved_mean_and_inv_variance(channel(g, kMean, "mean", s.c),
+                                             channel(g, kInvVar, "inv_var", s.c));
+  const auto [dx, dgamma, dbeta] = g.batchnorm_backward(
+      dy, activation(g, kX, "x", s.n, s.c, s.h, s.w), channel(g, kGamma, "gamma", s.c), attributes);
+  dx->set_output(true)
+      .set_uid(kDx)
+      .set_dim({s.n, s.c, s.h, s.w})
+      .set_stride(nhwc_strides(s.c, s.h, s.w))
+      .set_data_type(fe_type(s.dtype));
+  mark_channel_output(dgamma, kDgamma, s.c);
+  mark_channel_output(dbeta, kDbeta, s.c);
+  return finish(std::move(b), handle);
+}
+
+}  // namespace
+
+class FeGraphs : public PlanCache<Built> {};
+
+bool fe_graphs_built() {
+  return true;
+}
+std::shared_ptr<FeGraphs> make_fe_graphs() {
+  return std::make_shared<FeGraphs>();
+}
+
+namespace {
+
+// The cached graph for `key` (built by `build` the first time), which must be supported.
+const Built& planned(FeGraphs& graphs, const std::string& key,
+                     const std::function<std::shared_ptr<Built>()>& build) {
+  const std::shared_ptr<Built> b = graphs.get(key, build);
+  STOKER_CHECK_MSG(b && b->supported, "cuDNN frontend graph {} was not planned: {}", key,
+                   b ? b->why : "null");
+  return *b;
+}
+
+bool supported(FeGraphs& graphs, const std::string& key,
+               const std::function<std::shared_ptr<Built>()>& build, size_t& workspace,
+               std::string& why) {
+  const std::shared_ptr<Built> b = graphs.get(key, build);
+  if (!b->supported) {
+    why = fmt::format("{}: {}", key, b->why);
+    return false;
+  }
+  workspace = std::max(workspace, size_t(b->workspace));
+  return true;
+}
+
+void run(const Built& b, const std::string& key, cudnnHandle_t handle,
+         std::unordered_map<int64_t, void*> pack, void* workspace, size_t workspace_bytes) {
+  STOKER_CHECK_MSG(size_t(b.workspace) <= workspace_bytes,
+                   "{}: needs {} bytes of workspace, the net planned {}", key, b.workspace,
+                   workspace_bytes);
+  if (auto e = b.graph.execute(handle, pack, workspace); e.is_bad())
+    fail("{}: cuDNN frontend execute: {}", key, e.get_message());
+}
+
+}  // namespace
+
+bool fe_conv_stats_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
+                             size_t& workspace, std::string& why) {
+  return supported(
+      graphs, conv_key(conv), [&] { return build_conv_genstats(handle, conv); }, workspace, why);
+}
+
+bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
+                            size_t& workspace, std::string& why) {
+  if (bn.add && !bn.relu) {  // no op of the lowering: its dz would be dy itself
+    why = "a batch norm with the add and no ReLU is not a pattern here";
+    return false;
+  }
+  return supported(
+             graphs, bn_key("finalize", bn), [&] { return build_bn_finalize(handle, bn); },
+             workspace, why) &&
+         supported(
+             graphs, bn_key("apply", bn), [&] { return build_bn_apply(handle, bn); }, workspace,
+             why) &&
+         supported(
+             graphs, bn_key("backward", bn), [&] { return build_bn_backward(handle, bn); },
+             workspace, why);
+}
+
+void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
+                               const void* x, const void* w, void* y, const FeBnStats& stats,
+                               void* workspace, size_t workspace_bytes) {
+  const std::string key = conv_key(conv);
+  const Built& b = planned(graphs, key, [&] { return build_conv_genstats(handle, conv); });
+  run(b, key, handle,
+      {{kX, const_cast<void*>(x)},
+       {kW, const_cast<void*>(w)},
+       {kY, y},
+       {kSum, stats.sum},
+       {kSqSum, stats.sq_sum}},
+      workspace, workspace_bytes);
+}
+
+void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_t stream,
+                             const FeBnShape& bn, const FeBnForward& a, const FeBnStats& stats,
+                             void* workspace, size_t workspace_bytes) {
+  const std::string fin = bn_key("finalize", bn), apply = bn_key("apply", bn);
+  run(planned(graphs, fin, [&] { return build_bn_finalize(handle, bn); }), fin, handle,
+      {{kSum, stats.sum},
+       {kSqSum, stats.sq_sum},
+       {kGamma, const_cast<float*>(a.gamma)},
+       {kBeta, const_cast<float*>(a.beta)},
+       {kPrevMean, a.running_mean},
+       {kPrevVar, a.running_var},
+       {kEqScale, stats.eq_scale},
+       {kEqBias, stats.eq_bias},
+       {kMean, a.save_mean},
+       {kInvVar, a.save_invvar},
+       {kNextMean, stats.next_mean},
+       {kNextVar, stats.next_var}},
+      workspace, workspace_bytes);
+  // The running statistics are the graph's inputs and outputs: written apart, then copied over
+  // (an in-place update is not what the graph promises).
+  const size_t bytes = size_t(bn.c) * sizeof(float);
+  STOKER_GPU(
+      cudaMemcpyAsync(a.running_mean, stats.next_mean, bytes, cudaMemcpyDeviceToDevice, stream));
+  STOKER_GPU(
+      cudaMemcpyAsync(a.running_var, stats.next_var, bytes, cudaMemcpyDeviceToDevice, stream));
+  std::unordered_map<int64_t, void*> pack = {{kX, const_cast<void*>(a.x)},
+                                             {kEqScale, stats.eq_scale},
+                                             {kEqBias, stats.eq_bias},
+                                             {kY, a.y}};
+  if (bn.add) pack.emplace(kZ, const_cast<void*>(a.z));
+  run(planned(graphs, apply, [&] { return build_bn_apply(handle, bn); }), apply, handle,
+      std::move(pack), workspace, workspace_bytes);
+}
+
+void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
+                        const FeBnBackward& a, void* workspace, size_t workspace_bytes) {
+  const std::string key = bn_key("backward", bn);
+  std::unordered_map<int64_t, void*> pack = {{kDy, const_cast<void*>(a.dy)},
+                                             {kX, const_cast<void*>(a.x)},
+                                             {kGamma, const_cast<float*>(a.gamma)},
+                                             {kMean, const_cast<float*>(a.save_mean)},
+                                             {kInvVar, const_cast<float*>(a.save_invvar)},
+                                             {kDx, a.dx},
+                                             {kDgamma, a.dgamma},
+                                             {kDbeta, a.dbeta}};
+  if (bn.relu) pack.emplace(kY, const_cast<void*>(a.y));
+  if (bn.relu && bn.add) pack.emplace(kDz, a.dz);
+  run(planned(graphs, key, [&] { return build_bn_backward(handle, bn); }), key, handle,
+      std::move(pack), workspace, workspace_bytes);
+}
+
+}  // namespace stoker::gpu

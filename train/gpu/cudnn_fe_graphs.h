@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// The conv_stats pattern (train/lowering.h, kFuseConvStats; issue 45) as cuDNN frontend graphs:
+// a convolution that also writes its output's per-channel sum and sum of squares (genstats),
+// the batch norm's finalize (bn_finalize: scale and bias from those sums, the saved mean and
+// inverse deviation, the running statistics), its apply (y = [relu](x * scale + bias [+ z])),
+// and its backward with the ReLU's gradient in front (dz = drelu(dy, y); dbn). Each graph is
+// planned once per shape (PlanCache: validated, its execution plan built, its workspace sized)
+// and then only executed, on the handle's stream: capturable into a CUDA Graph.
+// Named and ordered like train/reference/ (conv2d_forward, batchnorm_forward_train,
+// batchnorm_backward), which they compute. NHWC f16 or bf16 activations, f32 statistics and
+// accumulation. Without the frontend's headers at build time (scripts/deps.sh fetches them),
+// fe_graphs_built() is false and nothing here is planned.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "train/backend.h"
+
+namespace stoker::gpu {
+
+bool fe_graphs_built();
+
+// A convolution: input n x c x h x w (NHWC), k filters c x r x s (KRSC), stride, padding.
+struct FeConvShape {
+  int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0;
+  int stride = 1, pad = 0;
+  DType dtype = DType::f16;
+};
+
+// A batch norm's input n x c x h x w (NHWC) and what follows it in its op: the residual add
+// (bn_add_relu), the ReLU (bn_relu, bn_add_relu); torch's eps and momentum.
+struct FeBnShape {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  DType dtype = DType::f16;
+  bool add = false, relu = false;
+  float eps = 1e-5f, momentum = 0.1f;
+};
+
+// The graphs, built once per shape and kept (across a net's reshapes: the backend owns one).
+class FeGraphs;
+std::shared_ptr<FeGraphs> make_fe_graphs();  // null without the frontend
+
+// Whether cuDNN runs the pattern's graphs for these shapes (built and cached on the way), with
+// the workspace the largest needs raised into `workspace`; `why` says what refused otherwise.
+bool fe_conv_stats_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
+                             size_t& workspace, std::string& why);
+bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
+                            size_t& workspace, std::string& why);
+
+// Per-channel f32 buffers of one batch norm under conv_stats, each c floats.
+struct FeBnStats {
+  float* sum = nullptr;  // written by the conv's epilogue
+  float* sq_sum = nullptr;
+  float* eq_scale = nullptr;  // bn_finalize: gamma * inv_std, beta - mean * gamma * inv_std
+  float* eq_bias = nullptr;
+  float* next_mean = nullptr;  // bn_finalize's running statistics, copied over the running ones
+  float* next_var = nullptr;
+};
+
+// y = conv(x, w) (N x K x OH x OW, NHWC), and stats.sum / sq_sum over N, OH, OW per channel.
+void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
+                               const void* x, const void* w, void* y, const FeBnStats& stats,
+                               void* workspace, size_t workspace_bytes);
+
+// The batch norm in training from the conv's sums: finalize (batch mean, inverse deviation
+// saved for the backward, running statistics updated with torch's momentum and unbiased
+// variance), then y = [relu](x * eq_scale + eq_bias [+ z]).
+struct FeBnForward {
+  const void* x = nullptr;  // the conv's output
+  const void* z = nullptr;  // bn.add: the shortcut
+  void* y = nullptr;        // the op's output
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  float* running_mean = nullptr;
+  float* running_var = nullptr;
+  float* save_mean = nullptr;
+  float* save_invvar = nullptr;
+};
+void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_t stream,
+                             const FeBnShape& bn, const FeBnForward& args, const FeBnStats& stats,
+                             void* workspace, size_t workspace_bytes);
+
+// Its backward: g = bn.relu ? dy * (y > 0) : dy; dz = g (bn.add); dx, dgamma, dbeta = the
+// batch norm's gradients at g (dx written, not added: the conv's output has no other reader).
+struct FeBnBackward {
+  const void* dy = nullptr;  // the gradient at the op's output
+  const void* y = nullptr;   // the op's output (the ReLU's mask)
+  const void* x = nullptr;   // the batch norm's input
+  const float* gamma = nullptr;
+  const float* save_mean = nullptr;
+  const float* save_invvar = nullptr;
+  void* dx = nullptr;
+  void* dz = nullptr;  // bn.add
+  float* dgamma = nullptr;
+  float* dbeta = nullptr;
+};
+void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
+                        const FeBnBackward& args, void* workspace, size_t workspace_bytes);
+
+}  // namespace stoker::gpu

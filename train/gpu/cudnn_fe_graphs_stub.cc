@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// cudnn_fe_graphs.h in a build without the cuDNN frontend's headers: nothing is supported, so
+// the lowering never asks for conv_stats here (cudnn_net.cc says why once).
+#include "train/gpu/cudnn_fe_graphs.h"
+
+#include "common/error.h"
+
+namespace stoker::gpu {
+
+class FeGraphs {};
+
+namespace {
+
+constexpr const char* kWhy =
+    "this build has no cuDNN frontend (scripts/deps.sh fetches nvidia-cudnn-frontend)";
+
+}  // namespace
+
+bool fe_graphs_built() {
+  return false;
+}
+std::shared_ptr<FeGraphs> make_fe_graphs() {
+  return nullptr;
+}
+
+bool fe_conv_stats_supported(FeGraphs&, cudnnHandle_t, const FeConvShape&, size_t&,
+                             std::string& why) {
+  why = kWhy;
+  return false;
+}
+
+bool fe_batchnorm_supported(FeGraphs&, cudnnHandle_t, const FeBnShape&, size_t&, std::string& why) {
+  why = kWhy;
+  return false;
+}
+
+void conv2d_forward_with_stats(FeGraphs&, cudnnHandle_t, const FeConvShape&, const void*,
+                               const void*, void*, const FeBnStats&, void*, size_t) {
+  fail("conv2d_forward_with_stats: {}", kWhy);
+}
+
+void batchnorm_forward_train(FeGraphs&, cudnnHandle_t, cudaStream_t, const FeBnShape&,
+                             const FeBnForward&, const FeBnStats&, void*, size_t) {
+  fail("batchnorm_forward_train: {}", kWhy);
+}
+
+void batchnorm_backward(FeGraphs&, cudnnHandle_t, const FeBnShape&, const FeBnBackward&, void*,
+                        size_t) {
+  fail("batchnorm_backward: {}", kWhy);
+}
+
+}  // namespace stoker::gpu
