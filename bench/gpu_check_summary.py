@@ -181,7 +181,7 @@ def comparison(stoker, torch_results):
         mode = s["run"][len("stoker_"):]
         if mode == "traced" or not s.get("images_per_s"):
             continue
-        base = mode.replace("-graph", "")
+        base = mode.replace("-graph", "").replace("-convstats", "")
         t, c = by.get(base), by.get(base + "-compile")
         row = {"mode": mode, "stoker_images_per_s": s["images_per_s"], "plausible": s.get("plausible"),
                "stoker_memory_mib": s.get("device_memory_peak_mib") or s.get("nvidia_smi_peak_mib")}
@@ -250,8 +250,10 @@ def context_of(w):
 
 
 def fastest(rows):
+    # conv_stats (--fusions, issue 45) is behind its option until a run shows it right: the
+    # loader-fed steps use the default path.
     ok = [r for r in rows if r.get("exit") == 0 and r.get("plausible") and r.get("images_per_s")
-          and r["run"] != "stoker_traced"]
+          and r["run"] != "stoker_traced" and "convstats" not in r["run"]]
     return max(ok, key=lambda r: r["images_per_s"]) if ok else None
 
 

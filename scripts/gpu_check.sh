@@ -27,7 +27,7 @@ usage_line() { sed -n '11p' "$0" | sed 's/^# //'; }
 # cpu,gpu`, short (docs/GPU.md says which budgets were cut for it, and why); auto: the trainer
 # fed by `--reader auto` (issue 43) at the smallest and largest size, CPU and GPU decode. `compile`
 # (torch.compile, 6,668 img/s bf16 on the H200 of 2026-11-26) runs only when --steps names it.
-plan=(env:15 tests:82 stoker:45 torch:50 decode:70 auto:48 scaling:85 trace:8 study:55)
+plan=(env:15 tests:82 stoker:55 torch:50 decode:70 auto:48 scaling:75 trace:8 study:55)
 limit=${STOKER_CHECK_SECONDS:-480} reserve=20
 all_steps="$(printf '%s ' "${plan[@]%%:*}")compile "
 
@@ -79,8 +79,12 @@ params() {
     backend=cuda arch=resnet50 batch=256 size=224 device=cuda
     # 5 warm-up steps (planning, graph capture, the loader's prefetch drained), 20 timed.
     steps=25 warmup=5
-    modes="f16-nhwc-graph bf16-nhwc-graph f16-nhwc bf16-nhwc"
-    run_cap=20 fallback_mode=f16-nhwc-graph
+    # f16-nhwc-graph-convstats: --fusions conv_stats (issue 45's cuDNN frontend graphs), beside
+    # the default it must beat before it becomes the default; its cap also holds the graphs'
+    # planning (about 20 conv and 15 batch-norm shapes, some compiled at run time by NVRTC).
+    # bf16-nhwc without graphs left out for it (6,162 img/s on the H200 of 2026-11-26).
+    modes="f16-nhwc-graph f16-nhwc-graph-convstats bf16-nhwc-graph f16-nhwc"
+    run_cap=20 convstats_cap=30 fallback_mode=f16-nhwc-graph
     torch_variants=f16-nhwc,bf16-nhwc variant_cap=25
     compile_variants=bf16-nhwc-compile compile_cap=65
     # One epoch of 25 batches of 256 per size: no epoch boundary inside a timed run.
@@ -93,7 +97,7 @@ params() {
     auto_steps=50 auto_window=8 auto_cap=10
     # The loader alone, every reader at 1..16 workers, 1 s each past its first batches.
     scale_readers="serial,threads:1,2,4,8,16,processes:1,2,4,8,16,uring:64:1,uring:64:2,uring:64:4,uring:64:8,uring:64:16"
-    scale_batch=64 scale_seconds=1 scale_cap=28
+    scale_batch=64 scale_seconds=1 scale_cap=25
     trace_steps=6:8
     # The seed study's figure, short: serial against threads:16, CPU and GPU decode, 3 sizes
     # (12 cells), the trainer's defaults at batch 64, 2 warm-up and 8 timed steps, run once.
@@ -101,7 +105,7 @@ params() {
     study_batch=64 study_steps=8 study_warmup=2 study_cap=50
   else
     backend=cpu arch=resnet18 batch=2 size=32 device=cpu steps=3 warmup=1
-    modes="f32" run_cap=60 fallback_mode=f32
+    modes="f32" run_cap=60 convstats_cap=60 fallback_mode=f32
     torch_variants=tf32-nchw,bf16-nhwc variant_cap=60
     compile_variants=bf16-nhwc-compile compile_cap=60
     gen_sizes=256,512,1024 classes=2 per_class=4 gen_cap=60
@@ -120,7 +124,8 @@ mode_args() {
   a=(--precision "${m%%-*}")
   [[ $m == *-nhwc* ]] && a+=(--compute-layout nhwc)
   [[ $m == *-nchw* ]] && a+=(--compute-layout nchw)
-  [[ $m == *-graph ]] && a+=(--graph)
+  [[ $m == *-graph* ]] && a+=(--graph)
+  [[ $m == *-convstats ]] && a+=(--fusions bn_relu,bn_add_relu,conv_stats)
   echo "${a[@]}"
 }
 
@@ -301,11 +306,13 @@ stoker_run() {
 # ResNet-50 b256 224 px on synthetic input, every mode (precision x layout x graph), the ones
 # PyTorch is compared with first; no kernel records (--no-gaps), as torch runs without.
 step_stoker() {
-  local m bad=0
+  local m cap bad=0
   for m in $modes; do
     say "-- stoker $m"
+    cap=$run_cap
+    [[ $m == *-convstats ]] && cap=$convstats_cap
     # shellcheck disable=SC2046
-    stoker_run "stoker_$m" "$run_cap" --synthetic --no-gaps $(mode_args "$m") || bad=1
+    stoker_run "stoker_$m" "$cap" --synthetic --no-gaps $(mode_args "$m") || bad=1
   done
   return $bad
 }

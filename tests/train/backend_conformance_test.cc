@@ -138,7 +138,12 @@ struct StepCase {
   Precision precision = Precision::f32;
   ComputeLayout layout = ComputeLayout::automatic;  // the backend's own (GPU only)
   const char* algorithm = "heuristic";
+  const char* fusions = nullptr;  // --fusions' words; null: the default
 };
+
+// The row's oracle bounds (conformance_bounds.py): PyTorch's own error on the computation, which
+// fusion does not change, so a row that only fuses differently shares its unfused row's.
+std::string bound_row(const StepCase& c);
 
 std::string case_name(const StepCase& c) {
   std::string s = fmt::format("r{}_n{}_{}px_{}_{}", c.depth, c.batch, c.size,
@@ -148,7 +153,15 @@ std::string case_name(const StepCase& c) {
     s += fmt::format("_compute_{}", compute_layout_name(c.layout));
   if (std::string_view(c.algorithm) != "heuristic") s += fmt::format("_{}", c.algorithm);
   std::replace(s.begin(), s.end(), ':', '_');
+  if (c.fusions != nullptr) s += fmt::format("_fuse_{}", c.fusions);
+  std::replace(s.begin(), s.end(), ',', '_');
   return s;
+}
+
+std::string bound_row(const StepCase& c) {
+  StepCase unfused = c;
+  unfused.fusions = nullptr;
+  return case_name(unfused);
 }
 
 // gtest prints the parameter in each test's name: the case's name, not its bytes.
@@ -178,8 +191,14 @@ std::vector<std::tuple<std::string, StepCase>> step_cases() {
         out.emplace_back(b, StepCase{.layout = l});
         out.emplace_back(b, StepCase{.precision = Precision::tf32, .layout = l});
       }
-      for (const Precision p : {Precision::f16, Precision::bf16})
+      // The conv_stats pattern (cuDNN frontend graphs) beside each, as --fusions asks for it.
+      for (const Precision p : {Precision::f16, Precision::bf16}) {
         out.emplace_back(b, StepCase{.batch = 4, .size = 64, .precision = p});
+        out.emplace_back(b, StepCase{.batch = 4,
+                                     .size = 64,
+                                     .precision = p,
+                                     .fusions = "bn_relu,bn_add_relu,conv_stats"});
+      }
     }
   }
   return out;
@@ -277,6 +296,7 @@ TEST_P(WholeStep, EveryLayerMatchesTheReferenceNetwork) {
   config.precision = cs.precision;
   config.label_smoothing = 0.1f;
   config.conv_algorithm = parse_conv_algorithm(cs.algorithm);
+  if (cs.fusions != nullptr) config.fusions = parse_fusions(cs.fusions);
   // f32 storage compares every activation's gradient, which a GPU then keeps in memory of its
   // own; ResNet-50 on cuda (f32: tight bounds) and the mixed precisions compare the
   // parameters' gradients only, computed through shared gradient memory (the default).
@@ -295,7 +315,7 @@ TEST_P(WholeStep, EveryLayerMatchesTheReferenceNetwork) {
   if (cs.precision != Precision::f16) {
     EXPECT_EQ(skipped, 0);
   }
-  const Tolerance tol = tolerance(name, case_name(cs), cs.precision);
+  const Tolerance tol = tolerance(name, bound_row(cs), cs.precision);
   EXPECT_NEAR(result.loss, ref_loss, tol.loss * std::max(1.0f, std::abs(ref_loss)));
   Worst worst;
   expect_layers(r, *backend, net, cs.precision, config.keep_activation_gradients, tol, worst);
@@ -308,6 +328,12 @@ TEST_P(WholeStep, EveryLayerMatchesTheReferenceNetwork) {
     backend->release_input();
     expect_within(ref::forward_eval(r, in.reference.data()), eval, tol, "eval logits",
                   "eval logits", "eval logits");
+  }
+  // A fused row that fell back everywhere would pass as the unfused one: it must have fused.
+  if (cs.fusions != nullptr &&
+      std::string_view(cs.fusions).find("conv_stats") != std::string::npos) {
+    EXPECT_EQ(backend->describe().find("conv_stats on 0 convs"), std::string::npos)
+        << backend->describe();
   }
   fmt::print(
       "{} {}: loss {} vs {}; worst error activations {:.2e} ({} compared), their gradients "
@@ -331,7 +357,7 @@ TEST(OracleBounds, EveryCudaRowHasItsBounds) {
   for (const auto& [backend, cs] : step_cases()) {
     if (backend != "cuda") continue;
     ++rows;
-    const std::string row = case_name(cs);
+    const std::string row = bound_row(cs);
     const Tolerance tol = tolerance(backend, row, cs.precision);
     EXPECT_GT(tol.loss, 0) << row;
     if (cs.precision == Precision::f32 || cs.depth != 18) continue;
