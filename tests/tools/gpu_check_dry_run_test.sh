@@ -212,7 +212,7 @@ PY
 
 # --plan prints every step with its budget and every GPU command, and runs none.
 "$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
-grep -q '^stoker (45 s)$' "$tmp/plan" && grep -q '^study (55 s)$' "$tmp/plan" && grep -q '^auto (48 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-auto .* --reader auto --auto-window 8 --decode gpu' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+grep -q '^stoker (55 s)$' "$tmp/plan" && grep -q 'stoker_f16-nhwc-graph-convstats .* --graph --fusions bn_relu,bn_add_relu,conv_stats' "$tmp/plan" && grep -q '^study (55 s)$' "$tmp/plan" && grep -q '^auto (48 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-auto .* --reader auto --auto-window 8 --decode gpu' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
   grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
   { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
 echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"
