@@ -49,6 +49,11 @@ std::string version_of(void* handle) {
       return std::to_string(p[0]) + "." + std::to_string(p[1]) + "." + std::to_string(p[2]);
     }
   }
+  // nvrtcVersion(int* major, int* minor), as "13.0" (the cuDNN frontend's run-time kernels).
+  if (auto f = reinterpret_cast<int (*)(int*, int*)>(dlsym(handle, "nvrtcVersion"))) {
+    int major = 0, minor = 0;
+    return f(&major, &minor) == 0 ? std::to_string(major) + "." + std::to_string(minor) : "";
+  }
   if (auto f = reinterpret_cast<int (*)(uint32_t*)>(dlsym(handle, "cuptiGetVersion"))) {
     uint32_t v = 0;
     return f(&v) == 0 ? std::to_string(v) : "";  // CUPTI_API_VERSION, a plain integer
