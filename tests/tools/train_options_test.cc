@@ -37,6 +37,7 @@ const std::map<std::string, std::vector<std::string>>& samples() {
       {"--zero-init-residual", {"--zero-init-residual"}},
       {"--precision", {"--precision", "bf16"}},
       {"--conv-algo", {"--conv-algo", "fixed:direct"}},
+      {"--fusions", {"--fusions", "none"}},
       {"--lr", {"--lr", "0.5"}},
       {"--scale-lr", {"--scale-lr"}},
       {"--momentum", {"--momentum", "0.5"}},
@@ -104,7 +105,7 @@ std::vector<std::pair<std::string, std::string>> stored_flags() {
 }
 
 // Whether a value given with --resume wins over the stored one (may_grow: --total-steps,
-// --conv-algo) rather than being refused.
+// --conv-algo, --fusions) rather than being refused.
 bool given_wins_on_resume(const std::string& flag) {
   for (const auto& r : train_option_table())
     if (r.flag && r.flag == flag) return r.resume == OnResume::may_grow;
@@ -137,6 +138,7 @@ TEST(TrainOptions, DefaultsAreTheLibrarysOwn) {
   bc.layout = ComputeLayout::nhwc;
   bc.graph = bc.sync_bn = true;
   bc.device = 3;
+  bc.fusions = 0;
   t.apply(bc);
   const BackendConfig b;
   EXPECT_EQ(bc.conv_algorithm, b.conv_algorithm);
@@ -147,6 +149,7 @@ TEST(TrainOptions, DefaultsAreTheLibrarysOwn) {
   EXPECT_EQ(bc.graph, b.graph);
   EXPECT_EQ(bc.sync_bn, b.sync_bn);
   EXPECT_EQ(bc.device, b.device);
+  EXPECT_EQ(bc.fusions, b.fusions);
   EXPECT_EQ(t.threads, b.threads);
   EXPECT_EQ(t.label_smoothing, b.label_smoothing);
   // Read as the decimal the float stands for: help, JSON and checkpoints show 0.9, not
@@ -158,6 +161,7 @@ TEST(TrainOptions, DefaultsAreTheLibrarysOwn) {
   EXPECT_EQ(j.at("warmup_start_factor"), 0.1);
   EXPECT_EQ(j.at("gamma"), 0.1);
   EXPECT_EQ(j.at("conv_algo"), "heuristic");
+  EXPECT_EQ(j.at("fusions"), "bn_relu,bn_add_relu");
   EXPECT_EQ(decimal_of(0.9f), 0.9);
   EXPECT_EQ(float(decimal_of(1e-4f)), 1e-4f);
 }
