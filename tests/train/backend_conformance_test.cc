@@ -141,10 +141,6 @@ struct StepCase {
   const char* fusions = nullptr;  // --fusions' words; null: the default
 };
 
-// The row's oracle bounds (conformance_bounds.py): PyTorch's own error on the computation, which
-// fusion does not change, so a row that only fuses differently shares its unfused row's.
-std::string bound_row(const StepCase& c);
-
 std::string case_name(const StepCase& c) {
   std::string s = fmt::format("r{}_n{}_{}px_{}_{}", c.depth, c.batch, c.size,
                               c.type == DType::u8 ? "u8" : "f32", c.nhwc ? "nhwc" : "nchw");
@@ -158,6 +154,8 @@ std::string case_name(const StepCase& c) {
   return s;
 }
 
+// The row's oracle bounds (conformance_bounds.py): PyTorch's own error on the computation, which
+// fusion does not change, so a row that only fuses differently shares its unfused row's.
 std::string bound_row(const StepCase& c) {
   StepCase unfused = c;
   unfused.fusions = nullptr;

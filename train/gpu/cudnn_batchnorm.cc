@@ -41,7 +41,6 @@ void CudnnNet::set_fusion(int level) {
                  ? BnCall::ex
                  : BnCall::plain;
     g.z = g.fused_out = g.stats_bn = -1;
-    g.stats_given = false;
   }
   const uint32_t bits = (level >= kFuseRelu ? uint32_t(kFuseBnRelu) : 0u) |
                         (level >= kFuseAddRelu ? uint32_t(kFuseBnAddRelu) : 0u) |
@@ -62,7 +61,6 @@ void CudnnNet::set_fusion(int level) {
   for (const Op& op : lowering_.ops) writer[size_t(op.output)] = op.layers[0];
   for (const Op& op : lowering_.ops) {
     GpuLayer& g = layers_[size_t(op.layers[0])];
-    g.stats_given = op.stats_given;
     if (op.stats_given) layers_[size_t(writer[size_t(op.inputs[0])])].stats_bn = op.layers[0];
     if (op.kind == OpKind::bn_relu) {
       g.call = BnCall::relu;

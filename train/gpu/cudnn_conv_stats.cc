@@ -112,9 +112,8 @@ void CudnnNet::forward_bn_from_stats(const Op& op) {
 // Its backward from dy at the op's output: dx written (the conv's output has this batch norm
 // as its only reader, so nothing was there to add to), dz for the shortcut, dgamma and dbeta.
 void CudnnNet::backward_bn_from_stats(const Op& op, float beta) {
-  STOKER_CHECK_MSG(beta == 0.0f, "{}: conv_stats batch norm input has another reader",
-                   first_layer(net_, op).name);
   const Layer& l = first_layer(net_, op);
+  STOKER_CHECK_MSG(beta == 0.0f, "{}: conv_stats batch norm input has another reader", l.name);
   const GpuLayer& g = layers_[size_t(op.layers[0])];
   FeBnBackward a;
   a.dy = tensors_[size_t(op.output)].dact;

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,8 +23,9 @@ using Attr = fe::graph::Tensor_attributes;
 
 namespace {
 
-// A built graph, or why cuDNN refused it.
+// A built graph, or why cuDNN refused it; `key` names it in messages.
 struct Built {
+  std::string key;
   fe::graph::Graph graph;
   int64_t workspace = 0;
   bool supported = false;
@@ -89,6 +89,16 @@ std::shared_ptr<Attr> channel(fe::graph::Graph& g, Uid uid, const char* name, in
                       .set_data_type(fe::DataType_t::FLOAT));
 }
 
+// An n x c x h x w output stored NHWC, in the activations' dtype.
+void mark_activation_output(const std::shared_ptr<Attr>& t, Uid uid, int64_t n, int64_t c,
+                            int64_t h, int64_t w, DType dtype) {
+  t->set_output(true)
+      .set_uid(uid)
+      .set_dim({n, c, h, w})
+      .set_stride(nhwc_strides(c, h, w))
+      .set_data_type(fe_type(dtype));
+}
+
 void mark_channel_output(const std::shared_ptr<Attr>& t, Uid uid, int64_t c) {
   t->set_output(true)
       .set_uid(uid)
@@ -123,17 +133,6 @@ std::shared_ptr<Built> new_graph(DType io) {
   return b;
 }
 
-std::string conv_key(const FeConvShape& s) {
-  return fmt::format("conv_genstats n{} c{} h{} w{} k{} r{} s{} st{} p{} {}", s.n, s.c, s.h, s.w,
-                     s.k, s.r, s.s, s.stride, s.pad, dtype_name(s.dtype));
-}
-
-// Which graph of a batch norm: its finalize, its apply, its backward.
-std::string bn_key(const char* which, const FeBnShape& s) {
-  return fmt::format("bn_{} n{} c{} h{} w{} {} add{} relu{} eps{} m{}", which, s.n, s.c, s.h, s.w,
-                     dtype_name(s.dtype), s.add, s.relu, s.eps, s.momentum);
-}
-
 std::shared_ptr<Built> build_conv_genstats(cudnnHandle_t handle, const FeConvShape& s) {
   auto b = new_graph(s.dtype);
   fe::graph::Graph& g = b->graph;
@@ -150,7 +149,7 @@ std::shared_ptr<Built> build_conv_genstats(cudnnHandle_t handle, const FeConvSha
                                   .set_dilation({1, 1}));
   const int64_t oh = (s.h + 2 * s.pad - s.r) / s.stride + 1;
   const int64_t ow = (s.w + 2 * s.pad - s.s) / s.stride + 1;
-  y->set_output(true).set_uid(kY).set_dim({s.n, s.k, oh, ow}).set_stride(nhwc_strides(s.k, oh, ow));
+  mark_activation_output(y, kY, s.n, s.k, oh, ow, s.dtype);
   const auto [sum, sq_sum] = g.genstats(y, fe::graph::Genstats_attributes());
   mark_channel_output(sum, kSum, s.k);
   mark_channel_output(sq_sum, kSqSum, s.k);
@@ -191,11 +190,7 @@ std::shared_ptr<Built> build_bn_apply(cudnnHandle_t handle, const FeBnShape& s) 
     y = g.pointwise(y, activation(g, kZ, "z", s.n, s.c, s.h, s.w),
                     Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
   if (s.relu) y = g.pointwise(y, Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
-  y->set_output(true)
-      .set_uid(kY)
-      .set_dim({s.n, s.c, s.h, s.w})
-      .set_stride(nhwc_strides(s.c, s.h, s.w))
-      .set_data_type(fe_type(s.dtype));
+  mark_activation_output(y, kY, s.n, s.c, s.h, s.w, s.dtype);
   return finish(std::move(b), handle);
 }
 
@@ -208,22 +203,14 @@ std::shared_ptr<Built> build_bn_backward(cudnnHandle_t handle, const FeBnShape& 
     dy = g.pointwise(dy, activation(g, kY, "y", s.n, s.c, s.h, s.w),
                      fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_BWD));
     if (s.add)  // the shortcut's gradient is the add's: the ReLU's, materialised
-      dy->set_output(true)
-          .set_uid(kDz)
-          .set_dim({s.n, s.c, s.h, s.w})
-          .set_stride(nhwc_strides(s.c, s.h, s.w))
-          .set_data_type(fe_type(s.dtype));
+      mark_activation_output(dy, kDz, s.n, s.c, s.h, s.w, s.dtype);
   }
   fe::graph::Batchnorm_backward_attributes attributes;
   attributes.set_saved_mean_and_inv_variance(channel(g, kMean, "mean", s.c),
                                              channel(g, kInvVar, "inv_var", s.c));
   const auto [dx, dgamma, dbeta] = g.batchnorm_backward(
       dy, activation(g, kX, "x", s.n, s.c, s.h, s.w), channel(g, kGamma, "gamma", s.c), attributes);
-  dx->set_output(true)
-      .set_uid(kDx)
-      .set_dim({s.n, s.c, s.h, s.w})
-      .set_stride(nhwc_strides(s.c, s.h, s.w))
-      .set_data_type(fe_type(s.dtype));
+  mark_activation_output(dx, kDx, s.n, s.c, s.h, s.w, s.dtype);
   mark_channel_output(dgamma, kDgamma, s.c);
   mark_channel_output(dbeta, kDbeta, s.c);
   return finish(std::move(b), handle);
@@ -242,42 +229,60 @@ std::shared_ptr<FeGraphs> make_fe_graphs() {
 
 namespace {
 
-// The cached graph for `key` (built by `build` the first time), which must be supported.
-const Built& planned(FeGraphs& graphs, const std::string& key,
-                     const std::function<std::shared_ptr<Built>()>& build) {
-  const std::shared_ptr<Built> b = graphs.get(key, build);
-  STOKER_CHECK_MSG(b && b->supported, "cuDNN frontend graph {} was not planned: {}", key,
-                   b ? b->why : "null");
-  return *b;
+// Each graph under its key, built the first time it is asked for: the one place a key and its
+// builder meet.
+enum class BnGraph { finalize, apply, backward };
+
+std::shared_ptr<Built> conv_graph(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& s) {
+  std::string key = fmt::format("conv_genstats n{} c{} h{} w{} k{} r{} s{} st{} p{} {}", s.n, s.c,
+                                s.h, s.w, s.k, s.r, s.s, s.stride, s.pad, dtype_name(s.dtype));
+  return graphs.get(key, [&] {
+    auto b = build_conv_genstats(handle, s);
+    b->key = key;
+    return b;
+  });
 }
 
-bool supported(FeGraphs& graphs, const std::string& key,
-               const std::function<std::shared_ptr<Built>()>& build, size_t& workspace,
-               std::string& why) {
-  const std::shared_ptr<Built> b = graphs.get(key, build);
-  if (!b->supported) {
-    why = fmt::format("{}: {}", key, b->why);
+std::shared_ptr<Built> bn_graph(FeGraphs& graphs, cudnnHandle_t handle, BnGraph which,
+                                const FeBnShape& s) {
+  static constexpr const char* kName[] = {"finalize", "apply", "backward"};
+  std::string key =
+      fmt::format("bn_{} n{} c{} h{} w{} {} add{} relu{} eps{} m{}", kName[int(which)], s.n, s.c,
+                  s.h, s.w, dtype_name(s.dtype), s.add, s.relu, s.eps, s.momentum);
+  return graphs.get(key, [&] {
+    auto b = which == BnGraph::finalize ? build_bn_finalize(handle, s)
+             : which == BnGraph::apply  ? build_bn_apply(handle, s)
+                                        : build_bn_backward(handle, s);
+    b->key = key;
+    return b;
+  });
+}
+
+bool supported(const Built& b, size_t& workspace, std::string& why) {
+  if (!b.supported) {
+    why = fmt::format("{}: {}", b.key, b.why);
     return false;
   }
-  workspace = std::max(workspace, size_t(b->workspace));
+  workspace = std::max(workspace, size_t(b.workspace));
   return true;
 }
 
-void run(const Built& b, const std::string& key, cudnnHandle_t handle,
-         std::unordered_map<int64_t, void*> pack, void* workspace, size_t workspace_bytes) {
+// Executes a graph planning found supported, on the handle's stream.
+void run(const Built& b, cudnnHandle_t handle, std::unordered_map<int64_t, void*> pack,
+         void* workspace, size_t workspace_bytes) {
+  STOKER_CHECK_MSG(b.supported, "cuDNN frontend graph {} was not planned: {}", b.key, b.why);
   STOKER_CHECK_MSG(size_t(b.workspace) <= workspace_bytes,
-                   "{}: needs {} bytes of workspace, the net planned {}", key, b.workspace,
+                   "{}: needs {} bytes of workspace, the net planned {}", b.key, b.workspace,
                    workspace_bytes);
   if (auto e = b.graph.execute(handle, pack, workspace); e.is_bad())
-    fail("{}: cuDNN frontend execute: {}", key, e.get_message());
+    fail("{}: cuDNN frontend execute: {}", b.key, e.get_message());
 }
 
 }  // namespace
 
 bool fe_conv_stats_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
                              size_t& workspace, std::string& why) {
-  return supported(
-      graphs, conv_key(conv), [&] { return build_conv_genstats(handle, conv); }, workspace, why);
+  return supported(*conv_graph(graphs, handle, conv), workspace, why);
 }
 
 bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
@@ -286,23 +291,15 @@ bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnSh
     why = "a batch norm with the add and no ReLU is not a pattern here";
     return false;
   }
-  return supported(
-             graphs, bn_key("finalize", bn), [&] { return build_bn_finalize(handle, bn); },
-             workspace, why) &&
-         supported(
-             graphs, bn_key("apply", bn), [&] { return build_bn_apply(handle, bn); }, workspace,
-             why) &&
-         supported(
-             graphs, bn_key("backward", bn), [&] { return build_bn_backward(handle, bn); },
-             workspace, why);
+  for (const BnGraph which : {BnGraph::finalize, BnGraph::apply, BnGraph::backward})
+    if (!supported(*bn_graph(graphs, handle, which, bn), workspace, why)) return false;
+  return true;
 }
 
 void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
                                const void* x, const void* w, void* y, const FeBnStats& stats,
                                void* workspace, size_t workspace_bytes) {
-  const std::string key = conv_key(conv);
-  const Built& b = planned(graphs, key, [&] { return build_conv_genstats(handle, conv); });
-  run(b, key, handle,
+  run(*conv_graph(graphs, handle, conv), handle,
       {{kX, const_cast<void*>(x)},
        {kW, const_cast<void*>(w)},
        {kY, y},
@@ -314,8 +311,7 @@ void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeC
 void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_t stream,
                              const FeBnShape& bn, const FeBnForward& a, const FeBnStats& stats,
                              void* workspace, size_t workspace_bytes) {
-  const std::string fin = bn_key("finalize", bn), apply = bn_key("apply", bn);
-  run(planned(graphs, fin, [&] { return build_bn_finalize(handle, bn); }), fin, handle,
+  run(*bn_graph(graphs, handle, BnGraph::finalize, bn), handle,
       {{kSum, stats.sum},
        {kSqSum, stats.sq_sum},
        {kGamma, const_cast<float*>(a.gamma)},
@@ -341,13 +337,12 @@ void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_
                                              {kEqBias, stats.eq_bias},
                                              {kY, a.y}};
   if (bn.add) pack.emplace(kZ, const_cast<void*>(a.z));
-  run(planned(graphs, apply, [&] { return build_bn_apply(handle, bn); }), apply, handle,
-      std::move(pack), workspace, workspace_bytes);
+  run(*bn_graph(graphs, handle, BnGraph::apply, bn), handle, std::move(pack), workspace,
+      workspace_bytes);
 }
 
 void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
                         const FeBnBackward& a, void* workspace, size_t workspace_bytes) {
-  const std::string key = bn_key("backward", bn);
   std::unordered_map<int64_t, void*> pack = {{kDy, const_cast<void*>(a.dy)},
                                              {kX, const_cast<void*>(a.x)},
                                              {kGamma, const_cast<float*>(a.gamma)},
@@ -358,8 +353,8 @@ void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape&
                                              {kDbeta, a.dbeta}};
   if (bn.relu) pack.emplace(kY, const_cast<void*>(a.y));
   if (bn.relu && bn.add) pack.emplace(kDz, a.dz);
-  run(planned(graphs, key, [&] { return build_bn_backward(handle, bn); }), key, handle,
-      std::move(pack), workspace, workspace_bytes);
+  run(*bn_graph(graphs, handle, BnGraph::backward, bn), handle, std::move(pack), workspace,
+      workspace_bytes);
 }
 
 }  // namespace stoker::gpu

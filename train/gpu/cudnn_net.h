@@ -65,10 +65,9 @@ struct GpuLayer {
   DeviceBuffer reserve;
   // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids).
   int z = -1, fused_out = -1;
-  // conv_stats (set_fusion): a conv writes the sums of batch norm layer `stats_bn`; that batch
-  // norm's op takes them (stats_given) into fe_stats, FeBnStats's six c-float vectors.
+  // conv_stats (set_fusion): a conv writes the sums of batch norm layer `stats_bn`, into that
+  // batch norm's fe_stats (FeBnStats's six c-float vectors).
   int stats_bn = -1;
-  bool stats_given = false;
   DeviceBuffer fe_stats;
   PoolDesc pool;              // maxpool, global_avgpool
   MaxPoolShape pool_shape;    // maxpool: for our backward
