@@ -26,10 +26,12 @@ usage_line() { sed -n '11p' "$0" | sed 's/^# //'; }
 # at 1..16 workers, the loader alone; study: `stoker study --consumer cuda:resnet50 --decode
 # cpu,gpu`, short (docs/GPU.md says which budgets were cut for it, and why); auto: the trainer
 # fed by `--reader auto` (issue 43) at the smallest and largest size, CPU and GPU decode. `compile`
-# (torch.compile, 6,668 img/s bf16 on the H200 of 2026-11-26) runs only when --steps names it.
-plan=(env:15 tests:82 stoker:55 torch:50 decode:70 auto:48 scaling:75 trace:8 study:55)
+# (torch.compile, 6,668 img/s bf16 on the H200 of 2026-11-26) and `b400` (MLPerf's per-GPU
+# batch, 400) run only when --steps names them: the follow-up call's (docs/GPU.md).
+plan=(env:15 tests:82 stoker:58 torch:50 decode:67 auto:48 scaling:75 trace:8 study:55)
+optional=(compile:65 b400:85)  # outside the plan's budgets; the plan check parses them too
 limit=${STOKER_CHECK_SECONDS:-480} reserve=20
-all_steps="$(printf '%s ' "${plan[@]%%:*}")compile "
+all_steps="$(printf '%s ' "${plan[@]%%:*}" "${optional[@]%%:*}")"
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -83,9 +85,17 @@ params() {
     # the default it must beat before it becomes the default; its cap also holds the graphs'
     # planning (about 20 conv and 15 batch-norm shapes, some compiled at run time by NVRTC).
     # bf16-nhwc without graphs left out for it (6,162 img/s on the H200 of 2026-11-26).
-    modes="f16-nhwc-graph f16-nhwc-graph-convstats bf16-nhwc-graph f16-nhwc"
+    # tf32-nhwc-graph: f32 batch norms in NHWC on the persistent Ex kernels (bn_start), against
+    # torch's tf32 channels_last (3,134 img/s there; Stoker 265 on the plain calls); f16-nhwc
+    # without graphs left out for it (6,499 against 6,532 with graphs there). torch's bf16
+    # eager (4,690 there: torch runs bf16 batch norm on its own kernels, not cuDNN's) left out
+    # for torch's tf32; bf16 stands against torch.compile (the compile step).
+    modes="f16-nhwc-graph f16-nhwc-graph-convstats bf16-nhwc-graph tf32-nhwc-graph"
     run_cap=20 convstats_cap=30 fallback_mode=f16-nhwc-graph
-    torch_variants=f16-nhwc,bf16-nhwc variant_cap=25
+    torch_variants=f16-nhwc,tf32-nhwc variant_cap=25
+    # MLPerf's per-GPU batch (400; ~7,950 img/s per H200 in MLPerf v4.0), the default path
+    # and conv_stats, 25 steps each: about 1.5 s of steps, the rest planning and capture.
+    b400_batch=400 b400_modes="f16-nhwc-graph f16-nhwc-graph-convstats" b400_cap=40
     compile_variants=bf16-nhwc-compile compile_cap=65
     # One epoch of 25 batches of 256 per size: no epoch boundary inside a timed run.
     gen_sizes=256,512,1024 classes=10 per_class=640 gen_cap=45
@@ -107,6 +117,7 @@ params() {
     backend=cpu arch=resnet18 batch=2 size=32 device=cpu steps=3 warmup=1
     modes="f32" run_cap=60 convstats_cap=60 fallback_mode=f32
     torch_variants=tf32-nchw,bf16-nhwc variant_cap=60
+    b400_batch=3 b400_modes="f32" b400_cap=60
     compile_variants=bf16-nhwc-compile compile_cap=60
     gen_sizes=256,512,1024 classes=2 per_class=4 gen_cap=60
     decode_reader=threads:2 decode_cap=60 decode_kinds=cpu  # the CPU backend has no GPU decode
@@ -317,6 +328,20 @@ step_stoker() {
   return $bad
 }
 
+# The same at MLPerf's per-GPU batch: tags stoker_MODE-bBATCH (the summary compares them with no
+# torch variant, and never picks one as the fastest mode: the other steps run at $batch).
+step_b400() {
+  local m saved=$batch bad=0
+  batch=$b400_batch
+  for m in $b400_modes; do
+    say "-- stoker $m, batch $batch"
+    # shellcheck disable=SC2046
+    stoker_run "stoker_$m-b$batch" "$b400_cap" --synthetic --no-gaps $(mode_args "$m") || bad=1
+  done
+  batch=$saved
+  return $bad
+}
+
 # PyTorch's own on the machine's python3: same model, batch, size and step counts. Eager
 # variants in one process (one bounded by variant_cap), torch.compile in its own step.
 torch_run() {
@@ -497,8 +522,10 @@ run_plan() {
   local s
   cum=0
   for s in "${plan[@]}"; do step "${s%%:*}" "${s##*:}"; done
-  # Steps outside the default plan, only when --steps names them.
-  [[ ",$only," == *",compile,"* ]] && step compile 65
+  # Steps outside the default plan: only when --steps names them (the plan check: always).
+  for s in "${optional[@]}"; do
+    [[ $mode == check || ",$only," == *",${s%%:*},"* ]] && step "${s%%:*}" "${s##*:}"
+  done
   return 0
 }
 
@@ -547,6 +574,10 @@ if [ "$print_plan" = 1 ]; then
   sum=0
   for s in "${plan[@]}"; do sum=$((sum + ${s##*:})); done
   echo "total: $sum s of budgets + $reserve s reserve for the summaries; limit $limit s"
+  for s in "${optional[@]}"; do
+    echo "${s%%:*} (${s##*:} s, only when --steps names it)"
+    step "${s%%:*}" "${s##*:}"
+  done | sed "s#$work#\$WORK#g; s#$here#\$BUNDLE#g"
   exit 0
 fi
 

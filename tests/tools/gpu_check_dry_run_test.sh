@@ -43,12 +43,16 @@ assert p["fits"] and p["budget_s"] + p["reserve_s"] <= p["limit_s"] <= 480, p
 assert sum(s["budget_s"] for s in doc["steps"]) == p["budget_s"], (doc["steps"], p)
 # Every GPU command was checked: 7 tests, 4 synthetic modes, eager torch, gen, 6 decode runs
 # (CPU and GPU decode at 3 sizes), 5 auto runs (auto with CPU and GPU decode at 256 and 1024
-# px, threads:16 over as many steps), 3 scaling sweeps, the trace, the study.
-assert p["commands"] == 29 and not p["not_parsing"], p
+# px, threads:16 over as many steps), 3 scaling sweeps, the trace, the study; and the steps
+# outside the plan: torch.compile, 2 runs at batch 400.
+assert p["commands"] == 32 and not p["not_parsing"], p
 checked = {c["run"] for c in p["checked"]}
 assert {"stoker_f16-nhwc-graph", "torch", "gen", "loader_1024_gpu-threads16",
         "loader_256_cpu-threads16", "loader_1024_gpu-auto", "loader_1024_gpu-threads16-50", "scaling_512", "stoker_traced",
-        "test_gpu_decode_test", "study"} <= checked, checked
+        "test_gpu_decode_test", "study", "stoker_tf32-nhwc-graph", "torch_compile",
+        "stoker_f16-nhwc-graph-convstats-b400"} <= checked, checked
+b400_cmd = next(c["command"] for c in p["checked"] if c["run"] == "stoker_f16-nhwc-graph-b400")
+assert "--batch 400 " in b400_cmd and "--batch 256" not in b400_cmd, b400_cmd
 study_cmd = next(c["command"] for c in p["checked"] if c["run"] == "study")
 for part in ("--consumer cuda:resnet50", "--decode cpu,gpu", "--reader serial,threads:16", "256px", "1024px"):
     assert part in study_cmd, (part, study_cmd)
@@ -170,11 +174,12 @@ print(f"ok: killed after {len(r)} variant(s), the JSON holds them whole")
 PY
 
 # The summary refuses a rate the GPU cannot reach: the first H200 run's figures (graph mode's
-# host-side 527,469 img/s beside f16 NCHW's 2,394) in a work folder made here.
+# host-side 527,469 img/s beside f16 NCHW's 2,394) in a work folder made here; a run at batch
+# 400 (the b400 step), faster, is never the fastest mode either (the other steps run at 256).
 w=$tmp/fake
 mkdir -p "$w"
 printf 'gpu NVIDIA H200, 580.159.04, 143771 MiB, 9.0\ngpu_idle_mib 0\n' >"$w/env.txt"
-for run in f16-nhwc-graph:527469.5 f16-nchw:2393.7; do
+for run in f16-nhwc-graph:527469.5 f16-nchw:2393.7 f16-nhwc-graph-b400:3100.0; do
   tag=stoker_${run%%:*}
   printf 'stoker\t%s\t0\t12000\ttrain ...\n' "$tag" >>"$w/runs.tsv"
   cat >"$w/$tag.json" <<JSON
@@ -205,6 +210,8 @@ g, n = rows["stoker_f16-nhwc-graph"], rows["stoker_f16-nchw"]
 assert not g["plausible"] and "above the GPU's 989 peak" in g["implausible"], g
 assert n["plausible"] and n["timed_steps"] == 20 and n["device_memory_peak_mib"] == 29482.8, n
 assert g["timed_steps"] == n["timed_steps"] and g["data_wait_share"] == n["data_wait_share"] == 0, g
+b400 = {r["mode"]: r for r in doc["synthetic"]["comparison"]}["f16-nhwc-graph-b400"]
+assert "ratio" not in b400 and b400["stoker_images_per_s"] == 3100.0, b400  # no torch at 400
 c = {r["mode"]: r for r in doc["synthetic"]["comparison"]}["f16-nchw"]
 assert c["ratio"] == round(2393.7 / 2964.1, 3) and c["memory_ratio_to_reserved"] == round(29482.8 / 13504.0, 2), c
 print("ok: a graph rate of 527,469 img/s is refused (", round(g["achieved_tflops"]), "TFLOP/s ); f16-nchw is the fastest")
@@ -212,7 +219,7 @@ PY
 
 # --plan prints every step with its budget and every GPU command, and runs none.
 "$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
-grep -q '^stoker (55 s)$' "$tmp/plan" && grep -q 'stoker_f16-nhwc-graph-convstats .* --graph --fusions bn_relu,bn_add_relu,conv_stats' "$tmp/plan" && grep -q '^study (55 s)$' "$tmp/plan" && grep -q '^auto (48 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-auto .* --reader auto --auto-window 8 --decode gpu' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+grep -q '^stoker (58 s)$' "$tmp/plan" && grep -q 'stoker_tf32-nhwc-graph .* --precision tf32 --compute-layout nhwc --graph' "$tmp/plan" && grep -q '^b400 (85 s, only when --steps names it)$' "$tmp/plan" && grep -q 'stoker_f16-nhwc-graph-convstats .* --graph --fusions bn_relu,bn_add_relu,conv_stats' "$tmp/plan" && grep -q '^study (55 s)$' "$tmp/plan" && grep -q '^auto (48 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-auto .* --reader auto --auto-window 8 --decode gpu' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
   grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
   { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
 echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"

@@ -35,22 +35,6 @@ float to_float(const void* p, DType t, size_t i) {
 
 }  // namespace
 
-DType compute_dtype(Precision p) {
-  switch (p) {
-    case Precision::f16:
-      return DType::f16;
-    case Precision::bf16:
-      return DType::bf16;
-    default:
-      return DType::f32;
-  }
-}
-
-bool compute_nhwc(const BackendConfig& c) {
-  if (c.layout == ComputeLayout::automatic) return compute_dtype(c.precision) != DType::f32;
-  return c.layout == ComputeLayout::nhwc;
-}
-
 GpuLibraries::GpuLibraries(cudaStream_t stream) {
   STOKER_GPU(cudnnCreate(cudnn.out()));
   STOKER_GPU(cudnnSetStream(cudnn, stream));
@@ -83,15 +67,12 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
   device_name_ = prop.name;
   STOKER_GPU(cublasSetMathMode(
       cublas_, config.precision == Precision::f32 ? CUBLAS_PEDANTIC_MATH : CUBLAS_DEFAULT_MATH));
-  // cuDNN's persistent batch-norm kernels serve NHWC half/bf16 through the Ex calls (torch
-  // calls cudnnBatchNormalizationForwardTrainingEx for channels_last); trial_step falls back
-  // level by level where they are refused. conv_stats (the frontend's graphs) only where
+  // NHWC batch norms on cuDNN's persistent kernels (gpu_policy.h: bn_start); trial_step falls
+  // back level by level where they are refused. conv_stats (the frontend's graphs) only where
   // --fusions asks for it.
-  if (nhwc_ && dtype_ != DType::f32) {
-    bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-    const bool stats = (config.fusions & kFuseConvStats) != 0;
-    fusion_ = std::min(stats ? kFuseStats : kFuseAddRelu, bn_fusion_cap());
-  }
+  const BnStart start = bn_start(config, bn_fusion_cap());
+  if (start.persistent) bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+  fusion_ = start.level;
   cudnnActivationDescriptor_t act = nullptr;
   STOKER_GPU(cudnnCreateActivationDescriptor(&act));
   relu_desc_.reset(act);

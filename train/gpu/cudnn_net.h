@@ -23,14 +23,11 @@
 #include "train/gpu/conv_cudnn.h"
 #include "train/gpu/cudnn_fe_graphs.h"
 #include "train/gpu/gpu_memory.h"
+#include "train/gpu/gpu_policy.h"
 #include "train/gpu/handles.h"
 #include "train/gpu/kernels/kernels.h"
 
 namespace stoker::gpu {
-
-// Which dtype and layout a config computes in (auto: NHWC for f16/bf16, NCHW for f32/tf32).
-DType compute_dtype(Precision p);
-bool compute_nhwc(const BackendConfig& config);
 
 struct GpuTensor {
   DeviceBuffer storage, grad_storage;  // empty when aliased to another tensor's
@@ -237,7 +234,7 @@ class CudnnNet {
   size_t fe_workspace_ = 0;  // the conv_stats graphs' largest workspace (set_fusion)
   std::string fe_refusal_;   // the first conv_stats instance refused, and why
   cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
-  int fusion_ = kFusePlain;  // NHWC f16/bf16: cuDNN's persistent Ex kernels, fused (set_fusion)
+  int fusion_ = kFusePlain;  // NHWC: cuDNN's persistent Ex kernels, fused (set_fusion, bn_start)
   ActivationDesc relu_desc_;
   // The ops the programs run (set_fusion): a fused pattern only where cuDNN offers its Ex
   // form for the layer's shapes and plan_tensors put its ReLU (and add) in place.

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,22 @@
 #include "common/error.h"
 
 namespace stoker::gpu {
+
+DType compute_dtype(Precision p) {
+  switch (p) {
+    case Precision::f16:
+      return DType::f16;
+    case Precision::bf16:
+      return DType::bf16;
+    default:
+      return DType::f32;
+  }
+}
+
+bool compute_nhwc(const BackendConfig& c) {
+  if (c.layout == ComputeLayout::automatic) return compute_dtype(c.precision) != DType::f32;
+  return c.layout == ComputeLayout::nhwc;
+}
 
 cudnnMathType_t conv_math_type(Precision p) {
   switch (p) {
@@ -98,6 +115,12 @@ int bn_fusion_cap() {
       "STOKER_CUDNN_BN_FUSION is '{}'; expected plain, ex, relu, add-relu or conv-stats (or "
       "0..4)",
       text);
+}
+
+BnStart bn_start(const BackendConfig& config, int cap) {
+  if (!compute_nhwc(config)) return {};
+  const bool stats = (config.fusions & kFuseConvStats) != 0;
+  return {.persistent = true, .level = std::min(stats ? 4 : 3, cap)};
 }
 
 bool keep_gradients_from_env() {

@@ -20,6 +20,10 @@
 
 namespace stoker::gpu {
 
+// Which dtype and layout a config computes in (auto: NHWC for f16/bf16, NCHW for f32/tf32).
+DType compute_dtype(Precision p);
+bool compute_nhwc(const BackendConfig& config);
+
 // The math type a convolution descriptor is planned with (torch's choice for each mode):
 //   f32   CUDNN_FMA_MATH: no tensor cores, no TF32;
 //   tf32  CUDNN_DEFAULT_MATH: tensor cores allowed, TF32 on Ampere and later, never a
@@ -84,6 +88,19 @@ double collective_timeout_s();
 // memory. stoker::Error for a value outside these.
 int bn_fusion_cap();
 bool keep_gradients_from_env();
+
+// Where a training batch norm's planning starts (trial_step falls back level by level from
+// there, to the plain calls): in NHWC (compute_nhwc) at every precision on cuDNN's persistent
+// kernels through the Ex calls, fused up to level 3 (4 where config.fusions asks for
+// conv_stats), capped by `cap` (bn_fusion_cap's levels); in NCHW the plain calls. f32 and tf32
+// included: torch's cudnn_batch_norm asks the Ex call for CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+// for every channels_last input in training, and the plain calls in NHWC run cuDNN's legacy
+// kernels (tf32 NHWC trained at 265 img/s on the H200 of 2026-11-26, 0.09x torch).
+struct BnStart {
+  bool persistent = false;  // CUDNN_BATCHNORM_SPATIAL_PERSISTENT, else CUDNN_BATCHNORM_SPATIAL
+  int level = 0;
+};
+BnStart bn_start(const BackendConfig& config, int cap);
 
 // The dynamic loss scale's state in a checkpoint: metadata key "optim.grad_scaler", a JSON
 // object with torch.cuda.amp.GradScaler.state_dict()'s "scale" and "_growth_tracker" (the

@@ -194,6 +194,30 @@ TEST(Diagnostics, FusionCapAndKeptGradientsFromTheEnvironment) {
   unsetenv("STOKER_GPU_KEEP_GRADIENTS");
 }
 
+// NHWC batch norms start on cuDNN's persistent Ex kernels at every precision, as torch's
+// channels_last ones do; f32 and tf32 among them (they ran the legacy kernels, 0.09x torch).
+TEST(BatchNormStart, NhwcAtEveryPrecisionOnPersistentExCalls) {
+  for (const Precision p : {Precision::f32, Precision::tf32, Precision::f16, Precision::bf16}) {
+    const BackendConfig nhwc{.layout = ComputeLayout::nhwc, .precision = p};
+    const BnStart s = bn_start(nhwc, 4);
+    EXPECT_TRUE(s.persistent) << "precision " << int(p);
+    EXPECT_EQ(s.level, 3) << "precision " << int(p);  // BN + add + ReLU; conv_stats not asked for
+    const BackendConfig nchw{.layout = ComputeLayout::nchw, .precision = p};
+    EXPECT_FALSE(bn_start(nchw, 4).persistent) << "precision " << int(p);
+    EXPECT_EQ(bn_start(nchw, 4).level, 0) << "precision " << int(p);
+  }
+  // The automatic layout: NHWC for f16/bf16, NCHW for f32/tf32.
+  EXPECT_TRUE(bn_start({.precision = Precision::bf16}, 4).persistent);
+  EXPECT_FALSE(bn_start({.precision = Precision::tf32}, 4).persistent);
+  // conv_stats where --fusions asks for it; STOKER_CUDNN_BN_FUSION's cap below either.
+  const BackendConfig stats{
+      .layout = ComputeLayout::nhwc, .precision = Precision::f16, .fusions = kAllFusions};
+  EXPECT_EQ(bn_start(stats, 4).level, 4);
+  EXPECT_EQ(bn_start(stats, 1).level, 1);
+  EXPECT_TRUE(bn_start(stats, 0).persistent);  // plain calls, still persistent (the fallback
+                                               // to spatial comes after level 0)
+}
+
 // torch saves GradScaler's state with the checkpoint and restores it; so does the GPU backend
 // under f16, in the checkpoint's metadata with torch's state_dict names.
 TEST(GradScaler, RoundTripsThroughCheckpointMetadata) {
