@@ -9,7 +9,8 @@
 // CUPTI's timestamps are the steady clock once the backend's callback is registered; which
 // legacy batch-norm, pooling and fused BN+ReLU calls the installed cuDNN takes in bf16 and f16;
 // whether persistent batch norm (non-Ex) can be captured into a CUDA Graph and whether capture
-// allocates; NCCL's bit-identity of all-reduce results across ranks (two devices or more).
+// allocates; NCCL's bit-identity of all-reduce results across ranks (two devices or more);
+// cuDNN's own description of the device (the frontend's device properties, as JSON).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -28,6 +29,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
+#include "train/gpu/cudnn_fe_graphs.h"
 #include "train/gpu/cupti_records.h"
 #include "train/gpu/device.h"
 #include "train/gpu/kernels/kernels.h"
@@ -337,6 +339,16 @@ json nccl_bit_identity() {
 #endif
 }
 
+// cuDNN's description of device 0 (fe::DeviceProperties::serialize), for planning the frontend's
+// graphs for this GPU on machines without one: it replaces the hand-written
+// tests/train/fixtures/h200_cudnn_device.json that fe_graphs_test plans for.
+json cudnn_device_properties() {
+  if (!fe_graphs_built()) return {{"error", "this build has no cuDNN frontend"}};
+  const std::string text = fe_device_json(0);
+  const json parsed = json::parse(text, nullptr, false);
+  return parsed.is_discarded() ? json{{"not_json", text}} : parsed;
+}
+
 // Runs one fact, recording its error instead of stopping the rest.
 json attempt(json (*fact)()) {
   try {
@@ -367,6 +379,7 @@ int main(int argc, char**) {
   out["cudnn_legacy_ops"] = attempt(cudnn_support);
   out["persistent_bn_in_graph_capture"] = attempt(persistent_bn_capture);
   out["nccl_bit_identity"] = attempt(nccl_bit_identity);
+  out["cudnn_device_properties"] = attempt(cudnn_device_properties);
   out["not_decidable_here"] =
       "persistent NHWC batch norm beside NCCL kernels (an SM margin?) needs a data-parallel run "
       "on 2+ GPUs: data_parallel_cuda_test under mpirun";

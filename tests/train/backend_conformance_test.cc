@@ -189,14 +189,15 @@ std::vector<std::tuple<std::string, StepCase>> step_cases() {
         out.emplace_back(b, StepCase{.layout = l});
         out.emplace_back(b, StepCase{.precision = Precision::tf32, .layout = l});
       }
-      // The conv_stats pattern (cuDNN frontend graphs) beside each, as --fusions asks for it.
-      for (const Precision p : {Precision::f16, Precision::bf16}) {
+      // The conv_stats pattern (cuDNN frontend graphs) beside each, as --fusions asks for it:
+      // f16 only, since cuDNN 9.19 plans no statistics epilogue for a bf16 conv on sm_90
+      // (fe_graphs_test's deviceless planning).
+      for (const Precision p : {Precision::f16, Precision::bf16})
         out.emplace_back(b, StepCase{.batch = 4, .size = 64, .precision = p});
-        out.emplace_back(b, StepCase{.batch = 4,
-                                     .size = 64,
-                                     .precision = p,
-                                     .fusions = "bn_relu,bn_add_relu,conv_stats"});
-      }
+      out.emplace_back(b, StepCase{.batch = 4,
+                                   .size = 64,
+                                   .precision = Precision::f16,
+                                   .fusions = "bn_relu,bn_add_relu,conv_stats"});
     }
   }
   return out;

@@ -84,7 +84,10 @@ void CudnnNet::plan_batchnorm(const Layer& l, GpuLayer& g, size_t& workspace) {
   const int64_t c = shapes_[size_t(l.output)].c;
   alloc(g.save_mean, size_t(c) * sizeof(float));
   alloc(g.save_invvar, size_t(c) * sizeof(float));
-  if (fusion_ >= kFuseStats) alloc(g.fe_stats, 6 * size_t(c) * sizeof(float));
+  if (fusion_ >= kFuseStats) {
+    alloc(g.fe_stats, 6 * size_t(c) * sizeof(float));
+    alloc(g.fe_mask, fe_mask_bytes(tensors_[size_t(l.output)].elements));
+  }
   if (fusion_ == kFusePlain) return;
   size_t reserve = 0;
   const auto offers = [&](cudnnBatchNormOps_t ops) {

@@ -99,6 +99,7 @@ void CudnnNet::forward_bn_from_stats(const Op& op) {
   a.x = tensors_[size_t(l.inputs[0])].act;
   a.z = op.kind == OpKind::bn_add_relu ? tensors_[size_t(op.inputs[1])].act : nullptr;
   a.y = tensors_[size_t(op.output)].act;
+  a.mask = g.fe_mask.get();
   a.gamma = params_[size_t(l.weight)].value.as<float>();
   a.beta = params_[size_t(l.bias_param)].value.as<float>();
   a.running_mean = params_[size_t(l.running_mean)].value.as<float>();
@@ -117,7 +118,7 @@ void CudnnNet::backward_bn_from_stats(const Op& op, float beta) {
   const GpuLayer& g = layers_[size_t(op.layers[0])];
   FeBnBackward a;
   a.dy = tensors_[size_t(op.output)].dact;
-  a.y = tensors_[size_t(op.output)].act;
+  a.mask = g.fe_mask.get();
   a.x = tensors_[size_t(l.inputs[0])].act;
   a.gamma = params_[size_t(l.weight)].value.as<float>();
   a.save_mean = g.save_mean.as<float>();

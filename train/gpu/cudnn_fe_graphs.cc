@@ -55,6 +55,7 @@ enum Uid : int64_t {
   kDz,
   kDgamma,
   kDbeta,
+  kMask,
 };
 
 fe::DataType_t fe_type(DType t) {
@@ -107,19 +108,40 @@ void mark_channel_output(const std::shared_ptr<Attr>& t, Uid uid, int64_t c) {
       .set_data_type(fe::DataType_t::FLOAT);
 }
 
-// Validates and plans the graph (heuristics, then the fallback list), sizing its workspace.
-std::shared_ptr<Built> finish(std::shared_ptr<Built> b, cudnnHandle_t handle) {
+}  // namespace
+
+// A GPU that graphs are planned for without being there (fe_device_from_json).
+struct FeDevice {
+  std::shared_ptr<fe::DeviceProperties> properties;
+  int sm_version = 0;
+};
+
+namespace {
+
+// Validates and plans the graph (heuristics, then the fallback list), sizing its workspace: on
+// the handle's device, or with no device for `device` (the frontend's deviceless path: the
+// same heuristics and support checks, for the GPU its properties describe; it stops there,
+// since building a runtime-compiled engine's plan loads its kernels through the driver).
+std::shared_ptr<Built> finish(std::shared_ptr<Built> b, cudnnHandle_t handle,
+                              const FeDevice* device = nullptr) {
   fe::graph::Graph& g = b->graph;
   const auto refused = [&](fe::error_t e, const char* step) {
     b->why = fmt::format("{}: {}", step, e.get_message());
     return b;
   };
+  if (device != nullptr)
+    g.set_device_properties(device->properties).set_sm_version(device->sm_version);
   if (auto e = g.validate(); e.is_bad()) return refused(e, "validate");
-  if (auto e = g.build_operation_graph(handle); e.is_bad()) return refused(e, "operation graph");
+  if (auto e = device ? g.build_operation_graph() : g.build_operation_graph(handle); e.is_bad())
+    return refused(e, "operation graph");
   if (auto e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}); e.is_bad())
     return refused(e, "execution plans");
-  if (auto e = g.check_support(handle); e.is_bad()) return refused(e, "support");
-  if (auto e = g.build_plans(handle); e.is_bad()) return refused(e, "build");
+  if (auto e = g.check_support(); e.is_bad()) return refused(e, "support");
+  if (device != nullptr) {
+    b->supported = true;
+    return b;
+  }
+  if (auto e = g.build_plans(); e.is_bad()) return refused(e, "build");
   if (auto e = g.get_workspace_size(b->workspace); e.is_bad()) return refused(e, "workspace");
   b->supported = true;
   return b;
@@ -133,7 +155,7 @@ std::shared_ptr<Built> new_graph(DType io) {
   return b;
 }
 
-std::shared_ptr<Built> build_conv_genstats(cudnnHandle_t handle, const FeConvShape& s) {
+std::shared_ptr<Built> build_conv_genstats(const FeConvShape& s) {
   auto b = new_graph(s.dtype);
   fe::graph::Graph& g = b->graph;
   const auto x = activation(g, kX, "x", s.n, s.c, s.h, s.w);
@@ -150,13 +172,14 @@ std::shared_ptr<Built> build_conv_genstats(cudnnHandle_t handle, const FeConvSha
   const int64_t oh = (s.h + 2 * s.pad - s.r) / s.stride + 1;
   const int64_t ow = (s.w + 2 * s.pad - s.s) / s.stride + 1;
   mark_activation_output(y, kY, s.n, s.k, oh, ow, s.dtype);
-  const auto [sum, sq_sum] = g.genstats(y, fe::graph::Genstats_attributes());
+  const auto [sum, sq_sum] =
+      g.genstats(y, fe::graph::Genstats_attributes().set_compute_data_type(fe::DataType_t::FLOAT));
   mark_channel_output(sum, kSum, s.k);
   mark_channel_output(sq_sum, kSqSum, s.k);
-  return finish(std::move(b), handle);
+  return b;
 }
 
-std::shared_ptr<Built> build_bn_finalize(cudnnHandle_t handle, const FeBnShape& s) {
+std::shared_ptr<Built> build_bn_finalize(const FeBnShape& s) {
   auto b = new_graph(DType::f32);
   fe::graph::Graph& g = b->graph;
   auto prev_mean = channel(g, kPrevMean, "running_mean", s.c);
@@ -174,10 +197,10 @@ std::shared_ptr<Built> build_bn_finalize(cudnnHandle_t handle, const FeBnShape& 
   mark_channel_output(inv_var, kInvVar, s.c);
   mark_channel_output(next_mean, kNextMean, s.c);
   mark_channel_output(next_var, kNextVar, s.c);
-  return finish(std::move(b), handle);
+  return b;
 }
 
-std::shared_ptr<Built> build_bn_apply(cudnnHandle_t handle, const FeBnShape& s) {
+std::shared_ptr<Built> build_bn_apply(const FeBnShape& s) {
   using fe::graph::Pointwise_attributes;
   auto b = new_graph(s.dtype);
   fe::graph::Graph& g = b->graph;
@@ -189,21 +212,40 @@ std::shared_ptr<Built> build_bn_apply(cudnnHandle_t handle, const FeBnShape& s) 
   if (s.add)
     y = g.pointwise(y, activation(g, kZ, "z", s.n, s.c, s.h, s.w),
                     Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
-  if (s.relu) y = g.pointwise(y, Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
+  if (s.relu) {
+    // The ReLU's mask for the backward, one bit an element (cuDNN's batch-norm backward takes
+    // the ReLU's gradient as dy times a boolean mask, not as RELU_BWD of y).
+    const auto mask = g.pointwise(y, g.tensor(Attr(0.0f)),
+                                  Pointwise_attributes().set_mode(fe::PointwiseMode_t::CMP_GT));
+    mask->set_output(true)
+        .set_uid(kMask)
+        .set_dim({s.n, s.c, s.h, s.w})
+        .set_stride(nhwc_strides(s.c, s.h, s.w))
+        .set_data_type(fe::DataType_t::BOOLEAN);
+    y = g.pointwise(y, Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
+  }
   mark_activation_output(y, kY, s.n, s.c, s.h, s.w, s.dtype);
-  return finish(std::move(b), handle);
+  return b;
 }
 
-std::shared_ptr<Built> build_bn_backward(cudnnHandle_t handle, const FeBnShape& s) {
+std::shared_ptr<Built> build_bn_backward(const FeBnShape& s) {
   auto b = new_graph(s.dtype);
   fe::graph::Graph& g = b->graph;
   auto dy = activation(g, kDy, "dy", s.n, s.c, s.h, s.w);
   if (s.relu) {
-    // RELU_BWD masks by its second input > 0: the ReLU's output has the input's sign.
-    dy = g.pointwise(dy, activation(g, kY, "y", s.n, s.c, s.h, s.w),
-                     fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_BWD));
-    if (s.add)  // the shortcut's gradient is the add's: the ReLU's, materialised
-      mark_activation_output(dy, kDz, s.n, s.c, s.h, s.w, s.dtype);
+    const auto mask = g.tensor(Attr()
+                                   .set_name("mask")
+                                   .set_uid(kMask)
+                                   .set_dim({s.n, s.c, s.h, s.w})
+                                   .set_stride(nhwc_strides(s.c, s.h, s.w))
+                                   .set_data_type(fe::DataType_t::BOOLEAN));
+    dy =
+        g.pointwise(dy, mask, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::MUL));
+    // The ReLU's gradient, in the activations' dtype even where it stays virtual (cuDNN's
+    // batch-norm backward takes an f32 intermediate here only for fp8 gradients); the
+    // shortcut's gradient under the add (the add's is the ReLU's), materialised.
+    dy->set_data_type(fe_type(s.dtype));
+    if (s.add) mark_activation_output(dy, kDz, s.n, s.c, s.h, s.w, s.dtype);
   }
   fe::graph::Batchnorm_backward_attributes attributes;
   attributes.set_saved_mean_and_inv_variance(channel(g, kMean, "mean", s.c),
@@ -213,12 +255,64 @@ std::shared_ptr<Built> build_bn_backward(cudnnHandle_t handle, const FeBnShape& 
   mark_activation_output(dx, kDx, s.n, s.c, s.h, s.w, s.dtype);
   mark_channel_output(dgamma, kDgamma, s.c);
   mark_channel_output(dbeta, kDbeta, s.c);
-  return finish(std::move(b), handle);
+  return b;
+}
+
+enum class BnGraph { finalize, apply, backward };
+constexpr const char* kBnGraphName[] = {"finalize", "apply", "backward"};
+
+std::shared_ptr<Built> build_bn(BnGraph which, const FeBnShape& s) {
+  return which == BnGraph::finalize ? build_bn_finalize(s)
+         : which == BnGraph::apply  ? build_bn_apply(s)
+                                    : build_bn_backward(s);
 }
 
 }  // namespace
 
 class FeGraphs : public PlanCache<Built> {};
+
+std::shared_ptr<FeDevice> fe_device_from_json(const std::string& json, int sm_version) {
+  auto device = std::make_shared<FeDevice>();
+  device->properties = std::make_shared<fe::DeviceProperties>();
+  device->sm_version = sm_version;
+  if (auto e = device->properties->deserialize(std::vector<uint8_t>(json.begin(), json.end()));
+      e.is_bad())
+    fail("cuDNN device properties (sm {}): {}", sm_version, e.get_message());
+  return device;
+}
+
+std::string fe_device_json(int device) {
+  fe::DeviceProperties properties;
+  if (auto e = properties.set_device_id(device).build(); e.is_bad())
+    fail("cuDNN device properties of device {}: {}", device, e.get_message());
+  std::vector<uint8_t> json;
+  if (auto e = properties.serialize(json); e.is_bad())
+    fail("cuDNN device properties of device {}: serialize: {}", device, e.get_message());
+  std::string text(json.begin(), json.end());
+  while (!text.empty() && text.back() == '\0') text.pop_back();  // a C string's terminator
+  return text;
+}
+
+namespace {
+
+std::string planned(std::shared_ptr<Built> b, const FeDevice& device, std::string_view what) {
+  b = finish(std::move(b), nullptr, &device);
+  return b->supported ? std::string() : fmt::format("{}: {}", what, b->why);
+}
+
+}  // namespace
+
+std::string fe_plan_conv_stats_for(const FeDevice& device, const FeConvShape& conv) {
+  return planned(build_conv_genstats(conv), device, "conv_genstats");
+}
+
+std::string fe_plan_batchnorm_for(const FeDevice& device, const FeBnShape& bn) {
+  for (const BnGraph which : {BnGraph::finalize, BnGraph::apply, BnGraph::backward})
+    if (std::string why = planned(build_bn(which, bn), device, kBnGraphName[int(which)]);
+        !why.empty())
+      return why;
+  return {};
+}
 
 bool fe_graphs_built() {
   return true;
@@ -229,15 +323,13 @@ std::shared_ptr<FeGraphs> make_fe_graphs() {
 
 namespace {
 
-// Each graph under its key, built the first time it is asked for: the one place a key and its
-// builder meet.
-enum class BnGraph { finalize, apply, backward };
-
+// Each graph under its key, built and planned the first time it is asked for: the one place a
+// key and its builder meet.
 std::shared_ptr<Built> conv_graph(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& s) {
   std::string key = fmt::format("conv_genstats n{} c{} h{} w{} k{} r{} s{} st{} p{} {}", s.n, s.c,
                                 s.h, s.w, s.k, s.r, s.s, s.stride, s.pad, dtype_name(s.dtype));
   return graphs.get(key, [&] {
-    auto b = build_conv_genstats(handle, s);
+    auto b = finish(build_conv_genstats(s), handle);
     b->key = key;
     return b;
   });
@@ -245,22 +337,28 @@ std::shared_ptr<Built> conv_graph(FeGraphs& graphs, cudnnHandle_t handle, const 
 
 std::shared_ptr<Built> bn_graph(FeGraphs& graphs, cudnnHandle_t handle, BnGraph which,
                                 const FeBnShape& s) {
-  static constexpr const char* kName[] = {"finalize", "apply", "backward"};
   std::string key =
-      fmt::format("bn_{} n{} c{} h{} w{} {} add{} relu{} eps{} m{}", kName[int(which)], s.n, s.c,
-                  s.h, s.w, dtype_name(s.dtype), s.add, s.relu, s.eps, s.momentum);
+      fmt::format("bn_{} n{} c{} h{} w{} {} add{} relu{} eps{} m{}", kBnGraphName[int(which)], s.n,
+                  s.c, s.h, s.w, dtype_name(s.dtype), s.add, s.relu, s.eps, s.momentum);
   return graphs.get(key, [&] {
-    auto b = which == BnGraph::finalize ? build_bn_finalize(handle, s)
-             : which == BnGraph::apply  ? build_bn_apply(handle, s)
-                                        : build_bn_backward(handle, s);
+    auto b = finish(build_bn(which, s), handle);
     b->key = key;
     return b;
   });
 }
 
+// A refusal in one line: its first, and the first engine's first reason after it (cuDNN lists
+// every engine's reasons on lines of their own).
+std::string brief(const std::string& why) {
+  std::string out = why.substr(0, why.find('\n'));
+  if (const size_t r = why.find("Reason: "); r != std::string::npos)
+    out += "; " + why.substr(r, why.find('\n', r) - r);
+  return out;
+}
+
 bool supported(const Built& b, size_t& workspace, std::string& why) {
   if (!b.supported) {
-    why = fmt::format("{}: {}", b.key, b.why);
+    why = fmt::format("{}: {}", b.key, brief(b.why));
     return false;
   }
   workspace = std::max(workspace, size_t(b.workspace));
@@ -337,6 +435,7 @@ void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_
                                              {kEqBias, stats.eq_bias},
                                              {kY, a.y}};
   if (bn.add) pack.emplace(kZ, const_cast<void*>(a.z));
+  if (bn.relu) pack.emplace(kMask, a.mask);
   run(*bn_graph(graphs, handle, BnGraph::apply, bn), handle, std::move(pack), workspace,
       workspace_bytes);
 }
@@ -351,7 +450,7 @@ void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape&
                                              {kDx, a.dx},
                                              {kDgamma, a.dgamma},
                                              {kDbeta, a.dbeta}};
-  if (bn.relu) pack.emplace(kY, const_cast<void*>(a.y));
+  if (bn.relu) pack.emplace(kMask, const_cast<void*>(a.mask));
   if (bn.relu && bn.add) pack.emplace(kDz, a.dz);
   run(*bn_graph(graphs, handle, BnGraph::backward, bn), handle, std::move(pack), workspace,
       workspace_bytes);

@@ -2,12 +2,14 @@
 // The conv_stats pattern (train/lowering.h, kFuseConvStats; issue 45) as cuDNN frontend graphs:
 // a convolution that also writes its output's per-channel sum and sum of squares (genstats),
 // the batch norm's finalize (bn_finalize: scale and bias from those sums, the saved mean and
-// inverse deviation, the running statistics), its apply (y = [relu](x * scale + bias [+ z])),
-// and its backward with the ReLU's gradient in front (dz = drelu(dy, y); dbn). Each graph is
+// inverse deviation, the running statistics), its apply (y = [relu](x * scale + bias [+ z]),
+// with the ReLU's mask, one bit an element), and its backward with the ReLU's gradient in
+// front (dz = dy * mask; dbn). Each graph is
 // planned once per shape (PlanCache: validated, its execution plan built, its workspace sized)
 // and then only executed, on the handle's stream: capturable into a CUDA Graph.
 // Named and ordered like train/reference/ (conv2d_forward, batchnorm_forward_train,
-// batchnorm_backward), which they compute. NHWC f16 or bf16 activations, f32 statistics and
+// batchnorm_backward), which they compute. NHWC f16 activations (cuDNN 9.19 plans no
+// statistics epilogue for a bf16 convolution on sm_90: fe_graphs_test), f32 statistics and
 // accumulation. Without the frontend's headers at build time (scripts/deps.sh fetches them),
 // fe_graphs_built() is false and nothing here is planned.
 #pragma once
@@ -52,6 +54,24 @@ bool fe_conv_stats_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeCon
 bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
                             size_t& workspace, std::string& why);
 
+// Planning for a GPU that is not there: cuDNN's deviceless path (cuDNN >= 9.11) runs the same
+// heuristics, support checks and plan builds for the GPU that `json` describes (the device
+// properties as fe::DeviceProperties::serialize writes them on that GPU: fe_device_json, which
+// gpu_facts prints) at compute capability `sm_version` (90: H100, H200). What planning on that
+// GPU would say, on a machine without one: empty when every graph of the shape is planned, else
+// the first refusal and cuDNN's reason. fe_device_from_json throws stoker::Error with cuDNN's
+// reason for properties it cannot read; fe_device_json for a device it cannot describe.
+struct FeDevice;
+std::shared_ptr<FeDevice> fe_device_from_json(const std::string& json, int sm_version);
+std::string fe_device_json(int device);
+std::string fe_plan_conv_stats_for(const FeDevice& device, const FeConvShape& conv);
+std::string fe_plan_batchnorm_for(const FeDevice& device, const FeBnShape& bn);
+
+// The bytes of a ReLU mask over `elements` elements (one bit each, 16-byte aligned).
+inline size_t fe_mask_bytes(int64_t elements) {
+  return size_t((elements + 127) / 128) * 16;
+}
+
 // Per-channel f32 buffers of one batch norm under conv_stats, each c floats.
 struct FeBnStats {
   float* sum = nullptr;  // written by the conv's epilogue
@@ -69,11 +89,12 @@ void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeC
 
 // The batch norm in training from the conv's sums: finalize (batch mean, inverse deviation
 // saved for the backward, running statistics updated with torch's momentum and unbiased
-// variance), then y = [relu](x * eq_scale + eq_bias [+ z]).
+// variance), then y = [relu](x * eq_scale + eq_bias [+ z]), with the ReLU's mask (bn.relu).
 struct FeBnForward {
   const void* x = nullptr;  // the conv's output
   const void* z = nullptr;  // bn.add: the shortcut
   void* y = nullptr;        // the op's output
+  void* mask = nullptr;     // bn.relu: y > 0, one bit an element (fe_mask_bytes)
   const float* gamma = nullptr;
   const float* beta = nullptr;
   float* running_mean = nullptr;
@@ -85,12 +106,14 @@ void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_
                              const FeBnShape& bn, const FeBnForward& args, const FeBnStats& stats,
                              void* workspace, size_t workspace_bytes);
 
-// Its backward: g = bn.relu ? dy * (y > 0) : dy; dz = g (bn.add); dx, dgamma, dbeta = the
+// Its backward: g = bn.relu ? dy * mask : dy; dz = g (bn.add); dx, dgamma, dbeta = the
 // batch norm's gradients at g (dx written, not added: the conv's output has no other reader).
+// cuDNN's batch-norm backward engines take the ReLU's gradient in this form (a boolean mask),
+// not as RELU_BWD of y, which no engine plans (the deviceless planning of fe_graphs_test).
 struct FeBnBackward {
-  const void* dy = nullptr;  // the gradient at the op's output
-  const void* y = nullptr;   // the op's output (the ReLU's mask)
-  const void* x = nullptr;   // the batch norm's input
+  const void* dy = nullptr;    // the gradient at the op's output
+  const void* mask = nullptr;  // bn.relu: the forward's mask
+  const void* x = nullptr;     // the batch norm's input
   const float* gamma = nullptr;
   const float* save_mean = nullptr;
   const float* save_invvar = nullptr;

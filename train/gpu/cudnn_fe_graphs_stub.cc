@@ -34,6 +34,20 @@ bool fe_batchnorm_supported(FeGraphs&, cudnnHandle_t, const FeBnShape&, size_t&,
   return false;
 }
 
+struct FeDevice {};
+std::shared_ptr<FeDevice> fe_device_from_json(const std::string&, int) {
+  fail("cuDNN device properties: {}", kWhy);
+}
+std::string fe_device_json(int) {
+  fail("cuDNN device properties: {}", kWhy);
+}
+std::string fe_plan_conv_stats_for(const FeDevice&, const FeConvShape&) {
+  return kWhy;
+}
+std::string fe_plan_batchnorm_for(const FeDevice&, const FeBnShape&) {
+  return kWhy;
+}
+
 void conv2d_forward_with_stats(FeGraphs&, cudnnHandle_t, const FeConvShape&, const void*,
                                const void*, void*, const FeBnStats&, void*, size_t) {
   fail("conv2d_forward_with_stats: {}", kWhy);

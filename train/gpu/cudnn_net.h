@@ -66,6 +66,7 @@ struct GpuLayer {
   // batch norm's fe_stats (FeBnStats's six c-float vectors).
   int stats_bn = -1;
   DeviceBuffer fe_stats;
+  DeviceBuffer fe_mask;       // batchnorm under conv_stats: its ReLU's mask (fe_mask_bytes)
   PoolDesc pool;              // maxpool, global_avgpool
   MaxPoolShape pool_shape;    // maxpool: for our backward
   DeviceBuffer pool_offsets;  // maxpool: its backward's scratch (kernels.h)
