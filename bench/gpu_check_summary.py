@@ -181,7 +181,7 @@ def comparison(stoker, torch_results):
         mode = s["run"][len("stoker_"):]
         if mode == "traced" or not s.get("images_per_s"):
             continue
-        base = mode.replace("-graph", "").replace("-convstats", "")
+        base = mode.replace("-graph", "").replace("-convstats", "").replace("-prologue", "")
         t, c = by.get(base), by.get(base + "-compile")
         row = {"mode": mode, "stoker_images_per_s": s["images_per_s"], "plausible": s.get("plausible"),
                "stoker_memory_mib": s.get("device_memory_peak_mib") or s.get("nvidia_smi_peak_mib")}
@@ -250,10 +250,12 @@ def context_of(w):
 
 
 def fastest(rows):
-    # conv_stats (--fusions, issue 45) is behind its option until a run shows it right: the
-    # loader-fed steps use the default path. The b400 step's runs (-bN) are at another batch.
+    # conv_stats and conv_prologue (--fusions, issue 45) are behind their option until a run
+    # shows them right: the loader-fed steps use the default path. The b400 step's runs (-bN)
+    # are at another batch.
     ok = [r for r in rows if r.get("exit") == 0 and r.get("plausible") and r.get("images_per_s")
           and r["run"] != "stoker_traced" and "convstats" not in r["run"]
+          and "prologue" not in r["run"]
           and not re.search(r"-b\d+$", r["run"])]
     return max(ok, key=lambda r: r["images_per_s"]) if ok else None
 

@@ -28,8 +28,8 @@ usage_line() { sed -n '11p' "$0" | sed 's/^# //'; }
 # fed by `--reader auto` (issue 43) at the smallest and largest size, CPU and GPU decode. `compile`
 # (torch.compile, 6,668 img/s bf16 on the H200 of 2026-11-26) and `b400` (MLPerf's per-GPU
 # batch, 400) run only when --steps names them: the follow-up call's (docs/GPU.md).
-plan=(env:15 tests:82 stoker:58 torch:50 decode:67 auto:48 scaling:75 trace:8 study:55)
-optional=(compile:65 b400:85)  # outside the plan's budgets; the plan check parses them too
+plan=(env:15 tests:82 stoker:62 torch:50 decode:67 auto:48 scaling:71 trace:8 study:55)
+optional=(compile:85 b400:85)  # outside the plan's budgets; the plan check parses them too
 limit=${STOKER_CHECK_SECONDS:-480} reserve=20
 all_steps="$(printf '%s ' "${plan[@]%%:*}" "${optional[@]%%:*}")"
 
@@ -85,17 +85,19 @@ params() {
     # the default it must beat before it becomes the default; its cap also holds the graphs'
     # planning (about 20 conv and 15 batch-norm shapes, some compiled at run time by NVRTC).
     # bf16-nhwc without graphs left out for it (6,162 img/s on the H200 of 2026-11-26).
-    # tf32-nhwc-graph: f32 batch norms in NHWC on the persistent Ex kernels (bn_start), against
-    # torch's tf32 channels_last (3,134 img/s there; Stoker 265 on the plain calls); f16-nhwc
-    # without graphs left out for it (6,499 against 6,532 with graphs there). torch's bf16
-    # eager (4,690 there: torch runs bf16 batch norm on its own kernels, not cuDNN's) left out
-    # for torch's tf32; bf16 stands against torch.compile (the compile step).
-    modes="f16-nhwc-graph f16-nhwc-graph-convstats bf16-nhwc-graph tf32-nhwc-graph"
-    run_cap=20 convstats_cap=30 fallback_mode=f16-nhwc-graph
+    # f16-nhwc-graph-prologue: conv_stats with conv_prologue (the convs apply the batch norm
+    # they alone read; about 100 graphs to plan). tf32-nhwc-graph: f32 batch norms in NHWC on
+    # the persistent Ex kernels (bn_start), against torch's tf32 channels_last (3,134 img/s
+    # there; Stoker 265 on the plain calls); f16-nhwc without graphs left out for it (6,499
+    # against 6,532 with graphs there). torch's bf16 eager (4,690 there: torch runs bf16 batch
+    # norm on its own kernels, not cuDNN's) left out for torch's tf32; bf16 stands against
+    # torch.compile, and runs in the compile step beside it.
+    modes="f16-nhwc-graph f16-nhwc-graph-convstats f16-nhwc-graph-prologue tf32-nhwc-graph"
+    run_cap=20 convstats_cap=30 fallback_mode=f16-nhwc-graph compile_modes=bf16-nhwc-graph
     torch_variants=f16-nhwc,tf32-nhwc variant_cap=25
     # MLPerf's per-GPU batch (400; ~7,950 img/s per H200 in MLPerf v4.0), the default path
     # and conv_stats, 25 steps each: about 1.5 s of steps, the rest planning and capture.
-    b400_batch=400 b400_modes="f16-nhwc-graph f16-nhwc-graph-convstats" b400_cap=40
+    b400_batch=400 b400_modes="f16-nhwc-graph f16-nhwc-graph-prologue" b400_cap=40
     compile_variants=bf16-nhwc-compile compile_cap=65
     # One epoch of 25 batches of 256 per size: no epoch boundary inside a timed run.
     gen_sizes=256,512,1024 classes=10 per_class=640 gen_cap=45
@@ -107,7 +109,7 @@ params() {
     auto_steps=50 auto_window=8 auto_cap=10
     # The loader alone, every reader at 1..16 workers, 1 s each past its first batches.
     scale_readers="serial,threads:1,2,4,8,16,processes:1,2,4,8,16,uring:64:1,uring:64:2,uring:64:4,uring:64:8,uring:64:16"
-    scale_batch=64 scale_seconds=1 scale_cap=25
+    scale_batch=64 scale_seconds=1 scale_cap=23
     trace_steps=6:8
     # The seed study's figure, short: serial against threads:16, CPU and GPU decode, 3 sizes
     # (12 cells), the trainer's defaults at batch 64, 2 warm-up and 8 timed steps, run once.
@@ -117,7 +119,7 @@ params() {
     backend=cpu arch=resnet18 batch=2 size=32 device=cpu steps=3 warmup=1
     modes="f32" run_cap=60 convstats_cap=60 fallback_mode=f32
     torch_variants=tf32-nchw,bf16-nhwc variant_cap=60
-    b400_batch=3 b400_modes="f32" b400_cap=60
+    b400_batch=3 b400_modes="f32" b400_cap=60 compile_modes=f32
     compile_variants=bf16-nhwc-compile compile_cap=60
     gen_sizes=256,512,1024 classes=2 per_class=4 gen_cap=60
     decode_reader=threads:2 decode_cap=60 decode_kinds=cpu  # the CPU backend has no GPU decode
@@ -137,6 +139,7 @@ mode_args() {
   [[ $m == *-nchw* ]] && a+=(--compute-layout nchw)
   [[ $m == *-graph* ]] && a+=(--graph)
   [[ $m == *-convstats ]] && a+=(--fusions bn_relu,bn_add_relu,conv_stats)
+  [[ $m == *-prologue ]] && a+=(--fusions bn_relu,bn_add_relu,conv_stats,conv_prologue)
   echo "${a[@]}"
 }
 
@@ -321,7 +324,7 @@ step_stoker() {
   for m in $modes; do
     say "-- stoker $m"
     cap=$run_cap
-    [[ $m == *-convstats ]] && cap=$convstats_cap
+    [[ $m == *-convstats || $m == *-prologue ]] && cap=$convstats_cap
     # shellcheck disable=SC2046
     stoker_run "stoker_$m" "$cap" --synthetic --no-gaps $(mode_args "$m") || bad=1
   done
@@ -356,7 +359,17 @@ torch_run() {
   return $rc
 }
 step_torch() { torch_run torch "$torch_variants" "$variant_cap"; }
-step_compile() { torch_run torch_compile "$compile_variants" "$compile_cap"; }
+# torch.compile, beside the Stoker mode it is compared with (bf16 NHWC with graphs).
+step_compile() {
+  local m bad=0
+  for m in $compile_modes; do
+    say "-- stoker $m"
+    # shellcheck disable=SC2046
+    stoker_run "stoker_$m" "$run_cap" --synthetic --no-gaps $(mode_args "$m") || bad=1
+  done
+  torch_run torch_compile "$compile_variants" "$compile_cap" || bad=1
+  return $bad
+}
 
 # The fastest synthetic mode measured (a rate the GPU's peak allows), else the fallback.
 fastest() {

@@ -36,10 +36,11 @@ std::string_view op_name(OpKind kind) {
 
 namespace {
 
-constexpr std::array<std::pair<Fusion, std::string_view>, 3> kFusionNames = {{
+constexpr std::array<std::pair<Fusion, std::string_view>, 4> kFusionNames = {{
     {kFuseBnRelu, "bn_relu"},
     {kFuseBnAddRelu, "bn_add_relu"},
     {kFuseConvStats, "conv_stats"},
+    {kFuseConvPrologue, "conv_prologue"},
 }};
 
 }  // namespace
@@ -169,6 +170,22 @@ void fuse_conv_stats(const Network& net, const std::vector<std::vector<int>>& re
   }
 }
 
+// kFuseConvPrologue after conv_stats: each bn_relu op that takes its statistics and whose
+// output one conv alone reads hands its apply to that conv, where `accept` takes both (the
+// conv, then the bn_relu, each with its flag set).
+void fuse_conv_prologue(const std::vector<std::vector<int>>& readers, const AcceptPattern& accept,
+                        Lowering& low) {
+  for (Op& bn : low.ops) {
+    if (bn.kind != OpKind::bn_relu || !bn.stats_given) continue;
+    const std::vector<int>& r = readers[size_t(bn.output)];
+    if (r.size() != 1) continue;
+    Op& conv = low.ops[size_t(low.op_of_layer[size_t(r[0])])];
+    if (conv.kind != OpKind::conv) continue;
+    conv.prologue = bn.apply_in_reader = true;
+    if (accept && !(accept(conv) && accept(bn))) conv.prologue = bn.apply_in_reader = false;
+  }
+}
+
 }  // namespace
 
 Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept) {
@@ -210,6 +227,8 @@ Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept
     out.ops.push_back(std::move(op));
   }
   if ((fusions & kFuseConvStats) != 0) fuse_conv_stats(net, readers, accept, out);
+  if ((fusions & kFuseConvStats) != 0 && (fusions & kFuseConvPrologue) != 0)
+    fuse_conv_prologue(readers, accept, out);
   return out;
 }
 

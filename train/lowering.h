@@ -26,15 +26,22 @@ enum Fusion : uint32_t {
   // batch norm that alone reads the output: that batch norm turns them into its scale and
   // bias (bn_finalize) and skips its own statistics pass over the tensor.
   kFuseConvStats = 1u << 2,
+  // On top of conv_stats: a bn_relu whose output a conv alone reads leaves its scale, bias and
+  // ReLU to that conv, which applies them to the batch norm's input on the way in (its input
+  // prologue, MLPerf's ResNet); the batch norm's output is never written, and the batch norm
+  // only finalizes its statistics into that scale and bias.
+  kFuseConvPrologue = 1u << 3,
 };
-inline constexpr uint32_t kAllFusions = kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats;
-// What a plan fuses unless told otherwise (BackendConfig::fusions, --fusions): conv_stats
-// stays behind the option until a GPU run has shown it right and faster (issue 45).
+inline constexpr uint32_t kAllFusions =
+    kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats | kFuseConvPrologue;
+// What a plan fuses unless told otherwise (BackendConfig::fusions, --fusions): conv_stats and
+// conv_prologue stay behind the option until a GPU run has shown them right and faster
+// (issue 45).
 inline constexpr uint32_t kDefaultFusions = kFuseBnRelu | kFuseBnAddRelu;
 
 // The one vocabulary of --fusions and the stored run options: a comma-separated list of
-// bn_relu, bn_add_relu, conv_stats, or "none". parse_fusions throws stoker::Error naming the
-// word it does not know; fusions_name gives the canonical list ("none" for 0).
+// bn_relu, bn_add_relu, conv_stats, conv_prologue, or "none". parse_fusions throws stoker::Error
+// naming the word it does not know; fusions_name gives the canonical list ("none" for 0).
 uint32_t parse_fusions(std::string_view list);
 std::string fusions_name(uint32_t fusions);
 
@@ -69,6 +76,13 @@ struct Op {
   // batchnorm, bn_relu, bn_add_relu: its batch statistics come from the conv that writes its
   // input (stats_epilogue); it finalizes them into scale and bias and only applies them.
   bool stats_given = false;
+  // kFuseConvPrologue. conv: its input is the output of a bn_relu with apply_in_reader; it
+  // reads that op's input instead and computes relu(x * scale + bias) on the way in (and
+  // in its backward, the ReLU's gradient with its data gradient). bn_relu (stats_given): it
+  // only finalizes; its output is never written, and the gradient its reader hands it is at
+  // the ReLU's input.
+  bool prologue = false;
+  bool apply_in_reader = false;
 };
 
 struct Lowering {
@@ -82,9 +96,11 @@ struct Lowering {
 // Every layer in exactly one op, fusing the patterns in `fusions` (Fusion bits) wherever the
 // network's tensors allow it (a fused tensor has no reader outside its op) and `accept` takes
 // the instance (a backend's per-shape offer); a pattern not taken runs as its layers' ops.
-// kFuseConvStats is asked last, once the batch norms' ops are settled: `accept` sees the conv
-// op with stats_epilogue set, then the batch norm's op with stats_given set; a refusal of
-// either leaves both as they were.
+// kFuseConvStats is asked once the batch norms' ops are settled: `accept` sees the conv op with
+// stats_epilogue set, then the batch norm's op with stats_given set; a refusal of either
+// leaves both as they were. kFuseConvPrologue last, on the bn_relu ops that took their
+// statistics: `accept` sees the reading conv with prologue set, then the bn_relu with
+// apply_in_reader set; likewise.
 using AcceptPattern = std::function<bool(const Op& pattern)>;
 Lowering lower(const Network& net, uint32_t fusions, const AcceptPattern& accept = {});
 

@@ -44,13 +44,14 @@ assert sum(s["budget_s"] for s in doc["steps"]) == p["budget_s"], (doc["steps"],
 # Every GPU command was checked: 7 tests, 4 synthetic modes, eager torch, gen, 6 decode runs
 # (CPU and GPU decode at 3 sizes), 5 auto runs (auto with CPU and GPU decode at 256 and 1024
 # px, threads:16 over as many steps), 3 scaling sweeps, the trace, the study; and the steps
-# outside the plan: torch.compile, 2 runs at batch 400.
-assert p["commands"] == 32 and not p["not_parsing"], p
+# outside the plan: bf16 beside torch.compile, 2 runs at batch 400.
+assert p["commands"] == 33 and not p["not_parsing"], p
 checked = {c["run"] for c in p["checked"]}
 assert {"stoker_f16-nhwc-graph", "torch", "gen", "loader_1024_gpu-threads16",
         "loader_256_cpu-threads16", "loader_1024_gpu-auto", "loader_1024_gpu-threads16-50", "scaling_512", "stoker_traced",
         "test_gpu_decode_test", "study", "stoker_tf32-nhwc-graph", "torch_compile",
-        "stoker_f16-nhwc-graph-convstats-b400"} <= checked, checked
+        "stoker_bf16-nhwc-graph", "stoker_f16-nhwc-graph-prologue",
+        "stoker_f16-nhwc-graph-prologue-b400"} <= checked, checked
 b400_cmd = next(c["command"] for c in p["checked"] if c["run"] == "stoker_f16-nhwc-graph-b400")
 assert "--batch 400 " in b400_cmd and "--batch 256" not in b400_cmd, b400_cmd
 study_cmd = next(c["command"] for c in p["checked"] if c["run"] == "study")
@@ -219,7 +220,7 @@ PY
 
 # --plan prints every step with its budget and every GPU command, and runs none.
 "$root/scripts/gpu_check.sh" --plan --build "$build" --python "$python" >"$tmp/plan"
-grep -q '^stoker (58 s)$' "$tmp/plan" && grep -q 'stoker_tf32-nhwc-graph .* --precision tf32 --compute-layout nhwc --graph' "$tmp/plan" && grep -q '^b400 (85 s, only when --steps names it)$' "$tmp/plan" && grep -q 'stoker_f16-nhwc-graph-convstats .* --graph --fusions bn_relu,bn_add_relu,conv_stats' "$tmp/plan" && grep -q '^study (55 s)$' "$tmp/plan" && grep -q '^auto (48 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-auto .* --reader auto --auto-window 8 --decode gpu' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
+grep -q '^stoker (62 s)$' "$tmp/plan" && grep -q 'stoker_f16-nhwc-graph-prologue .* --fusions bn_relu,bn_add_relu,conv_stats,conv_prologue' "$tmp/plan" && grep -q 'stoker_tf32-nhwc-graph .* --precision tf32 --compute-layout nhwc --graph' "$tmp/plan" && grep -q '^b400 (85 s, only when --steps names it)$' "$tmp/plan" && grep -q 'stoker_f16-nhwc-graph-convstats .* --graph --fusions bn_relu,bn_add_relu,conv_stats' "$tmp/plan" && grep -q '^study (55 s)$' "$tmp/plan" && grep -q '^auto (48 s)$' "$tmp/plan" && grep -q 'loader_1024_gpu-auto .* --reader auto --auto-window 8 --decode gpu' "$tmp/plan" && grep -q 'loader_1024_gpu-threads16 .* --decode gpu' "$tmp/plan" && grep -q 'stoker_bf16-nhwc-graph .* --precision bf16 --compute-layout nhwc --graph' "$tmp/plan" &&
   grep -Eq '^total: [0-9]+ s of budgets \+ [0-9]+ s reserve' "$tmp/plan" ||
   { echo "FAIL: --plan"; cat "$tmp/plan"; exit 1; }
 echo "ok: --plan lists $(grep -c '^  ' "$tmp/plan") commands"

@@ -198,6 +198,11 @@ std::vector<std::tuple<std::string, StepCase>> step_cases() {
                                    .size = 64,
                                    .precision = Precision::f16,
                                    .fusions = "bn_relu,bn_add_relu,conv_stats"});
+      // And with the convs applying the batch norm they alone read (conv_prologue).
+      out.emplace_back(b, StepCase{.batch = 4,
+                                   .size = 64,
+                                   .precision = Precision::f16,
+                                   .fusions = "bn_relu,bn_add_relu,conv_stats,conv_prologue"});
     }
   }
   return out;
@@ -333,6 +338,10 @@ TEST_P(WholeStep, EveryLayerMatchesTheReferenceNetwork) {
       std::string_view(cs.fusions).find("conv_stats") != std::string::npos) {
     EXPECT_EQ(backend->describe().find("conv_stats on 0 convs"), std::string::npos)
         << backend->describe();
+    if (std::string_view(cs.fusions).find("conv_prologue") != std::string::npos) {
+      EXPECT_EQ(backend->describe().find("conv_prologue on 0 convs"), std::string::npos)
+          << backend->describe();
+    }
   }
   fmt::print(
       "{} {}: loss {} vs {}; worst error activations {:.2e} ({} compared), their gradients "
@@ -733,7 +742,7 @@ BackendCaps declared(const std::string& name) {
             .pinned_host_memory = true,
             .device_input = true,
             .activity_records = true,
-            .fusions = kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats,
+            .fusions = kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats | kFuseConvPrologue,
             .precisions = all};
   ADD_FAILURE() << "backend " << name << " has no declaration in this test";
   return {};

@@ -213,14 +213,61 @@ TEST(Lowering, EveryConvWritesItsBatchNormsStatistics) {
   }
 }
 
+// kFuseConvPrologue: in a bottleneck, bn1 and bn2 each feed the next conv alone (32 in
+// ResNet-50), in a basic block bn1 (8 in ResNet-18); the stem's feeds the max pool and a
+// block's last its shortcut too. Only on top of conv_stats; a refusal of either side leaves
+// both as they were.
+TEST(Lowering, AConvAppliesTheBatchNormItAloneReads) {
+  for (int depth : {18, 50}) {
+    const Network net = resnet(depth);
+    const std::string what = "resnet" + std::to_string(depth);
+    const Lowering low = lower(net, kAllFusions);
+    expect_well_formed(net, low, what);
+    int prologues = 0, applied = 0;
+    for (const Op& op : low.ops) {
+      applied += op.apply_in_reader;
+      if (op.apply_in_reader) {
+        EXPECT_EQ(op.kind, OpKind::bn_relu) << what;
+        EXPECT_TRUE(op.stats_given) << what;
+      }
+      if (!op.prologue) continue;
+      ++prologues;
+      EXPECT_EQ(op.kind, OpKind::conv) << what;
+      const Op& bn = op_of(low, op.inputs[0] - 1);  // the ReLU writing the conv's input
+      EXPECT_TRUE(bn.apply_in_reader) << what << ": " << first_layer(net, op).name;
+      EXPECT_EQ(bn.output, op.inputs[0]) << what;
+    }
+    EXPECT_EQ(prologues, depth == 50 ? 32 : 8) << what;
+    EXPECT_EQ(applied, prologues) << what;
+    EXPECT_EQ(counts(low), counts(lower(net, kFuseBnRelu | kFuseBnAddRelu))) << what;
+    for (const Op& op : lower(net, kAllFusions & ~uint32_t(kFuseConvStats)).ops)
+      EXPECT_FALSE(op.prologue || op.apply_in_reader) << what;
+  }
+  const Network net = resnet(50);
+  const Lowering low = lower(net, kAllFusions, [&](const Op& op) {
+    return !(op.prologue && first_layer(net, op).name == "layer2.0.conv2") &&
+           !(op.apply_in_reader && first_layer(net, op).name == "layer3.1.bn2");
+  });
+  for (const Op& op : low.ops) {
+    const std::string& name = first_layer(net, op).name;
+    if (name == "layer2.0.conv2" || name == "layer2.0.bn1" || name == "layer3.1.conv3" ||
+        name == "layer3.1.bn2") {
+      EXPECT_FALSE(op.prologue || op.apply_in_reader) << name;
+      EXPECT_TRUE(op.stats_epilogue || op.stats_given) << name;  // conv_stats stays
+    } else if (name == "layer2.0.conv3" || name == "layer2.0.bn2") {
+      EXPECT_TRUE(op.prologue || op.apply_in_reader) << name;
+    }
+  }
+}
+
 TEST(Lowering, FusionWords) {
   EXPECT_EQ(parse_fusions("none"), 0u);
   EXPECT_EQ(parse_fusions("bn_relu,bn_add_relu"), kDefaultFusions);
-  EXPECT_EQ(parse_fusions("conv_stats,bn_relu,bn_add_relu"), kAllFusions);
+  EXPECT_EQ(parse_fusions("conv_prologue,conv_stats,bn_relu,bn_add_relu"), kAllFusions);
   EXPECT_EQ(fusions_name(0), "none");
   EXPECT_EQ(fusions_name(kDefaultFusions), "bn_relu,bn_add_relu");
-  EXPECT_EQ(fusions_name(kAllFusions), "bn_relu,bn_add_relu,conv_stats");
-  for (const uint32_t bits : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u})
+  EXPECT_EQ(fusions_name(kAllFusions), "bn_relu,bn_add_relu,conv_stats,conv_prologue");
+  for (uint32_t bits = 0; bits <= kAllFusions; ++bits)
     EXPECT_EQ(parse_fusions(fusions_name(bits)), bits);
   for (const char* bad : {"", "bn_relu,", "relu", "bn_relu,none", "BN_RELU"})
     EXPECT_THROW(parse_fusions(bad), Error) << bad;

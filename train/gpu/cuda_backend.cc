@@ -118,12 +118,17 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
         config_.graph ? ", CUDA Graph" : "", conv_stats_text());
   }
 
-  // --fusions conv_stats: on how many convs it runs, and the first refusal's reason.
+  // --fusions conv_stats (and conv_prologue): on how many convs each runs, and the first
+  // refusal's reason.
   std::string conv_stats_text() const {
     if ((config_.fusions & kFuseConvStats) == 0) return "";
     const std::string& why = net_->conv_stats_refusal();
-    return fmt::format(", conv_stats on {} convs (cuDNN frontend){}", net_->conv_stats_fused(),
-                       why.empty() ? "" : "; first refused: " + why);
+    const std::string prologue =
+        (config_.fusions & kFuseConvPrologue) == 0
+            ? ""
+            : fmt::format(", conv_prologue on {} convs", net_->conv_prologue_fused());
+    return fmt::format(", conv_stats on {} convs{} (cuDNN frontend){}", net_->conv_stats_fused(),
+                       prologue, why.empty() ? "" : "; first refused: " + why);
   }
 
   HostMemory host_memory() const override { return pinned_host_memory(); }
@@ -475,7 +480,7 @@ BackendCaps cuda_caps() {
           .pinned_host_memory = true,
           .device_input = true,
           .activity_records = true,  // CUPTI
-          .fusions = kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats,
+          .fusions = kFuseBnRelu | kFuseBnAddRelu | kFuseConvStats | kFuseConvPrologue,
           .precisions = precision_bit(Precision::f32) | precision_bit(Precision::tf32) |
                         precision_bit(Precision::f16) | precision_bit(Precision::bf16)};
 }

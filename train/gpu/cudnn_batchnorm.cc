@@ -40,11 +40,11 @@ void CudnnNet::set_fusion(int level) {
     g.call = net_.layers[i].kind == LayerKind::batchnorm && level >= kFuseEx && g.offers_ex
                  ? BnCall::ex
                  : BnCall::plain;
-    g.z = g.fused_out = g.stats_bn = -1;
+    g.z = g.fused_out = g.stats_bn = g.prologue_bn = -1;
   }
   const uint32_t bits = (level >= kFuseRelu ? uint32_t(kFuseBnRelu) : 0u) |
                         (level >= kFuseAddRelu ? uint32_t(kFuseBnAddRelu) : 0u) |
-                        (level >= kFuseStats ? uint32_t(kFuseConvStats) : 0u);
+                        (level >= kFuseStats ? uint32_t(kFuseConvStats | kFuseConvPrologue) : 0u);
   const auto in_place = [&](int out, int over) { return tensors_[size_t(out)].alias_of == over; };
   const auto offered = [&](const Op& op) {
     const Layer& bn = first_layer(net_, op);
@@ -59,9 +59,16 @@ void CudnnNet::set_fusion(int level) {
   });
   std::vector<int> writer(net_.tensors.size(), -1);  // per tensor: the layer of the op writing it
   for (const Op& op : lowering_.ops) writer[size_t(op.output)] = op.layers[0];
+  unwritten_.assign(net_.tensors.size(), false);
   for (const Op& op : lowering_.ops) {
     GpuLayer& g = layers_[size_t(op.layers[0])];
     if (op.stats_given) layers_[size_t(writer[size_t(op.inputs[0])])].stats_bn = op.layers[0];
+    if (op.prologue) g.prologue_bn = writer[size_t(op.inputs[0])];
+    // The frontend's batch norm writes its op's output only (not a hidden batch-norm output);
+    // under a prologue not even that.
+    if (op.stats_given)
+      for (int t : op.hidden) unwritten_[size_t(t)] = true;
+    if (op.apply_in_reader) unwritten_[size_t(op.output)] = true;
     if (op.kind == OpKind::bn_relu) {
       g.call = BnCall::relu;
     } else if (op.kind == OpKind::bn_add_relu) {

@@ -15,7 +15,7 @@
 
 namespace stoker::gpu {
 
-FeConvShape CudnnNet::fe_conv_shape(const Layer& l) const {
+FeConvShape CudnnNet::fe_conv_shape(const Layer& l, bool prologue) const {
   const ActShape& x = shapes_[size_t(l.inputs[0])];
   return {.n = config_.batch,
           .c = x.c,
@@ -26,7 +26,15 @@ FeConvShape CudnnNet::fe_conv_shape(const Layer& l) const {
           .s = l.kernel,
           .stride = l.stride,
           .pad = l.padding,
-          .dtype = dtype_};
+          .dtype = dtype_,
+          .prologue = prologue};
+}
+
+// The eq_scale and eq_bias of the batch norm a prologue conv applies.
+FePrologue CudnnNet::fe_prologue(const GpuLayer& conv) const {
+  if (conv.prologue_bn < 0) return {};
+  const FeBnStats s = fe_stats(layers_[size_t(conv.prologue_bn)]);
+  return {.scale = s.eq_scale, .bias = s.eq_bias};
 }
 
 FeBnShape CudnnNet::fe_bn_shape(const Op& op) const {
@@ -39,6 +47,7 @@ FeBnShape CudnnNet::fe_bn_shape(const Op& op) const {
           .dtype = dtype_,
           .add = op.kind == OpKind::bn_add_relu,
           .relu = op.kind != OpKind::batchnorm,
+          .prologue = op.apply_in_reader,
           .eps = float(l.eps),
           .momentum = float(l.momentum)};
 }
@@ -55,9 +64,9 @@ FeBnStats CudnnNet::fe_stats(const GpuLayer& bn) const {
           .next_var = base + 5 * c};
 }
 
-// The lowering's question for a conv (stats_epilogue) or its batch norm's op (stats_given):
-// does the frontend plan its graphs for these shapes (NHWC f16/bf16 only). The first refusal
-// is kept for the run's header.
+// The lowering's question for a conv (stats_epilogue; then prologue) or its batch norm's op
+// (stats_given; then apply_in_reader): does the frontend plan its graphs for these shapes (NHWC
+// f16 and bf16 only; it refuses bf16 convs). The first refusal is kept for the run's header.
 bool CudnnNet::accept_conv_stats(const Op& op) {
   std::string why;
   bool ok = false;
@@ -65,9 +74,11 @@ bool CudnnNet::accept_conv_stats(const Op& op) {
     why = "this build has no cuDNN frontend (scripts/deps.sh fetches nvidia-cudnn-frontend)";
   } else if (!nhwc_ || dtype_ == DType::f32) {
     why = "the frontend's statistics graphs are planned for NHWC f16 and bf16 only";
+  } else if (op.prologue && !op.stats_epilogue) {
+    why = "a prologue is planned with the conv's statistics epilogue only";
   } else if (op.stats_epilogue) {
-    ok = fe_conv_stats_supported(*fe_, cudnn_, fe_conv_shape(first_layer(net_, op)), fe_workspace_,
-                                 why);
+    ok = fe_conv_stats_supported(*fe_, cudnn_, fe_conv_shape(first_layer(net_, op), op.prologue),
+                                 fe_workspace_, why);
   } else {
     ok = fe_batchnorm_supported(*fe_, cudnn_, fe_bn_shape(op), fe_workspace_, why);
   }
@@ -81,12 +92,35 @@ int CudnnNet::conv_stats_fused() const {
                            [](const Op& op) { return op.stats_epilogue; }));
 }
 
-// y = conv(x, w), and its batch norm's sums (layer g.stats_bn's fe_stats).
+int CudnnNet::conv_prologue_fused() const {
+  return int(std::count_if(lowering_.ops.begin(), lowering_.ops.end(),
+                           [](const Op& op) { return op.prologue; }));
+}
+
+// y = conv(x, w), and its batch norm's sums (layer g.stats_bn's fe_stats). Under a prologue x
+// is relu(bn(x0)) of the applied batch norm's input x0, which the conv reads instead.
 void CudnnNet::forward_conv_stats(const Layer& l, GpuLayer& g) {
   STOKER_CHECK(g.stats_bn >= 0);
-  conv2d_forward_with_stats(*fe_, cudnn_, fe_conv_shape(l), tensors_[size_t(l.inputs[0])].act,
-                            params_[size_t(l.weight)].compute, tensors_[size_t(l.output)].act,
-                            fe_stats(layers_[size_t(g.stats_bn)]), workspace_.get(),
+  const int x = g.prologue_bn >= 0 ? net_.layers[size_t(g.prologue_bn)].inputs[0] : l.inputs[0];
+  conv2d_forward_with_stats(
+      *fe_, cudnn_, fe_conv_shape(l, g.prologue_bn >= 0), tensors_[size_t(x)].act,
+      params_[size_t(l.weight)].compute, fe_prologue(g), tensors_[size_t(l.output)].act,
+      fe_stats(layers_[size_t(g.stats_bn)]), workspace_.get(), workspace_.bytes());
+}
+
+// A prologue conv's backward: the weights' gradient at relu(bn(x0)), and the gradient at the
+// applied batch norm's output (the ReLU's gradient in), written into the ReLU output's
+// gradient memory, where that batch norm's backward reads it (backward_bn_from_stats).
+void CudnnNet::backward_conv_prologue(const Layer& l, GpuLayer& g, float beta) {
+  STOKER_CHECK_MSG(beta == 0.0f, "{}: a prologue conv's input has another reader", l.name);
+  const GpuTensor& x0 = tensors_[size_t(net_.layers[size_t(g.prologue_bn)].inputs[0])];
+  const GpuTensor& y = tensors_[size_t(l.output)];
+  const GpuParam& w = params_[size_t(l.weight)];
+  const FeConvShape shape = fe_conv_shape(l, true);
+  conv2d_backward_weights_prologue(*fe_, cudnn_, shape, y.dact, x0.act, fe_prologue(g), w.raw,
+                                   workspace_.get(), workspace_.bytes());
+  conv2d_backward_data_relu(*fe_, cudnn_, shape, y.dact, w.compute, x0.act, fe_prologue(g),
+                            tensors_[size_t(l.inputs[0])].dact, workspace_.get(),
                             workspace_.bytes());
 }
 

@@ -56,6 +56,9 @@ enum Uid : int64_t {
   kDgamma,
   kDbeta,
   kMask,
+  kPScale,  // a prologue's scale and bias (the batch norm's eq_scale, eq_bias it applies)
+  kPBias,
+  kDw,
 };
 
 fe::DataType_t fe_type(DType t) {
@@ -155,27 +158,100 @@ std::shared_ptr<Built> new_graph(DType io) {
   return b;
 }
 
+// The conv's filter, k x c x r x s stored KRSC.
+std::shared_ptr<Attr> filter(fe::graph::Graph& g, const FeConvShape& s) {
+  return g.tensor(Attr()
+                      .set_name("w")
+                      .set_uid(kW)
+                      .set_dim({s.k, s.c, s.r, s.s})
+                      .set_stride({s.c * s.r * s.s, 1, s.s * s.c, s.c}));
+}
+
+int64_t out_h(const FeConvShape& s) {
+  return (s.h + 2 * s.pad - s.r) / s.stride + 1;
+}
+int64_t out_w(const FeConvShape& s) {
+  return (s.w + 2 * s.pad - s.s) / s.stride + 1;
+}
+
+// x * scale + bias per channel of x, scale and bias in the activations' dtype (the dtype
+// cuDNN's fused prologue engines take them in): the batch norm a prologue applies, before its
+// ReLU.
+std::shared_ptr<Attr> scale_bias(fe::graph::Graph& g, const FeConvShape& s) {
+  using fe::graph::Pointwise_attributes;
+  const auto per_channel = [&](Uid uid, const char* name) {
+    return g.tensor(Attr()
+                        .set_name(name)
+                        .set_uid(uid)
+                        .set_dim({1, s.c, 1, 1})
+                        .set_stride({s.c, 1, s.c, s.c})
+                        .set_data_type(fe_type(s.dtype)));
+  };
+  const auto t = g.pointwise(activation(g, kX, "x", s.n, s.c, s.h, s.w),
+                             per_channel(kPScale, "prologue_scale"),
+                             Pointwise_attributes().set_mode(fe::PointwiseMode_t::MUL));
+  return g.pointwise(t, per_channel(kPBias, "prologue_bias"),
+                     Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
+}
+
+// The conv's input: x, or under a prologue relu(x * scale + bias).
+std::shared_ptr<Attr> conv_input(fe::graph::Graph& g, const FeConvShape& s) {
+  if (!s.prologue) return activation(g, kX, "x", s.n, s.c, s.h, s.w);
+  return g.pointwise(scale_bias(g, s),
+                     fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
+}
+
 std::shared_ptr<Built> build_conv_genstats(const FeConvShape& s) {
   auto b = new_graph(s.dtype);
   fe::graph::Graph& g = b->graph;
-  const auto x = activation(g, kX, "x", s.n, s.c, s.h, s.w);
-  const auto w = g.tensor(Attr()
-                              .set_name("w")
-                              .set_uid(kW)
-                              .set_dim({s.k, s.c, s.r, s.s})
-                              .set_stride({s.c * s.r * s.s, 1, s.s * s.c, s.c}));
-  const auto y = g.conv_fprop(x, w,
+  const auto y = g.conv_fprop(conv_input(g, s), filter(g, s),
                               fe::graph::Conv_fprop_attributes()
                                   .set_padding({s.pad, s.pad})
                                   .set_stride({s.stride, s.stride})
                                   .set_dilation({1, 1}));
-  const int64_t oh = (s.h + 2 * s.pad - s.r) / s.stride + 1;
-  const int64_t ow = (s.w + 2 * s.pad - s.s) / s.stride + 1;
-  mark_activation_output(y, kY, s.n, s.k, oh, ow, s.dtype);
+  mark_activation_output(y, kY, s.n, s.k, out_h(s), out_w(s), s.dtype);
   const auto [sum, sq_sum] =
       g.genstats(y, fe::graph::Genstats_attributes().set_compute_data_type(fe::DataType_t::FLOAT));
   mark_channel_output(sum, kSum, s.k);
   mark_channel_output(sq_sum, kSqSum, s.k);
+  return b;
+}
+
+// Under a prologue: dx = the ReLU's gradient of the data gradient, at x * scale + bias (the
+// gradient at the batch norm's output, before its ReLU).
+std::shared_ptr<Built> build_conv_dgrad_relu(const FeConvShape& s) {
+  auto b = new_graph(s.dtype);
+  fe::graph::Graph& g = b->graph;
+  const auto dy = activation(g, kDy, "dy", s.n, s.k, out_h(s), out_w(s));
+  const auto data = g.conv_dgrad(dy, filter(g, s),
+                                 fe::graph::Conv_dgrad_attributes()
+                                     .set_padding({s.pad, s.pad})
+                                     .set_stride({s.stride, s.stride})
+                                     .set_dilation({1, 1}));
+  data->set_dim({s.n, s.c, s.h, s.w});
+  const auto dx =
+      g.pointwise(data, scale_bias(g, s),
+                  fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_BWD));
+  mark_activation_output(dx, kDx, s.n, s.c, s.h, s.w, s.dtype);
+  return b;
+}
+
+// Under a prologue: dw = the weights' gradient at the input relu(x * scale + bias), KRSC in the
+// activations' dtype (as cuDNN's legacy call writes it).
+std::shared_ptr<Built> build_conv_wgrad_prologue(const FeConvShape& s) {
+  auto b = new_graph(s.dtype);
+  fe::graph::Graph& g = b->graph;
+  const auto dw =
+      g.conv_wgrad(activation(g, kDy, "dy", s.n, s.k, out_h(s), out_w(s)), conv_input(g, s),
+                   fe::graph::Conv_wgrad_attributes()
+                       .set_padding({s.pad, s.pad})
+                       .set_stride({s.stride, s.stride})
+                       .set_dilation({1, 1}));
+  dw->set_output(true)
+      .set_uid(kDw)
+      .set_dim({s.k, s.c, s.r, s.s})
+      .set_stride({s.c * s.r * s.s, 1, s.s * s.c, s.c})
+      .set_data_type(fe_type(s.dtype));
   return b;
 }
 
@@ -193,6 +269,10 @@ std::shared_ptr<Built> build_bn_finalize(const FeBnShape& s) {
                     g.tensor(Attr(s.eps)), g.tensor(Attr(int64_t(s.n * s.h * s.w))), attributes);
   mark_channel_output(eq_scale, kEqScale, s.c);
   mark_channel_output(eq_bias, kEqBias, s.c);
+  if (s.prologue) {  // for the reading conv's prologue, in the activations' dtype
+    eq_scale->set_data_type(fe_type(s.dtype));
+    eq_bias->set_data_type(fe_type(s.dtype));
+  }
   mark_channel_output(mean, kMean, s.c);
   mark_channel_output(inv_var, kInvVar, s.c);
   mark_channel_output(next_mean, kNextMean, s.c);
@@ -232,7 +312,7 @@ std::shared_ptr<Built> build_bn_backward(const FeBnShape& s) {
   auto b = new_graph(s.dtype);
   fe::graph::Graph& g = b->graph;
   auto dy = activation(g, kDy, "dy", s.n, s.c, s.h, s.w);
-  if (s.relu) {
+  if (s.relu && !s.prologue) {  // under a prologue, the conv applied the ReLU's gradient
     const auto mask = g.tensor(Attr()
                                    .set_name("mask")
                                    .set_uid(kMask)
@@ -258,8 +338,30 @@ std::shared_ptr<Built> build_bn_backward(const FeBnShape& s) {
   return b;
 }
 
+enum class ConvGraph { forward, backward_data, backward_weights };
+constexpr const char* kConvGraphName[] = {"conv_genstats", "conv_dgrad_relu", "conv_wgrad"};
+
+std::shared_ptr<Built> build_conv(ConvGraph which, const FeConvShape& s) {
+  return which == ConvGraph::forward         ? build_conv_genstats(s)
+         : which == ConvGraph::backward_data ? build_conv_dgrad_relu(s)
+                                             : build_conv_wgrad_prologue(s);
+}
+
+// The graphs a conv runs: its forward, and under a prologue its backward too (without, the
+// backward is cuDNN's legacy calls, conv_cudnn.h).
+std::vector<ConvGraph> conv_graphs(const FeConvShape& s) {
+  if (!s.prologue) return {ConvGraph::forward};
+  return {ConvGraph::forward, ConvGraph::backward_data, ConvGraph::backward_weights};
+}
+
 enum class BnGraph { finalize, apply, backward };
 constexpr const char* kBnGraphName[] = {"finalize", "apply", "backward"};
+
+// A batch norm's graphs: under a prologue the reading conv applies it.
+std::vector<BnGraph> bn_graphs(const FeBnShape& s) {
+  if (s.prologue) return {BnGraph::finalize, BnGraph::backward};
+  return {BnGraph::finalize, BnGraph::apply, BnGraph::backward};
+}
 
 std::shared_ptr<Built> build_bn(BnGraph which, const FeBnShape& s) {
   return which == BnGraph::finalize ? build_bn_finalize(s)
@@ -303,11 +405,15 @@ std::string planned(std::shared_ptr<Built> b, const FeDevice& device, std::strin
 }  // namespace
 
 std::string fe_plan_conv_stats_for(const FeDevice& device, const FeConvShape& conv) {
-  return planned(build_conv_genstats(conv), device, "conv_genstats");
+  for (const ConvGraph which : conv_graphs(conv))
+    if (std::string why = planned(build_conv(which, conv), device, kConvGraphName[int(which)]);
+        !why.empty())
+      return why;
+  return {};
 }
 
 std::string fe_plan_batchnorm_for(const FeDevice& device, const FeBnShape& bn) {
-  for (const BnGraph which : {BnGraph::finalize, BnGraph::apply, BnGraph::backward})
+  for (const BnGraph which : bn_graphs(bn))
     if (std::string why = planned(build_bn(which, bn), device, kBnGraphName[int(which)]);
         !why.empty())
       return why;
@@ -325,11 +431,13 @@ namespace {
 
 // Each graph under its key, built and planned the first time it is asked for: the one place a
 // key and its builder meet.
-std::shared_ptr<Built> conv_graph(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& s) {
-  std::string key = fmt::format("conv_genstats n{} c{} h{} w{} k{} r{} s{} st{} p{} {}", s.n, s.c,
-                                s.h, s.w, s.k, s.r, s.s, s.stride, s.pad, dtype_name(s.dtype));
+std::shared_ptr<Built> conv_graph(FeGraphs& graphs, cudnnHandle_t handle, ConvGraph which,
+                                  const FeConvShape& s) {
+  std::string key = fmt::format("{} n{} c{} h{} w{} k{} r{} s{} st{} p{} {} prologue{}",
+                                kConvGraphName[int(which)], s.n, s.c, s.h, s.w, s.k, s.r, s.s,
+                                s.stride, s.pad, dtype_name(s.dtype), s.prologue);
   return graphs.get(key, [&] {
-    auto b = finish(build_conv_genstats(s), handle);
+    auto b = finish(build_conv(which, s), handle);
     b->key = key;
     return b;
   });
@@ -337,9 +445,9 @@ std::shared_ptr<Built> conv_graph(FeGraphs& graphs, cudnnHandle_t handle, const 
 
 std::shared_ptr<Built> bn_graph(FeGraphs& graphs, cudnnHandle_t handle, BnGraph which,
                                 const FeBnShape& s) {
-  std::string key =
-      fmt::format("bn_{} n{} c{} h{} w{} {} add{} relu{} eps{} m{}", kBnGraphName[int(which)], s.n,
-                  s.c, s.h, s.w, dtype_name(s.dtype), s.add, s.relu, s.eps, s.momentum);
+  std::string key = fmt::format("bn_{} n{} c{} h{} w{} {} add{} relu{} prologue{} eps{} m{}",
+                                kBnGraphName[int(which)], s.n, s.c, s.h, s.w, dtype_name(s.dtype),
+                                s.add, s.relu, s.prologue, s.eps, s.momentum);
   return graphs.get(key, [&] {
     auto b = finish(build_bn(which, s), handle);
     b->key = key;
@@ -380,7 +488,9 @@ void run(const Built& b, cudnnHandle_t handle, std::unordered_map<int64_t, void*
 
 bool fe_conv_stats_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
                              size_t& workspace, std::string& why) {
-  return supported(*conv_graph(graphs, handle, conv), workspace, why);
+  for (const ConvGraph which : conv_graphs(conv))
+    if (!supported(*conv_graph(graphs, handle, which, conv), workspace, why)) return false;
+  return true;
 }
 
 bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
@@ -389,20 +499,60 @@ bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnSh
     why = "a batch norm with the add and no ReLU is not a pattern here";
     return false;
   }
-  for (const BnGraph which : {BnGraph::finalize, BnGraph::apply, BnGraph::backward})
+  for (const BnGraph which : bn_graphs(bn))
     if (!supported(*bn_graph(graphs, handle, which, bn), workspace, why)) return false;
   return true;
 }
 
+namespace {
+
+// The prologue's buffers in a variant pack (conv.prologue).
+void add_prologue(std::unordered_map<int64_t, void*>& pack, const FeConvShape& conv,
+                  const FePrologue& prologue) {
+  if (!conv.prologue) return;
+  STOKER_CHECK(prologue.scale != nullptr && prologue.bias != nullptr);
+  pack.emplace(kPScale, const_cast<void*>(prologue.scale));
+  pack.emplace(kPBias, const_cast<void*>(prologue.bias));
+}
+
+}  // namespace
+
 void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
-                               const void* x, const void* w, void* y, const FeBnStats& stats,
-                               void* workspace, size_t workspace_bytes) {
-  run(*conv_graph(graphs, handle, conv), handle,
-      {{kX, const_cast<void*>(x)},
-       {kW, const_cast<void*>(w)},
-       {kY, y},
-       {kSum, stats.sum},
-       {kSqSum, stats.sq_sum}},
+                               const void* x, const void* w, const FePrologue& prologue, void* y,
+                               const FeBnStats& stats, void* workspace, size_t workspace_bytes) {
+  std::unordered_map<int64_t, void*> pack = {{kX, const_cast<void*>(x)},
+                                             {kW, const_cast<void*>(w)},
+                                             {kY, y},
+                                             {kSum, stats.sum},
+                                             {kSqSum, stats.sq_sum}};
+  add_prologue(pack, conv, prologue);
+  run(*conv_graph(graphs, handle, ConvGraph::forward, conv), handle, std::move(pack), workspace,
+      workspace_bytes);
+}
+
+void conv2d_backward_data_relu(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
+                               const void* dy, const void* w, const void* x,
+                               const FePrologue& prologue, void* dx, void* workspace,
+                               size_t workspace_bytes) {
+  STOKER_CHECK(conv.prologue);
+  std::unordered_map<int64_t, void*> pack = {{kDy, const_cast<void*>(dy)},
+                                             {kW, const_cast<void*>(w)},
+                                             {kX, const_cast<void*>(x)},
+                                             {kDx, dx}};
+  add_prologue(pack, conv, prologue);
+  run(*conv_graph(graphs, handle, ConvGraph::backward_data, conv), handle, std::move(pack),
+      workspace, workspace_bytes);
+}
+
+void conv2d_backward_weights_prologue(FeGraphs& graphs, cudnnHandle_t handle,
+                                      const FeConvShape& conv, const void* dy, const void* x,
+                                      const FePrologue& prologue, void* dw, void* workspace,
+                                      size_t workspace_bytes) {
+  STOKER_CHECK(conv.prologue);
+  std::unordered_map<int64_t, void*> pack = {
+      {kDy, const_cast<void*>(dy)}, {kX, const_cast<void*>(x)}, {kDw, dw}};
+  add_prologue(pack, conv, prologue);
+  run(*conv_graph(graphs, handle, ConvGraph::backward_weights, conv), handle, std::move(pack),
       workspace, workspace_bytes);
 }
 
@@ -430,6 +580,7 @@ void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_
       cudaMemcpyAsync(a.running_mean, stats.next_mean, bytes, cudaMemcpyDeviceToDevice, stream));
   STOKER_GPU(
       cudaMemcpyAsync(a.running_var, stats.next_var, bytes, cudaMemcpyDeviceToDevice, stream));
+  if (bn.prologue) return;  // the reading conv applies it
   std::unordered_map<int64_t, void*> pack = {{kX, const_cast<void*>(a.x)},
                                              {kEqScale, stats.eq_scale},
                                              {kEqBias, stats.eq_bias},
@@ -450,7 +601,7 @@ void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape&
                                              {kDx, a.dx},
                                              {kDgamma, a.dgamma},
                                              {kDbeta, a.dbeta}};
-  if (bn.relu) pack.emplace(kMask, const_cast<void*>(a.mask));
+  if (bn.relu && !bn.prologue) pack.emplace(kMask, const_cast<void*>(a.mask));
   if (bn.relu && bn.add) pack.emplace(kDz, a.dz);
   run(*bn_graph(graphs, handle, BnGraph::backward, bn), handle, std::move(pack), workspace,
       workspace_bytes);

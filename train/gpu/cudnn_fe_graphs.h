@@ -28,18 +28,24 @@ namespace stoker::gpu {
 bool fe_graphs_built();
 
 // A convolution: input n x c x h x w (NHWC), k filters c x r x s (KRSC), stride, padding.
+// prologue (kFuseConvPrologue): its input is relu(x * scale + bias) of the x it is given (the
+// batch norm it applies, scale and bias per channel of x in the activations' dtype); its
+// backward is then frontend graphs too (the data gradient with the ReLU's, the weights').
 struct FeConvShape {
   int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0;
   int stride = 1, pad = 0;
   DType dtype = DType::f16;
+  bool prologue = false;
 };
 
 // A batch norm's input n x c x h x w (NHWC) and what follows it in its op: the residual add
-// (bn_add_relu), the ReLU (bn_relu, bn_add_relu); torch's eps and momentum.
+// (bn_add_relu), the ReLU (bn_relu, bn_add_relu); torch's eps and momentum. prologue (a bn_relu
+// whose reading conv applies it): it only finalizes, its eq_scale and eq_bias in the
+// activations' dtype, and its backward receives the gradient at the ReLU's input.
 struct FeBnShape {
   int64_t n = 0, c = 0, h = 0, w = 0;
   DType dtype = DType::f16;
-  bool add = false, relu = false;
+  bool add = false, relu = false, prologue = false;
   float eps = 1e-5f, momentum = 0.1f;
 };
 
@@ -49,6 +55,8 @@ std::shared_ptr<FeGraphs> make_fe_graphs();  // null without the frontend
 
 // Whether cuDNN runs the pattern's graphs for these shapes (built and cached on the way), with
 // the workspace the largest needs raised into `workspace`; `why` says what refused otherwise.
+// A conv's graphs: its forward with statistics, under a prologue its two backward passes too;
+// a batch norm's: finalize, apply (not under a prologue) and backward.
 bool fe_conv_stats_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
                              size_t& workspace, std::string& why);
 bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
@@ -76,20 +84,42 @@ inline size_t fe_mask_bytes(int64_t elements) {
 struct FeBnStats {
   float* sum = nullptr;  // written by the conv's epilogue
   float* sq_sum = nullptr;
-  float* eq_scale = nullptr;  // bn_finalize: gamma * inv_std, beta - mean * gamma * inv_std
+  // bn_finalize: gamma * inv_std, beta - mean * gamma * inv_std (bn.prologue: c values in the
+  // activations' dtype, for the conv's prologue).
+  float* eq_scale = nullptr;
   float* eq_bias = nullptr;
   float* next_mean = nullptr;  // bn_finalize's running statistics, copied over the running ones
   float* next_var = nullptr;
 };
 
-// y = conv(x, w) (N x K x OH x OW, NHWC), and stats.sum / sq_sum over N, OH, OW per channel.
+// A prologue's scale and bias (conv.prologue): the eq_scale and eq_bias of the batch norm it
+// applies (FeBnStats of a bn.prologue batch norm).
+struct FePrologue {
+  const void* scale = nullptr;
+  const void* bias = nullptr;
+};
+
+// y = conv(x', w) (N x K x OH x OW, NHWC), x' = x or relu(x * scale + bias) (conv.prologue),
+// and stats.sum / sq_sum over N, OH, OW per channel.
 void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
-                               const void* x, const void* w, void* y, const FeBnStats& stats,
-                               void* workspace, size_t workspace_bytes);
+                               const void* x, const void* w, const FePrologue& prologue, void* y,
+                               const FeBnStats& stats, void* workspace, size_t workspace_bytes);
+// Under a prologue, its backward: dx = the data gradient of dy times the ReLU's gradient at
+// x * scale + bias (N x C x H x W: the gradient at the batch norm's output, written); dw = the
+// weights' gradient at x' (K x C x R x S, KRSC, the activations' dtype, written).
+void conv2d_backward_data_relu(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
+                               const void* dy, const void* w, const void* x,
+                               const FePrologue& prologue, void* dx, void* workspace,
+                               size_t workspace_bytes);
+void conv2d_backward_weights_prologue(FeGraphs& graphs, cudnnHandle_t handle,
+                                      const FeConvShape& conv, const void* dy, const void* x,
+                                      const FePrologue& prologue, void* dw, void* workspace,
+                                      size_t workspace_bytes);
 
 // The batch norm in training from the conv's sums: finalize (batch mean, inverse deviation
 // saved for the backward, running statistics updated with torch's momentum and unbiased
-// variance), then y = [relu](x * eq_scale + eq_bias [+ z]), with the ReLU's mask (bn.relu).
+// variance), then y = [relu](x * eq_scale + eq_bias [+ z]), with the ReLU's mask (bn.relu;
+// under bn.prologue the finalize alone: the reading conv applies it).
 struct FeBnForward {
   const void* x = nullptr;  // the conv's output
   const void* z = nullptr;  // bn.add: the shortcut

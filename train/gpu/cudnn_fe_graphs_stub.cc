@@ -49,8 +49,19 @@ std::string fe_plan_batchnorm_for(const FeDevice&, const FeBnShape&) {
 }
 
 void conv2d_forward_with_stats(FeGraphs&, cudnnHandle_t, const FeConvShape&, const void*,
-                               const void*, void*, const FeBnStats&, void*, size_t) {
+                               const void*, const FePrologue&, void*, const FeBnStats&, void*,
+                               size_t) {
   fail("conv2d_forward_with_stats: {}", kWhy);
+}
+
+void conv2d_backward_data_relu(FeGraphs&, cudnnHandle_t, const FeConvShape&, const void*,
+                               const void*, const void*, const FePrologue&, void*, void*, size_t) {
+  fail("conv2d_backward_data_relu: {}", kWhy);
+}
+
+void conv2d_backward_weights_prologue(FeGraphs&, cudnnHandle_t, const FeConvShape&, const void*,
+                                      const void*, const FePrologue&, void*, void*, size_t) {
+  fail("conv2d_backward_weights_prologue: {}", kWhy);
 }
 
 void batchnorm_forward_train(FeGraphs&, cudnnHandle_t, cudaStream_t, const FeBnShape&,

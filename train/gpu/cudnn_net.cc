@@ -368,7 +368,10 @@ void CudnnNet::backward_op(const Op& op) {
   const float beta = grad_written_[size_t(in)] ? 1.0f : 0.0f;
   switch (op.kind) {
     case OpKind::conv:
-      backward_conv(l, g, beta);
+      if (g.prologue_bn >= 0)
+        backward_conv_prologue(l, g, beta);
+      else
+        backward_conv(l, g, beta);
       break;
     case OpKind::batchnorm:
     case OpKind::bn_relu:
@@ -425,8 +428,10 @@ std::vector<float> CudnnNet::debug_tensor(int id, bool gradient) const {
   STOKER_CHECK(id >= 0 && size_t(id) < tensors_.size());
   if (id == 0 || (gradient ? aliased(id) || !grad_kept_[size_t(id)] : overwritten(id))) return {};
   // A fused op's hidden tensor (a batch norm's output) has no gradient of its own (the ReLU's
-  // gradient applied): its memory holds the gradient at the op's output.
+  // gradient applied): its memory holds the gradient at the op's output. A tensor the training
+  // forward does not write (set_fusion: unwritten_) has neither value nor gradient of its own.
   if (gradient && lowering_.hidden[size_t(id)]) return {};
+  if (unwritten_[size_t(id)]) return {};
   const GpuTensor& t = tensors_[size_t(id)];
   const void* src = gradient ? t.dact : t.act;
   STOKER_CHECK(src != nullptr);

@@ -65,6 +65,9 @@ struct GpuLayer {
   // conv_stats (set_fusion): a conv writes the sums of batch norm layer `stats_bn`, into that
   // batch norm's fe_stats (FeBnStats's six c-float vectors).
   int stats_bn = -1;
+  // conv_prologue (set_fusion): a conv applies batch norm layer `prologue_bn` (its eq_scale,
+  // eq_bias and ReLU) to that batch norm's input, which it reads instead of its own.
+  int prologue_bn = -1;
   DeviceBuffer fe_stats;
   DeviceBuffer fe_mask;       // batchnorm under conv_stats: its ReLU's mask (fe_mask_bytes)
   PoolDesc pool;              // maxpool, global_avgpool
@@ -161,8 +164,10 @@ class CudnnNet {
   bool bn_relu_fused() const { return fusion_ >= kFuseRelu; }
   bool bn_add_fused() const { return fusion_ >= kFuseAddRelu; }
   bool bn_persistent() const { return bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT; }
-  // conv_stats: how many convs write their batch norm's statistics, and the first refusal.
+  // conv_stats: how many convs write their batch norm's statistics (conv_prologue: apply the
+  // batch norm before them), and the first refusal.
   int conv_stats_fused() const;
+  int conv_prologue_fused() const;
   const std::string& conv_stats_refusal() const { return fe_refusal_; }
   size_t workspace_bytes() const { return workspace_.bytes(); }
   size_t device_bytes() const { return device_bytes_; }
@@ -207,10 +212,12 @@ class CudnnNet {
   // conv_stats (cudnn_fe_graphs.h): whether the frontend runs this conv's or batch norm's
   // graphs (accumulating fe_workspace_), the shapes it plans, the forwards and the backward.
   bool accept_conv_stats(const Op& op);
-  FeConvShape fe_conv_shape(const Layer& l) const;
+  FeConvShape fe_conv_shape(const Layer& l, bool prologue) const;
+  FePrologue fe_prologue(const GpuLayer& conv) const;
   FeBnShape fe_bn_shape(const Op& op) const;
   FeBnStats fe_stats(const GpuLayer& bn) const;
   void forward_conv_stats(const Layer& l, GpuLayer& g);
+  void backward_conv_prologue(const Layer& l, GpuLayer& g, float beta);
   void forward_bn_from_stats(const Op& op);
   void backward_bn_from_stats(const Op& op, float beta);
   void forward_batchnorm(const Layer& l, GpuLayer& g, bool train);
@@ -247,7 +254,10 @@ class CudnnNet {
   std::vector<GpuLayer> layers_;
   std::vector<GpuParam> params_;
   std::vector<ConvChoice> choices_;
-  std::vector<bool> grad_written_;        // scratch of the backward (planned size)
+  std::vector<bool> grad_written_;  // scratch of the backward (planned size)
+  // Per tensor: not written by the training forward (set_fusion): a frontend batch norm's hidden
+  // output, an apply_in_reader op's output.
+  std::vector<bool> unwritten_;
   std::vector<DeviceBuffer> grad_slots_;  // the activation gradients' memory (plan_gradients)
   std::vector<bool> grad_kept_;           // per tensor: its gradient still there after the backward
   DeviceBuffer labels_, status_, hyper_, scale_, overflow_, per_sample_, dlogits_lowp_;

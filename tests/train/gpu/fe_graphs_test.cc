@@ -35,12 +35,12 @@ struct Instances {
   std::vector<FeConvShape> convs;
   std::vector<FeBnShape> bns;
 };
-Instances instances(int depth, int64_t batch, int64_t size, DType dtype) {
+Instances instances(int depth, int64_t batch, int64_t size, DType dtype, uint32_t fusions) {
   ResNetConfig rc;
   rc.depth = depth;
   const Network net = build_resnet(rc);
   const std::vector<ActShape> shapes = infer_shapes(net, size, size);
-  const Lowering low = lower(net, kAllFusions, [](const Op&) { return true; });
+  const Lowering low = lower(net, fusions, [](const Op&) { return true; });
   Instances out;
   for (const Op& op : low.ops) {
     const Layer& l = first_layer(net, op);
@@ -55,7 +55,8 @@ Instances instances(int depth, int64_t batch, int64_t size, DType dtype) {
                            .s = l.kernel,
                            .stride = l.stride,
                            .pad = l.padding,
-                           .dtype = dtype});
+                           .dtype = dtype,
+                           .prologue = op.prologue});
     if (op.stats_given)
       out.bns.push_back({.n = batch,
                          .c = x.c,
@@ -64,6 +65,7 @@ Instances instances(int depth, int64_t batch, int64_t size, DType dtype) {
                          .dtype = dtype,
                          .add = op.kind == OpKind::bn_add_relu,
                          .relu = op.kind != OpKind::batchnorm,
+                         .prologue = op.apply_in_reader,
                          .eps = float(l.eps),
                          .momentum = float(l.momentum)});
   }
@@ -80,12 +82,13 @@ std::shared_ptr<FeDevice> h200() {
 std::string describe(const FeConvShape& c) {
   return "conv " + std::to_string(c.c) + "->" + std::to_string(c.k) + " " + std::to_string(c.r) +
          "x" + std::to_string(c.s) + " /" + std::to_string(c.stride) + " at " +
-         std::to_string(c.h) + "x" + std::to_string(c.w) + " n" + std::to_string(c.n);
+         std::to_string(c.h) + "x" + std::to_string(c.w) + " n" + std::to_string(c.n) +
+         (c.prologue ? " +prologue" : "");
 }
 std::string describe(const FeBnShape& b) {
   return "batch norm c" + std::to_string(b.c) + " at " + std::to_string(b.h) + "x" +
          std::to_string(b.w) + " n" + std::to_string(b.n) + (b.add ? " +add" : "") +
-         (b.relu ? " +relu" : "");
+         (b.relu ? " +relu" : "") + (b.prologue ? " +prologue" : "");
 }
 
 // Planned for an H200 with no device, every instance of the configurations a GPU run trains
@@ -94,19 +97,24 @@ std::string describe(const FeBnShape& b) {
 // stem conv's (3 input channels: an NHWC row of 6 bytes, not the 32-bit alignment its engines
 // need); at bf16 the batch norms' graphs but no conv (the frontend asks genstats for the
 // input's precision, bf16, and the engines compute statistics in f32 only), so conv_stats is
-// an f16 pattern. The refusals per distinct shape are printed. cuDNN's runtime-compiled
+// an f16 pattern. The same with conv_prologue (at f16; at bf16 not even the finalize for a
+// prologue is planned): the convs that apply a batch norm (its forward
+// with the prologue, the data gradient with the ReLU's, the weights' gradient at the prologue's
+// output) and the batch norms they apply (finalize, backward). The refusals per distinct shape
+// are printed. cuDNN's runtime-compiled
 // engines (the apply, the backward) look for the driver library before their support checks:
 // ctest gives this test the toolkit's stub in its place (no kernel is loaded: the deviceless
 // planning stops before building plans).
-class FeGraphsPlanH200 : public testing::TestWithParam<std::tuple<int, DType>> {};
+class FeGraphsPlanH200 : public testing::TestWithParam<std::tuple<int, DType, uint32_t>> {};
 
 TEST_P(FeGraphsPlanH200, WhatCudnnRunsOnSm90) {
   SKIP_WITHOUT_FRONTEND();
   if (dlopen("libcuda.so.1", RTLD_LAZY) == nullptr)
     STOKER_SKIP_IF_OPTIONAL("no CUDA driver library, not even the toolkit's stub (libcuda.so.1)");
-  const auto [depth, dtype] = GetParam();
+  const auto [depth, dtype, fusions] = GetParam();
   const std::shared_ptr<FeDevice> device = h200();
-  const Instances in = depth == 50 ? instances(50, 256, 224, dtype) : instances(18, 4, 64, dtype);
+  const Instances in =
+      depth == 50 ? instances(50, 256, 224, dtype, fusions) : instances(18, 4, 64, dtype, fusions);
   // Every conv feeds a batch norm of its own: the lowering pairs them all.
   EXPECT_EQ(in.convs.size(), depth == 50 ? 53u : 20u);
   EXPECT_EQ(in.bns.size(), in.convs.size());
@@ -127,6 +135,11 @@ TEST_P(FeGraphsPlanH200, WhatCudnnRunsOnSm90) {
       "# sm_90 deviceless, %s: %zu of %zu conv shapes and %zu of %zu batch-norm shapes planned\n",
       std::string(dtype_name(dtype)).c_str(), convs.size() - refused_convs.size(), convs.size(),
       bns.size() - refused_bns.size(), bns.size());
+  // bf16 under a prologue: no finalize writes bf16 scale and bias either (moot: no bf16 conv
+  // takes a prologue, since none gets its statistics).
+  std::erase_if(refused_bns, [&](const std::string& b) {
+    return dtype == DType::bf16 && b.ends_with("+prologue");
+  });
   EXPECT_EQ(refused_bns, std::set<std::string>{});
   // The three forms of a batch norm's op were asked: alone (a downsample's), + ReLU, + add + ReLU.
   EXPECT_TRUE(std::ranges::any_of(bns, [](const std::string& b) { return !b.ends_with("relu"); }));
@@ -135,18 +148,24 @@ TEST_P(FeGraphsPlanH200, WhatCudnnRunsOnSm90) {
   EXPECT_TRUE(std::ranges::any_of(bns, [](const std::string& b) {
     return b.ends_with("n4 +relu") || b.ends_with("n256 +relu");
   }));
+  if ((fusions & kFuseConvPrologue) != 0) {  // both sides of the prologue were asked
+    EXPECT_TRUE(std::ranges::any_of(convs, [](const auto& c) { return c.ends_with("+prologue"); }));
+    EXPECT_TRUE(std::ranges::any_of(bns, [](const auto& b) { return b.ends_with("+prologue"); }));
+  }
   const FeConvShape stem = in.convs.front();
   ASSERT_EQ(stem.c, 3);
   EXPECT_EQ(refused_convs, dtype == DType::f16 ? std::set<std::string>{describe(stem)} : convs);
 }
 
-INSTANTIATE_TEST_SUITE_P(ResNets, FeGraphsPlanH200,
-                         testing::Combine(testing::Values(18, 50),
-                                          testing::Values(DType::f16, DType::bf16)),
-                         [](const auto& info) {
-                           return "resnet" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    ResNets, FeGraphsPlanH200,
+    testing::Combine(testing::Values(18, 50), testing::Values(DType::f16, DType::bf16),
+                     testing::Values(kDefaultFusions | kFuseConvStats, kAllFusions)),
+    [](const auto& info) {
+      return "resnet" + std::to_string(std::get<0>(info.param)) + "_" +
+             std::string(dtype_name(std::get<1>(info.param))) +
+             ((std::get<2>(info.param) & kFuseConvPrologue) != 0 ? "_prologue" : "");
+    });
 
 // Properties cuDNN cannot read are an error naming cuDNN's reason.
 TEST(FeGraphsPlanH200, UnreadablePropertiesAreAnError) {
