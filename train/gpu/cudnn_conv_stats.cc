@@ -15,19 +15,37 @@
 
 namespace stoker::gpu {
 
-FeConvShape CudnnNet::fe_conv_shape(const Layer& l, bool prologue) const {
-  const ActShape& x = shapes_[size_t(l.inputs[0])];
-  return {.n = config_.batch,
-          .c = x.c,
-          .h = x.h,
-          .w = x.w,
-          .k = l.out_channels,
-          .r = l.kernel,
-          .s = l.kernel,
-          .stride = l.stride,
-          .pad = l.padding,
-          .dtype = dtype_,
+FeConvShape fe_conv_shape(const Layer& conv, const ActShape& in, int64_t batch, DType dtype,
+                          bool prologue) {
+  return {.n = batch,
+          .c = in.c,
+          .h = in.h,
+          .w = in.w,
+          .k = conv.out_channels,
+          .r = conv.kernel,
+          .s = conv.kernel,
+          .stride = conv.stride,
+          .pad = conv.padding,
+          .dtype = dtype,
           .prologue = prologue};
+}
+
+FeBnShape fe_bn_shape(const Op& op, const Layer& bn, const ActShape& in, int64_t batch,
+                      DType dtype) {
+  return {.n = batch,
+          .c = in.c,
+          .h = in.h,
+          .w = in.w,
+          .dtype = dtype,
+          .add = op.kind == OpKind::bn_add_relu,
+          .relu = op.kind != OpKind::batchnorm,
+          .prologue = op.apply_in_reader,
+          .eps = float(bn.eps),
+          .momentum = float(bn.momentum)};
+}
+
+FeConvShape CudnnNet::fe_conv_shape(const Layer& l, bool prologue) const {
+  return gpu::fe_conv_shape(l, shapes_[size_t(l.inputs[0])], config_.batch, dtype_, prologue);
 }
 
 // The eq_scale and eq_bias of the batch norm a prologue conv applies.
@@ -39,17 +57,7 @@ FePrologue CudnnNet::fe_prologue(const GpuLayer& conv) const {
 
 FeBnShape CudnnNet::fe_bn_shape(const Op& op) const {
   const Layer& l = first_layer(net_, op);
-  const ActShape& x = shapes_[size_t(l.inputs[0])];
-  return {.n = config_.batch,
-          .c = x.c,
-          .h = x.h,
-          .w = x.w,
-          .dtype = dtype_,
-          .add = op.kind == OpKind::bn_add_relu,
-          .relu = op.kind != OpKind::batchnorm,
-          .prologue = op.apply_in_reader,
-          .eps = float(l.eps),
-          .momentum = float(l.momentum)};
+  return gpu::fe_bn_shape(op, l, shapes_[size_t(l.inputs[0])], config_.batch, dtype_);
 }
 
 FeBnStats CudnnNet::fe_stats(const GpuLayer& bn) const {

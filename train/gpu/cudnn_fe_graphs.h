@@ -21,7 +21,10 @@
 #include <memory>
 #include <string>
 
+#include "models/network.h"
+#include "models/shapes.h"
 #include "train/backend.h"
+#include "train/lowering.h"
 
 namespace stoker::gpu {
 
@@ -48,6 +51,14 @@ struct FeBnShape {
   bool add = false, relu = false, prologue = false;
   float eps = 1e-5f, momentum = 0.1f;
 };
+
+// The shapes of a conv (`in`: its input's; `prologue`: the lowering's Op::prologue) and of a
+// lowering's batch-norm op (`in`: its batch norm's input's), at `batch` images of `dtype`: one
+// derivation for the backend and its tests.
+FeConvShape fe_conv_shape(const Layer& conv, const ActShape& in, int64_t batch, DType dtype,
+                          bool prologue);
+FeBnShape fe_bn_shape(const Op& op, const Layer& bn, const ActShape& in, int64_t batch,
+                      DType dtype);
 
 // The graphs, built once per shape and kept (across a net's reshapes: the backend owns one).
 class FeGraphs;

@@ -30,7 +30,7 @@ namespace {
   if (!fe_graphs_built()) STOKER_SKIP_IF_OPTIONAL("this build has no cuDNN frontend")
 
 // The graphs' shapes of every conv_stats pair the lowering takes in a ResNet (each pair
-// accepted), derived here from the network as cudnn_conv_stats.cc derives them from the net.
+// accepted), derived as the backend derives them (fe_conv_shape, fe_bn_shape).
 struct Instances {
   std::vector<FeConvShape> convs;
   std::vector<FeBnShape> bns;
@@ -45,29 +45,8 @@ Instances instances(int depth, int64_t batch, int64_t size, DType dtype, uint32_
   for (const Op& op : low.ops) {
     const Layer& l = first_layer(net, op);
     const ActShape& x = shapes[size_t(l.inputs[0])];
-    if (op.stats_epilogue)
-      out.convs.push_back({.n = batch,
-                           .c = x.c,
-                           .h = x.h,
-                           .w = x.w,
-                           .k = l.out_channels,
-                           .r = l.kernel,
-                           .s = l.kernel,
-                           .stride = l.stride,
-                           .pad = l.padding,
-                           .dtype = dtype,
-                           .prologue = op.prologue});
-    if (op.stats_given)
-      out.bns.push_back({.n = batch,
-                         .c = x.c,
-                         .h = x.h,
-                         .w = x.w,
-                         .dtype = dtype,
-                         .add = op.kind == OpKind::bn_add_relu,
-                         .relu = op.kind != OpKind::batchnorm,
-                         .prologue = op.apply_in_reader,
-                         .eps = float(l.eps),
-                         .momentum = float(l.momentum)});
+    if (op.stats_epilogue) out.convs.push_back(fe_conv_shape(l, x, batch, dtype, op.prologue));
+    if (op.stats_given) out.bns.push_back(fe_bn_shape(op, l, x, batch, dtype));
   }
   return out;
 }
