@@ -48,27 +48,25 @@ std::string fe_device_json(int device) {
 
 namespace {
 
-std::string planned(std::shared_ptr<Built> b, const FeDevice& device, std::string_view what) {
-  b = finish(std::move(b), nullptr, &device);
-  return b->supported ? std::string() : fmt::format("{}: {}", what, b->why);
+// Every graph of an instance planned for `device`: empty, or the first refusal.
+template <class Which, class Shape>
+std::string planned_for(const FeDevice& device, const std::vector<Which>& graphs,
+                        const char* const names[], const Shape& s,
+                        std::shared_ptr<Built> (*build)(Which, const Shape&)) {
+  for (const Which which : graphs)
+    if (const auto b = finish(build(which, s), nullptr, &device); !b->supported)
+      return fmt::format("{}: {}", names[int(which)], b->why);
+  return {};
 }
 
 }  // namespace
 
 std::string fe_plan_conv_stats_for(const FeDevice& device, const FeConvShape& conv) {
-  for (const ConvGraph which : conv_graphs(conv))
-    if (std::string why = planned(build_conv(which, conv), device, kConvGraphName[int(which)]);
-        !why.empty())
-      return why;
-  return {};
+  return planned_for(device, conv_graphs(conv), kConvGraphName, conv, build_conv);
 }
 
 std::string fe_plan_batchnorm_for(const FeDevice& device, const FeBnShape& bn) {
-  for (const BnGraph which : bn_graphs(bn))
-    if (std::string why = planned(build_bn(which, bn), device, kBnGraphName[int(which)]);
-        !why.empty())
-      return why;
-  return {};
+  return planned_for(device, bn_graphs(bn), kBnGraphName, bn, build_bn);
 }
 
 bool fe_graphs_built() {
