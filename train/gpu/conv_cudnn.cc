@@ -160,10 +160,15 @@ TensorDesc make_tensor_desc(DType t, bool nhwc, int64_t n, int64_t c, int64_t h,
   return out;
 }
 
-ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeometry& g,
-                   DType dtype, bool nhwc, Precision precision, bool need_bwd_data,
-                   const ConvPolicy& policy, size_t workspace_limit, const std::string& key_prefix,
-                   const ConvScratch& scratch) {
+ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvShape& shape,
+                   const std::string& key_prefix, const ConvScratch& scratch) {
+  const ConvGeometry& g = shape.g;
+  const DType dtype = shape.dtype;
+  const bool nhwc = shape.nhwc;
+  const Precision precision = shape.precision;
+  const bool need_bwd_data = shape.need_bwd_data;
+  const ConvPolicy& policy = shape.policy;
+  const size_t workspace_limit = shape.workspace_limit;
   const bool tf32 = precision == Precision::tf32;
   ConvPlan p;
   p.x = make_tensor_desc(dtype, nhwc, g.n, g.c, g.h, g.w);
@@ -251,6 +256,23 @@ ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeo
                                    e.measured_ms});
   }
   return p;
+}
+
+void conv2d_forward(const GpuExec& e, const ConvPlan& p, const void* x, const void* w, void* y) {
+  STOKER_GPU(cudnnConvolutionForward(e.cudnn, &kOne, p.x.get(), x, p.w.get(), w,
+                                     p.desc(ConvPass::forward), p.fwd, e.workspace,
+                                     e.workspace_bytes, &kZero, p.y.get(), y));
+}
+
+void conv2d_backward(const GpuExec& e, const ConvPlan& p, const void* x, const void* dy,
+                     const void* w, void* dw, void* dx, float beta) {
+  STOKER_GPU(cudnnConvolutionBackwardFilter(e.cudnn, &kOne, p.x.get(), x, p.y.get(), dy,
+                                            p.desc(ConvPass::backward_weights), p.bwd_filter,
+                                            e.workspace, e.workspace_bytes, &kZero, p.w.get(), dw));
+  if (p.has_bwd_data)
+    STOKER_GPU(cudnnConvolutionBackwardData(e.cudnn, &kOne, p.w.get(), w, p.y.get(), dy,
+                                            p.desc(ConvPass::backward_data), p.bwd_data,
+                                            e.workspace, e.workspace_bytes, &beta, p.x.get(), dx));
 }
 
 }  // namespace stoker::gpu

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The convolution planning of the GPU backend: the descriptors of one convolution (tensors,
+// One convolution of the GPU backend, planned and executed. The plan: the descriptors (tensors,
 // filter, one convolution descriptor per pass carrying the math type cuDNN ranked that pass's
 // algorithm with; owning handles, handles.h) and the algorithm of each pass chosen by the policy
 // (heuristic: cuDNN's first ranked choice within the workspace limit; exhaustive: measured by
 // cudnnFind*Ex once per key, process-wide cache; fixed:<name>: that algorithm where cuDNN supports
-// it within the limit, else the heuristic, said in the choice). Runs nothing per step: cudnn_net.cc
-// calls the convolutions.
+// it within the limit, else the heuristic, said in the choice). Built once per ConvShape
+// (op_shapes.h: the backend's PlanCache shares one plan between the layers of a shape), then
+// executed by conv2d_forward and conv2d_backward, named as train/reference/conv.h's.
 #pragma once
 
 #include <cudnn.h>
@@ -17,22 +18,16 @@
 
 #include "train/backend.h"
 #include "train/gpu/algo_cache.h"
+#include "train/gpu/cudnn_common.h"
 #include "train/gpu/handles.h"
 #include "train/gpu/kernels/kernels.h"
+#include "train/gpu/op_shapes.h"
 
 namespace stoker::gpu {
 
 cudnnDataType_t cudnn_dtype(DType t);
 // A 4-D tensor n x c x h x w, stored NCHW or NHWC.
 TensorDesc make_tensor_desc(DType t, bool nhwc, int64_t n, int64_t c, int64_t h, int64_t w);
-
-// One convolution layer's geometry (no bias, dilation 1, as ResNet's).
-struct ConvGeometry {
-  int64_t n = 0, c = 0, h = 0, w = 0;  // input
-  int64_t k = 0, r = 0, s = 0;         // output channels, kernel
-  int64_t oh = 0, ow = 0;              // output
-  int stride = 1, pad = 0, groups = 1;
-};
 
 // Where an exhaustive search may run the convolution (planning only; contents are clobbered).
 struct ConvScratch {
@@ -63,12 +58,19 @@ struct ConvPlan {
 };
 
 // Descriptors and algorithms of one convolution; the math type planned is gpu_policy.h's
-// conv_math_type(precision). `key_prefix` names the device and library version (cache keys
-// must not be shared across them). stoker::Error naming the layer when cuDNN offers no
-// algorithm within the limit.
-ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvGeometry& g,
-                   DType dtype, bool nhwc, Precision precision, bool need_bwd_data,
-                   const ConvPolicy& policy, size_t workspace_limit, const std::string& key_prefix,
-                   const ConvScratch& scratch);
+// conv_math_type(precision). `key_prefix` names the device and library version (the measured
+// choices' keys must not be shared across them); the choices name `layer`. stoker::Error naming
+// the layer when cuDNN offers no algorithm within the limit.
+ConvPlan plan_conv(cudnnHandle_t handle, const std::string& layer, const ConvShape& shape,
+                   const std::string& key_prefix, const ConvScratch& scratch);
+
+// y = conv(x, w): x N x C x H x W, w K x C x R x S (KRSC under NHWC), y N x K x OH x OW, in the
+// plan's dtype and layout.
+void conv2d_forward(const GpuExec& e, const ConvPlan& p, const void* x, const void* w, void* y);
+// dw = the weights' gradient at x (written, the plan's dtype and filter layout); then, where the
+// plan has a data gradient, dx (+)= the input's gradient by `beta` (1: a second reader's
+// gradient is already there).
+void conv2d_backward(const GpuExec& e, const ConvPlan& p, const void* x, const void* dy,
+                     const void* w, void* dw, void* dx, float beta);
 
 }  // namespace stoker::gpu

@@ -85,14 +85,23 @@ bool CudnnNet::accept_conv_stats(const Op& op) {
   } else if (op.prologue && !op.stats_epilogue) {
     why = "a prologue is planned with the conv's statistics epilogue only";
   } else if (op.stats_epilogue) {
-    ok = fe_conv_stats_supported(*fe_, cudnn_, fe_conv_shape(first_layer(net_, op), op.prologue),
-                                 fe_workspace_, why);
+    ok = fe_conv_plan(op, why) != nullptr;
   } else {
-    ok = fe_batchnorm_supported(*fe_, cudnn_, fe_bn_shape(op), fe_workspace_, why);
+    ok = fe_bn_plan(op, why) != nullptr;
   }
   if (!ok && fe_refusal_.empty())
     fe_refusal_ = fmt::format("{}: {}", first_layer(net_, op).name, why);
   return ok;
+}
+
+// The op's graphs, planned (a lookup once accept_conv_stats has asked), the workspace raised.
+std::shared_ptr<const FeConvPlan> CudnnNet::fe_conv_plan(const Op& op, std::string& why) {
+  return fe_plan_conv_stats(*fe_, cudnn_, fe_conv_shape(first_layer(net_, op), op.prologue),
+                            fe_workspace_, why);
+}
+
+std::shared_ptr<const FeBnPlan> CudnnNet::fe_bn_plan(const Op& op, std::string& why) {
+  return fe_plan_batchnorm(*fe_, cudnn_, fe_bn_shape(op), fe_workspace_, why);
 }
 
 int CudnnNet::conv_stats_fused() const {
@@ -108,12 +117,12 @@ int CudnnNet::conv_prologue_fused() const {
 // y = conv(x, w), and its batch norm's sums (layer g.stats_bn's fe_stats). Under a prologue x
 // is relu(bn(x0)) of the applied batch norm's input x0, which the conv reads instead.
 void CudnnNet::forward_conv_stats(const Layer& l, GpuLayer& g) {
-  STOKER_CHECK(g.stats_bn >= 0);
+  STOKER_CHECK(g.stats_bn >= 0 && g.fe_conv);
   const int x = g.prologue_bn >= 0 ? net_.layers[size_t(g.prologue_bn)].inputs[0] : l.inputs[0];
-  conv2d_forward_with_stats(
-      *fe_, cudnn_, fe_conv_shape(l, g.prologue_bn >= 0), tensors_[size_t(x)].act,
-      params_[size_t(l.weight)].compute, fe_prologue(g), tensors_[size_t(l.output)].act,
-      fe_stats(layers_[size_t(g.stats_bn)]), workspace_.get(), workspace_.bytes());
+  conv2d_forward_with_stats(*g.fe_conv, cudnn_, tensors_[size_t(x)].act,
+                            params_[size_t(l.weight)].compute, fe_prologue(g),
+                            tensors_[size_t(l.output)].act, fe_stats(layers_[size_t(g.stats_bn)]),
+                            workspace_.get(), workspace_.bytes());
 }
 
 // A prologue conv's backward: the weights' gradient at relu(bn(x0)), and the gradient at the
@@ -124,10 +133,10 @@ void CudnnNet::backward_conv_prologue(const Layer& l, GpuLayer& g, float beta) {
   const GpuTensor& x0 = tensors_[size_t(net_.layers[size_t(g.prologue_bn)].inputs[0])];
   const GpuTensor& y = tensors_[size_t(l.output)];
   const GpuParam& w = params_[size_t(l.weight)];
-  const FeConvShape shape = fe_conv_shape(l, true);
-  conv2d_backward_weights_prologue(*fe_, cudnn_, shape, y.dact, x0.act, fe_prologue(g), w.raw,
+  STOKER_CHECK(g.fe_conv);
+  conv2d_backward_weights_prologue(*g.fe_conv, cudnn_, y.dact, x0.act, fe_prologue(g), w.raw,
                                    workspace_.get(), workspace_.bytes());
-  conv2d_backward_data_relu(*fe_, cudnn_, shape, y.dact, w.compute, x0.act, fe_prologue(g),
+  conv2d_backward_data_relu(*g.fe_conv, cudnn_, y.dact, w.compute, x0.act, fe_prologue(g),
                             tensors_[size_t(l.inputs[0])].dact, workspace_.get(),
                             workspace_.bytes());
 }
@@ -148,7 +157,8 @@ void CudnnNet::forward_bn_from_stats(const Op& op) {
   a.running_var = params_[size_t(l.running_var)].value.as<float>();
   a.save_mean = g.save_mean.as<float>();
   a.save_invvar = g.save_invvar.as<float>();
-  batchnorm_forward_train(*fe_, cudnn_, stream_, fe_bn_shape(op), a, fe_stats(g), workspace_.get(),
+  STOKER_CHECK(g.fe_bn);
+  batchnorm_forward_train(*g.fe_bn, cudnn_, stream_, a, fe_stats(g), workspace_.get(),
                           workspace_.bytes());
 }
 
@@ -169,7 +179,8 @@ void CudnnNet::backward_bn_from_stats(const Op& op, float beta) {
   a.dz = op.kind == OpKind::bn_add_relu ? tensors_[size_t(op.inputs[1])].dact : nullptr;
   a.dgamma = static_cast<float*>(params_[size_t(l.weight)].raw);
   a.dbeta = static_cast<float*>(params_[size_t(l.bias_param)].raw);
-  batchnorm_backward(*fe_, cudnn_, fe_bn_shape(op), a, workspace_.get(), workspace_.bytes());
+  STOKER_CHECK(g.fe_bn);
+  batchnorm_backward(*g.fe_bn, cudnn_, a, workspace_.get(), workspace_.bytes());
 }
 
 }  // namespace stoker::gpu

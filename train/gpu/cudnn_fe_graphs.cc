@@ -135,22 +135,52 @@ void run(const Built& b, cudnnHandle_t handle, std::unordered_map<int64_t, void*
 
 }  // namespace
 
-bool fe_conv_stats_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
-                             size_t& workspace, std::string& why) {
-  for (const ConvGraph which : conv_graphs(conv))
-    if (!supported(*conv_graph(graphs, handle, which, conv), workspace, why)) return false;
-  return true;
+// By ConvGraph, BnGraph: null where the instance does not run that graph.
+struct FeConvPlan {
+  FeConvShape shape;
+  std::shared_ptr<const Built> graph[3];
+  const Built& operator[](ConvGraph g) const {
+    STOKER_CHECK_MSG(graph[int(g)], "the conv's plan has no {} graph", kConvGraphName[int(g)]);
+    return *graph[int(g)];
+  }
+};
+struct FeBnPlan {
+  FeBnShape shape;
+  std::shared_ptr<const Built> graph[3];
+  const Built& operator[](BnGraph g) const {
+    STOKER_CHECK_MSG(graph[int(g)], "the batch norm's plan has no {} graph", kBnGraphName[int(g)]);
+    return *graph[int(g)];
+  }
+};
+
+std::shared_ptr<const FeConvPlan> fe_plan_conv_stats(FeGraphs& graphs, cudnnHandle_t handle,
+                                                     const FeConvShape& conv, size_t& workspace,
+                                                     std::string& why) {
+  auto plan = std::make_shared<FeConvPlan>();
+  plan->shape = conv;
+  for (const ConvGraph which : conv_graphs(conv)) {
+    auto b = conv_graph(graphs, handle, which, conv);
+    if (!supported(*b, workspace, why)) return nullptr;
+    plan->graph[int(which)] = std::move(b);
+  }
+  return plan;
 }
 
-bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
-                            size_t& workspace, std::string& why) {
+std::shared_ptr<const FeBnPlan> fe_plan_batchnorm(FeGraphs& graphs, cudnnHandle_t handle,
+                                                  const FeBnShape& bn, size_t& workspace,
+                                                  std::string& why) {
   if (bn.add && !bn.relu) {  // no op of the lowering: its dz would be dy itself
     why = "a batch norm with the add and no ReLU is not a pattern here";
-    return false;
+    return nullptr;
   }
-  for (const BnGraph which : bn_graphs(bn))
-    if (!supported(*bn_graph(graphs, handle, which, bn), workspace, why)) return false;
-  return true;
+  auto plan = std::make_shared<FeBnPlan>();
+  plan->shape = bn;
+  for (const BnGraph which : bn_graphs(bn)) {
+    auto b = bn_graph(graphs, handle, which, bn);
+    if (!supported(*b, workspace, why)) return nullptr;
+    plan->graph[int(which)] = std::move(b);
+  }
+  return plan;
 }
 
 namespace {
@@ -166,49 +196,45 @@ void add_prologue(std::unordered_map<int64_t, void*>& pack, const FeConvShape& c
 
 }  // namespace
 
-void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
-                               const void* x, const void* w, const FePrologue& prologue, void* y,
+void conv2d_forward_with_stats(const FeConvPlan& plan, cudnnHandle_t handle, const void* x,
+                               const void* w, const FePrologue& prologue, void* y,
                                const FeBnStats& stats, void* workspace, size_t workspace_bytes) {
   std::unordered_map<int64_t, void*> pack = {{kX, const_cast<void*>(x)},
                                              {kW, const_cast<void*>(w)},
                                              {kY, y},
                                              {kSum, stats.sum},
                                              {kSqSum, stats.sq_sum}};
-  add_prologue(pack, conv, prologue);
-  run(*conv_graph(graphs, handle, ConvGraph::forward, conv), handle, std::move(pack), workspace,
-      workspace_bytes);
+  add_prologue(pack, plan.shape, prologue);
+  run(plan[ConvGraph::forward], handle, std::move(pack), workspace, workspace_bytes);
 }
 
-void conv2d_backward_data_relu(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
-                               const void* dy, const void* w, const void* x,
-                               const FePrologue& prologue, void* dx, void* workspace,
-                               size_t workspace_bytes) {
-  STOKER_CHECK(conv.prologue);
+void conv2d_backward_data_relu(const FeConvPlan& plan, cudnnHandle_t handle, const void* dy,
+                               const void* w, const void* x, const FePrologue& prologue, void* dx,
+                               void* workspace, size_t workspace_bytes) {
+  STOKER_CHECK(plan.shape.prologue);
   std::unordered_map<int64_t, void*> pack = {{kDy, const_cast<void*>(dy)},
                                              {kW, const_cast<void*>(w)},
                                              {kX, const_cast<void*>(x)},
                                              {kDx, dx}};
-  add_prologue(pack, conv, prologue);
-  run(*conv_graph(graphs, handle, ConvGraph::backward_data, conv), handle, std::move(pack),
-      workspace, workspace_bytes);
+  add_prologue(pack, plan.shape, prologue);
+  run(plan[ConvGraph::backward_data], handle, std::move(pack), workspace, workspace_bytes);
 }
 
-void conv2d_backward_weights_prologue(FeGraphs& graphs, cudnnHandle_t handle,
-                                      const FeConvShape& conv, const void* dy, const void* x,
-                                      const FePrologue& prologue, void* dw, void* workspace,
-                                      size_t workspace_bytes) {
-  STOKER_CHECK(conv.prologue);
+void conv2d_backward_weights_prologue(const FeConvPlan& plan, cudnnHandle_t handle, const void* dy,
+                                      const void* x, const FePrologue& prologue, void* dw,
+                                      void* workspace, size_t workspace_bytes) {
+  STOKER_CHECK(plan.shape.prologue);
   std::unordered_map<int64_t, void*> pack = {
       {kDy, const_cast<void*>(dy)}, {kX, const_cast<void*>(x)}, {kDw, dw}};
-  add_prologue(pack, conv, prologue);
-  run(*conv_graph(graphs, handle, ConvGraph::backward_weights, conv), handle, std::move(pack),
-      workspace, workspace_bytes);
+  add_prologue(pack, plan.shape, prologue);
+  run(plan[ConvGraph::backward_weights], handle, std::move(pack), workspace, workspace_bytes);
 }
 
-void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_t stream,
-                             const FeBnShape& bn, const FeBnForward& a, const FeBnStats& stats,
-                             void* workspace, size_t workspace_bytes) {
-  run(*bn_graph(graphs, handle, BnGraph::finalize, bn), handle,
+void batchnorm_forward_train(const FeBnPlan& plan, cudnnHandle_t handle, cudaStream_t stream,
+                             const FeBnForward& a, const FeBnStats& stats, void* workspace,
+                             size_t workspace_bytes) {
+  const FeBnShape& bn = plan.shape;
+  run(plan[BnGraph::finalize], handle,
       {{kSum, stats.sum},
        {kSqSum, stats.sq_sum},
        {kGamma, const_cast<float*>(a.gamma)},
@@ -236,12 +262,12 @@ void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_
                                              {kY, a.y}};
   if (bn.add) pack.emplace(kZ, const_cast<void*>(a.z));
   if (bn.relu) pack.emplace(kMask, a.mask);
-  run(*bn_graph(graphs, handle, BnGraph::apply, bn), handle, std::move(pack), workspace,
-      workspace_bytes);
+  run(plan[BnGraph::apply], handle, std::move(pack), workspace, workspace_bytes);
 }
 
-void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
-                        const FeBnBackward& a, void* workspace, size_t workspace_bytes) {
+void batchnorm_backward(const FeBnPlan& plan, cudnnHandle_t handle, const FeBnBackward& a,
+                        void* workspace, size_t workspace_bytes) {
+  const FeBnShape& bn = plan.shape;
   std::unordered_map<int64_t, void*> pack = {{kDy, const_cast<void*>(a.dy)},
                                              {kX, const_cast<void*>(a.x)},
                                              {kGamma, const_cast<float*>(a.gamma)},
@@ -252,8 +278,7 @@ void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape&
                                              {kDbeta, a.dbeta}};
   if (bn.relu && !bn.prologue) pack.emplace(kMask, const_cast<void*>(a.mask));
   if (bn.relu && bn.add) pack.emplace(kDz, a.dz);
-  run(*bn_graph(graphs, handle, BnGraph::backward, bn), handle, std::move(pack), workspace,
-      workspace_bytes);
+  run(plan[BnGraph::backward], handle, std::move(pack), workspace, workspace_bytes);
 }
 
 }  // namespace stoker::gpu

@@ -6,8 +6,8 @@
 // with the ReLU's mask, one bit an element), and its backward with the ReLU's gradient in
 // front (dz = dy * mask; dbn). Each graph is
 // planned once per shape (PlanCache: validated, its execution plan built, its workspace sized)
-// and then only executed, on the handle's stream: capturable into a CUDA Graph.
-// Named and ordered like train/reference/ (conv2d_forward, batchnorm_forward_train,
+// and then only executed (its plan held by the layer), on the handle's stream: capturable into a
+// CUDA Graph. Named and ordered like train/reference/ (conv2d_forward, batchnorm_forward_train,
 // batchnorm_backward), which they compute. NHWC f16 activations (cuDNN 9.19 plans no
 // statistics epilogue for a bf16 convolution on sm_90: fe_graphs_test), f32 statistics and
 // accumulation. Without the frontend's headers at build time (scripts/deps.sh fetches them),
@@ -64,14 +64,20 @@ FeBnShape fe_bn_shape(const Op& op, const Layer& bn, const ActShape& in, int64_t
 class FeGraphs;
 std::shared_ptr<FeGraphs> make_fe_graphs();  // null without the frontend
 
-// Whether cuDNN runs the pattern's graphs for these shapes (built and cached on the way), with
-// the workspace the largest needs raised into `workspace`; `why` says what refused otherwise.
-// A conv's graphs: its forward with statistics, under a prologue its two backward passes too;
-// a batch norm's: finalize, apply (not under a prologue) and backward.
-bool fe_conv_stats_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
-                             size_t& workspace, std::string& why);
-bool fe_batchnorm_supported(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
-                            size_t& workspace, std::string& why);
+// An instance's graphs planned for its shape, which the functions below execute with no lookup:
+// a conv's, its forward with statistics and under a prologue its two backward passes too; a
+// batch norm's, finalize, apply (not under a prologue) and backward.
+struct FeConvPlan;
+struct FeBnPlan;
+// The instance's plan when cuDNN runs all of its graphs for these shapes (built and cached on
+// the way: asking again is a lookup), with the workspace the largest needs raised into
+// `workspace`; null otherwise, and `why` says what refused.
+std::shared_ptr<const FeConvPlan> fe_plan_conv_stats(FeGraphs& graphs, cudnnHandle_t handle,
+                                                     const FeConvShape& conv, size_t& workspace,
+                                                     std::string& why);
+std::shared_ptr<const FeBnPlan> fe_plan_batchnorm(FeGraphs& graphs, cudnnHandle_t handle,
+                                                  const FeBnShape& bn, size_t& workspace,
+                                                  std::string& why);
 
 // Planning for a GPU that is not there: cuDNN's deviceless path (cuDNN >= 9.11) runs the same
 // heuristics, support checks and plan builds for the GPU that `json` describes (the device
@@ -112,20 +118,18 @@ struct FePrologue {
 
 // y = conv(x', w) (N x K x OH x OW, NHWC), x' = x or relu(x * scale + bias) (conv.prologue),
 // and stats.sum / sq_sum over N, OH, OW per channel.
-void conv2d_forward_with_stats(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
-                               const void* x, const void* w, const FePrologue& prologue, void* y,
+void conv2d_forward_with_stats(const FeConvPlan& plan, cudnnHandle_t handle, const void* x,
+                               const void* w, const FePrologue& prologue, void* y,
                                const FeBnStats& stats, void* workspace, size_t workspace_bytes);
 // Under a prologue, its backward: dx = the data gradient of dy times the ReLU's gradient at
 // x * scale + bias (N x C x H x W: the gradient at the batch norm's output, written); dw = the
 // weights' gradient at x' (K x C x R x S, KRSC, the activations' dtype, written).
-void conv2d_backward_data_relu(FeGraphs& graphs, cudnnHandle_t handle, const FeConvShape& conv,
-                               const void* dy, const void* w, const void* x,
-                               const FePrologue& prologue, void* dx, void* workspace,
-                               size_t workspace_bytes);
-void conv2d_backward_weights_prologue(FeGraphs& graphs, cudnnHandle_t handle,
-                                      const FeConvShape& conv, const void* dy, const void* x,
-                                      const FePrologue& prologue, void* dw, void* workspace,
-                                      size_t workspace_bytes);
+void conv2d_backward_data_relu(const FeConvPlan& plan, cudnnHandle_t handle, const void* dy,
+                               const void* w, const void* x, const FePrologue& prologue, void* dx,
+                               void* workspace, size_t workspace_bytes);
+void conv2d_backward_weights_prologue(const FeConvPlan& plan, cudnnHandle_t handle, const void* dy,
+                                      const void* x, const FePrologue& prologue, void* dw,
+                                      void* workspace, size_t workspace_bytes);
 
 // The batch norm in training from the conv's sums: finalize (batch mean, inverse deviation
 // saved for the backward, running statistics updated with torch's momentum and unbiased
@@ -143,9 +147,9 @@ struct FeBnForward {
   float* save_mean = nullptr;
   float* save_invvar = nullptr;
 };
-void batchnorm_forward_train(FeGraphs& graphs, cudnnHandle_t handle, cudaStream_t stream,
-                             const FeBnShape& bn, const FeBnForward& args, const FeBnStats& stats,
-                             void* workspace, size_t workspace_bytes);
+void batchnorm_forward_train(const FeBnPlan& plan, cudnnHandle_t handle, cudaStream_t stream,
+                             const FeBnForward& args, const FeBnStats& stats, void* workspace,
+                             size_t workspace_bytes);
 
 // Its backward: g = bn.relu ? dy * mask : dy; dz = g (bn.add); dx, dgamma, dbeta = the
 // batch norm's gradients at g (dx written, not added: the conv's output has no other reader).
@@ -163,7 +167,7 @@ struct FeBnBackward {
   float* dgamma = nullptr;
   float* dbeta = nullptr;
 };
-void batchnorm_backward(FeGraphs& graphs, cudnnHandle_t handle, const FeBnShape& bn,
-                        const FeBnBackward& args, void* workspace, size_t workspace_bytes);
+void batchnorm_backward(const FeBnPlan& plan, cudnnHandle_t handle, const FeBnBackward& args,
+                        void* workspace, size_t workspace_bytes);
 
 }  // namespace stoker::gpu

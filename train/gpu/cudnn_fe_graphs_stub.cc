@@ -23,15 +23,19 @@ std::shared_ptr<FeGraphs> make_fe_graphs() {
   return nullptr;
 }
 
-bool fe_conv_stats_supported(FeGraphs&, cudnnHandle_t, const FeConvShape&, size_t&,
-                             std::string& why) {
+struct FeConvPlan {};
+struct FeBnPlan {};
+
+std::shared_ptr<const FeConvPlan> fe_plan_conv_stats(FeGraphs&, cudnnHandle_t, const FeConvShape&,
+                                                     size_t&, std::string& why) {
   why = kWhy;
-  return false;
+  return nullptr;
 }
 
-bool fe_batchnorm_supported(FeGraphs&, cudnnHandle_t, const FeBnShape&, size_t&, std::string& why) {
+std::shared_ptr<const FeBnPlan> fe_plan_batchnorm(FeGraphs&, cudnnHandle_t, const FeBnShape&,
+                                                  size_t&, std::string& why) {
   why = kWhy;
-  return false;
+  return nullptr;
 }
 
 struct FeDevice {};
@@ -48,29 +52,27 @@ std::string fe_plan_batchnorm_for(const FeDevice&, const FeBnShape&) {
   return kWhy;
 }
 
-void conv2d_forward_with_stats(FeGraphs&, cudnnHandle_t, const FeConvShape&, const void*,
-                               const void*, const FePrologue&, void*, const FeBnStats&, void*,
-                               size_t) {
+void conv2d_forward_with_stats(const FeConvPlan&, cudnnHandle_t, const void*, const void*,
+                               const FePrologue&, void*, const FeBnStats&, void*, size_t) {
   fail("conv2d_forward_with_stats: {}", kWhy);
 }
 
-void conv2d_backward_data_relu(FeGraphs&, cudnnHandle_t, const FeConvShape&, const void*,
-                               const void*, const void*, const FePrologue&, void*, void*, size_t) {
+void conv2d_backward_data_relu(const FeConvPlan&, cudnnHandle_t, const void*, const void*,
+                               const void*, const FePrologue&, void*, void*, size_t) {
   fail("conv2d_backward_data_relu: {}", kWhy);
 }
 
-void conv2d_backward_weights_prologue(FeGraphs&, cudnnHandle_t, const FeConvShape&, const void*,
-                                      const void*, const FePrologue&, void*, void*, size_t) {
+void conv2d_backward_weights_prologue(const FeConvPlan&, cudnnHandle_t, const void*, const void*,
+                                      const FePrologue&, void*, void*, size_t) {
   fail("conv2d_backward_weights_prologue: {}", kWhy);
 }
 
-void batchnorm_forward_train(FeGraphs&, cudnnHandle_t, cudaStream_t, const FeBnShape&,
-                             const FeBnForward&, const FeBnStats&, void*, size_t) {
+void batchnorm_forward_train(const FeBnPlan&, cudnnHandle_t, cudaStream_t, const FeBnForward&,
+                             const FeBnStats&, void*, size_t) {
   fail("batchnorm_forward_train: {}", kWhy);
 }
 
-void batchnorm_backward(FeGraphs&, cudnnHandle_t, const FeBnShape&, const FeBnBackward&, void*,
-                        size_t) {
+void batchnorm_backward(const FeBnPlan&, cudnnHandle_t, const FeBnBackward&, void*, size_t) {
   fail("batchnorm_backward: {}", kWhy);
 }
 

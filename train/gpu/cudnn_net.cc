@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// CudnnNet's core: planning (tensors, gradients' memory, parameters, then each layer by its
-// kind's file), the trial step with its fallbacks, and the three programs, which walk the
-// layers and call each kind's forward and backward (cudnn_conv.cc, cudnn_batchnorm.cc,
-// cudnn_pool.cc, cudnn_activation.cc, cudnn_fc.cc; the update: cudnn_optimizer.cc).
+// CudnnNet's core: planning (tensors, gradients' memory, parameters; each layer's plans:
+// cudnn_layers.cc), the trial step with its fallbacks, and the programs: the forward and the
+// backward walk the lowering's ops (cudnn_net_ops.cc), the update is cudnn_optimizer.cc's.
 #include "train/gpu/cudnn_net.h"
 
 #include <cuda_bf16.h>
@@ -53,7 +52,8 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
       stream_(compute),
       cudnn_(libraries.cudnn),
       cublas_(libraries.cublas),
-      fe_(libraries.fe_graphs.get()) {
+      fe_(libraries.fe_graphs.get()),
+      plans_(libraries.plans.get()) {
   shapes_ = infer_shapes(net, config.height, config.width);
   for (const Layer& l : net_.layers) {
     if (l.kind == LayerKind::conv && (l.bias || l.groups != 1))
@@ -73,10 +73,6 @@ CudnnNet::CudnnNet(const Network& net, const BackendConfig& config, cudaStream_t
   const BnStart start = bn_start(config, bn_fusion_cap());
   if (start.persistent) bn_mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
   fusion_ = start.level;
-  cudnnActivationDescriptor_t act = nullptr;
-  STOKER_GPU(cudnnCreateActivationDescriptor(&act));
-  relu_desc_.reset(act);
-  STOKER_GPU(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
   plan_tensors();
   plan_params();
   plan_layers();
@@ -118,10 +114,19 @@ void CudnnNet::trial_step() {
         }
         if (bn_mode_ == CUDNN_BATCHNORM_SPATIAL_PERSISTENT) {
           bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
+          for (size_t i = 0; i < net_.layers.size(); ++i)
+            if (net_.layers[i].kind == LayerKind::batchnorm)
+              layers_[i].bn = bn_plan(net_.layers[i]);
           return "plain (non-persistent) batch norm";
         }
         return {};
       });
+}
+
+void CudnnNet::count_batch() {
+  for (const Layer& l : net_.layers)
+    if (l.kind == LayerKind::batchnorm && l.num_batches_tracked >= 0)
+      ++params_[size_t(l.num_batches_tracked)].count;
 }
 
 bool CudnnNet::overwritten(int id) const {
@@ -256,61 +261,6 @@ void CudnnNet::plan_params() {
   }
 }
 
-void CudnnNet::plan_layers() {
-  layers_.resize(net_.layers.size());
-  const ConvPolicy policy = cudnn_conv_policy(config_.conv_algorithm);
-  const std::string key_prefix =
-      fmt::format("{} cudnn{} sm{}", device_name_, cudnnGetVersion(), [] {
-        // Checked: an unchecked failure would key the cache as "sm0" and share measured
-        // choices between devices.
-        int d = 0, major = 0, minor = 0;
-        STOKER_GPU(cudaGetDevice(&d));
-        STOKER_GPU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
-        STOKER_GPU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d));
-        return major * 10 + minor;
-      }());
-  // Exhaustive search measures in a workspace as large as the limit allows (planning only).
-  DeviceBuffer find_ws;
-  // STOKER_CUDNN_ALGO_CACHE=FILE keeps measured choices across processes (read here, written
-  // after planning).
-  const char* cache_file = std::getenv("STOKER_CUDNN_ALGO_CACHE");
-  if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
-    AlgoCache::process().load(cache_file);
-  if (policy.kind == ConvPolicy::Kind::exhaustive) {
-    size_t free = 0, total = 0;
-    STOKER_GPU(cudaMemGetInfo(&free, &total));
-    find_ws = DeviceBuffer(std::min(config_.workspace_limit, free / 2));
-  }
-  size_t workspace = 0;
-  for (size_t i = 0; i < net_.layers.size(); ++i) {
-    const Layer& l = net_.layers[i];
-    GpuLayer& g = layers_[i];
-    try {
-      switch (l.kind) {
-        case LayerKind::conv:
-          plan_conv_layer(l, g, policy, key_prefix, find_ws, workspace);
-          break;
-        case LayerKind::batchnorm:
-          plan_batchnorm(l, g, workspace);
-          break;
-        case LayerKind::maxpool:
-        case LayerKind::global_avgpool:
-          plan_pool(l, g);
-          break;
-        default:
-          break;
-      }
-    } catch (const Error& e) {
-      fail("planning {} ({}): {}", l.name, kind_name(l.kind), e.what());
-    }
-  }
-  find_ws = DeviceBuffer();
-  set_fusion(fusion_);
-  if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
-    AlgoCache::process().save(cache_file);
-  alloc(workspace_, std::max(workspace, fe_workspace_));
-}
-
 void CudnnNet::upload(void* dst, const void* src, size_t bytes) const {
   STOKER_GPU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   STOKER_GPU(cudaStreamSynchronize(stream_));
@@ -323,80 +273,6 @@ void CudnnNet::download(void* dst, const void* src, size_t bytes) const {
 
 void CudnnNet::forward(bool train) {
   for (const Op& op : lowering_.ops) forward_op(op, train);
-}
-
-// A fused op in training is one cuDNN call, relu(bn(x) [+ z]) into the ReLU's output; in eval
-// its layers run one by one (cuDNN's inference call, then our add and ReLU).
-void CudnnNet::forward_op(const Op& op, bool train) {
-  const size_t i = size_t(op.layers.front());
-  const Layer& l = net_.layers[i];
-  GpuLayer& g = layers_[i];
-  if (train && op.stats_epilogue) return forward_conv_stats(l, g);
-  if (train && op.stats_given) return forward_bn_from_stats(op);
-  switch (op.kind) {
-    case OpKind::conv:
-      return forward_conv(l, g);
-    case OpKind::batchnorm:
-      return forward_batchnorm(l, g, train);
-    case OpKind::bn_relu:
-    case OpKind::bn_add_relu:
-      if (train) return bn_forward_train(l, g);
-      forward_batchnorm(l, g, false);
-      if (op.kind == OpKind::bn_add_relu) forward_add(net_.layers[size_t(op.layers[1])]);
-      return forward_relu(last_layer(net_, op));
-    case OpKind::relu:
-      return forward_relu(l);
-    case OpKind::add:
-      return forward_add(l);
-    case OpKind::maxpool:
-    case OpKind::global_avgpool:
-      return forward_pool(l, g);
-    case OpKind::fc:
-      return fc_forward(l);
-  }
-}
-
-// The first gradient reaching a tensor is written, later ones added (a block's input feeds
-// its first conv and its shortcut). A fused op's backward is its batch norm's call, reading y
-// and dy at the ReLU's output; bn_add_relu's also writes dz, the shortcut's first gradient
-// (the add is its last reader).
-void CudnnNet::backward_op(const Op& op) {
-  const size_t i = size_t(op.layers.front());
-  const Layer& l = net_.layers[i];
-  GpuLayer& g = layers_[i];
-  const int in = op.inputs[0];
-  const float beta = grad_written_[size_t(in)] ? 1.0f : 0.0f;
-  switch (op.kind) {
-    case OpKind::conv:
-      if (g.prologue_bn >= 0)
-        backward_conv_prologue(l, g, beta);
-      else
-        backward_conv(l, g, beta);
-      break;
-    case OpKind::batchnorm:
-    case OpKind::bn_relu:
-    case OpKind::bn_add_relu:
-      if (op.stats_given)
-        backward_bn_from_stats(op, beta);
-      else
-        bn_backward(l, g, beta);
-      if (op.kind == OpKind::bn_add_relu) grad_written_[size_t(op.inputs[1])] = true;
-      break;
-    case OpKind::relu:
-      backward_relu(l, beta);
-      break;
-    case OpKind::add:
-      backward_add(l);
-      break;
-    case OpKind::maxpool:
-    case OpKind::global_avgpool:
-      backward_pool(l, g, beta);
-      break;
-    case OpKind::fc:
-      fc_backward(l, beta);
-      break;
-  }
-  if (in != 0) grad_written_[size_t(in)] = true;
 }
 
 void CudnnNet::loss_and_backward() {

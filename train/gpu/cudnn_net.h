@@ -21,11 +21,15 @@
 #include "models/shapes.h"
 #include "train/backend.h"
 #include "train/gpu/conv_cudnn.h"
+#include "train/gpu/cublas_linear.h"
+#include "train/gpu/cudnn_batchnorm.h"
 #include "train/gpu/cudnn_fe_graphs.h"
+#include "train/gpu/cudnn_pool.h"
 #include "train/gpu/gpu_memory.h"
 #include "train/gpu/gpu_policy.h"
 #include "train/gpu/handles.h"
 #include "train/gpu/kernels/kernels.h"
+#include "train/gpu/plan_cache.h"
 
 namespace stoker::gpu {
 
@@ -38,28 +42,16 @@ struct GpuTensor {
   int alias_of = -1;                   // a ReLU computed in place over this tensor id
 };
 
-// How a batch norm runs in training (eval always runs cuDNN's inference call, then our add and
-// ReLU). The Ex forms are cuDNN's NHWC persistent kernels (cudnnBatchNormalization*Ex), which
-// the plain calls do not reach: with the plain calls an NHWC batch norm runs the legacy
-// single-read kernels, 89% of a ResNet-50 step on the first H200 run.
-enum class BnCall {
-  plain,    // cudnnBatchNormalizationForwardTraining / Backward
-  ex,       // the Ex calls, CUDNN_BATCHNORM_OPS_BN
-  relu,     // the Ex calls, OPS_BN_ACTIVATION: the ReLU that only it feeds runs inside
-  add_relu  // the Ex calls, OPS_BN_ADD_ACTIVATION: y = relu(bn(x) + z), a block's last BN with
-            // the residual add and the ReLU after it (MLPerf's ResNet): the lowering's bn_add_relu
-};
-
+// A layer's plans (shared with the layers of its shape: OpPlans) and its own buffers.
 struct GpuLayer {
-  ConvPlan conv;           // conv
-  TensorDesc bn;           // batchnorm: the derived scale/bias/stats descriptor
-  DeviceBuffer save_mean;  // batchnorm: batch statistics for the backward (f32, C)
+  std::shared_ptr<const ConvPlan> conv;  // conv
+  std::shared_ptr<const BnPlan> bn;      // batchnorm
+  std::shared_ptr<const PoolPlan> pool;  // maxpool, global_avgpool
+  LinearShape linear;                    // fc
+  DeviceBuffer save_mean;                // batchnorm: batch statistics for the backward (f32, C)
   DeviceBuffer save_invvar;
+  DeviceBuffer reserve;         // batchnorm: the Ex forms' reserve space (bn->reserve)
   BnCall call = BnCall::plain;  // batchnorm: how it runs in training (set_fusion)
-  // batchnorm: what cuDNN offers this layer's shapes (planning asked for the sizes), and the
-  // reserve space of the largest.
-  bool offers_ex = false, offers_relu = false, offers_add_relu = false;
-  DeviceBuffer reserve;
   // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids).
   int z = -1, fused_out = -1;
   // conv_stats (set_fusion): a conv writes the sums of batch norm layer `stats_bn`, into that
@@ -68,11 +60,12 @@ struct GpuLayer {
   // conv_prologue (set_fusion): a conv applies batch norm layer `prologue_bn` (its eq_scale,
   // eq_bias and ReLU) to that batch norm's input, which it reads instead of its own.
   int prologue_bn = -1;
+  // conv_stats: the conv's or batch norm's frontend graphs, planned (set_fusion).
+  std::shared_ptr<const FeConvPlan> fe_conv;
+  std::shared_ptr<const FeBnPlan> fe_bn;
   DeviceBuffer fe_stats;
   DeviceBuffer fe_mask;       // batchnorm under conv_stats: its ReLU's mask (fe_mask_bytes)
-  PoolDesc pool;              // maxpool, global_avgpool
-  MaxPoolShape pool_shape;    // maxpool: for our backward
-  DeviceBuffer pool_offsets;  // maxpool: its backward's scratch (kernels.h)
+  DeviceBuffer pool_offsets;  // maxpool: its backward's scratch (pool->offsets_bytes)
 };
 
 struct GpuParam {
@@ -86,6 +79,15 @@ struct GpuParam {
   int64_t count = 0;        // num_batches_tracked, on the host
 };
 
+// The library ops' plans by shape (op_shapes.h's keys), one set per backend (its device and
+// handle), kept across the net's reshapes (a size schedule goes back to sizes it planned
+// before): the frontend's life cycle for every op, plan once per shape, then execute.
+struct OpPlans {
+  PlanCache<const ConvPlan> conv;
+  PlanCache<const BnPlan> batchnorm;
+  PlanCache<const PoolPlan> pool;
+};
+
 // The library handles a net plans and runs with, made once by the backend and kept across
 // its reshapes (each cudnnCreate / cublasCreate pair leaves host memory behind: the first H200
 // run saw the host heap grow by 1.26 MB over 16 reshapes that made new handles), with the
@@ -96,6 +98,7 @@ struct GpuLibraries {
   DeviceBuffer cublas_workspace;
   // The cuDNN frontend's graphs, planned once per shape (null in a build without it).
   std::shared_ptr<FeGraphs> fe_graphs = make_fe_graphs();
+  std::shared_ptr<OpPlans> plans = std::make_shared<OpPlans>();
   // Creates both on the current device, bound to `stream`.
   explicit GpuLibraries(cudaStream_t stream);
 };
@@ -183,27 +186,23 @@ class CudnnNet {
   void plan_optimizer();
   void* alloc(DeviceBuffer& b, size_t bytes);
   void trial_step();
-  // Each layer kind's plan, forward and backward (its own file: cudnn_<kind>.cc). A backward
-  // writes its input's gradient, or adds to it when `beta` is 1.
-  void plan_conv_layer(const Layer& l, GpuLayer& g, const ConvPolicy& policy,
-                       const std::string& key_prefix, const DeviceBuffer& find_ws,
-                       size_t& workspace);
-  void forward_conv(const Layer& l, GpuLayer& g);
-  void backward_conv(const Layer& l, GpuLayer& g, float beta);
-  void plan_pool(const Layer& l, GpuLayer& g);
-  void forward_pool(const Layer& l, GpuLayer& g);
-  void backward_pool(const Layer& l, GpuLayer& g, float beta);
-  void forward_relu(const Layer& l);
-  void backward_relu(const Layer& l, float beta);
-  void forward_add(const Layer& l);
-  void backward_add(const Layer& l);
+  // Each layer's plans (from OpPlans) and buffers; a batch norm's plan alone (again after
+  // trial_step leaves the persistent mode).
+  void plan_layer(const Layer& l, GpuLayer& g, const std::string& key_prefix,
+                  const DeviceBuffer& find_ws, size_t& workspace);
+  std::shared_ptr<const BnPlan> bn_plan(const Layer& l) const;
   // One op of lowering_ (train/lowering.h): its layers' forward, or its backward with the
-  // gradient of its first input written or added to (grad_written_).
+  // gradient of its first input written or added to (grad_written_). Each binds the op's
+  // tensors and parameters to the free functions named like train/reference/ (conv_cudnn.h,
+  // cudnn_batchnorm.h, cudnn_pool.h, cublas_linear.h, kernels.h; cudnn_fe_graphs.h under
+  // conv_stats) and calls them: cudnn_net_ops.cc.
   void forward_op(const Op& op, bool train);
   void backward_op(const Op& op);
-  void fc_forward(const Layer& l);
-  void fc_backward(const Layer& l, float beta_dx);
+  void forward_batchnorm_op(const Op& op, bool train);
+  void backward_add(const Layer& l);
   void loss_forward();
+  GpuExec exec() const;
+  BnBuffers bn_buffers(const Op& op) const;
   // Fusion levels, each a fallback of the one above (trial_step): the ops (lowering_) and
   // which BN call each batch norm makes in training (needs planned layers).
   // kFuseStats adds the lowering's conv_stats (cuDNN frontend graphs) where --fusions asks.
@@ -212,6 +211,8 @@ class CudnnNet {
   // conv_stats (cudnn_fe_graphs.h): whether the frontend runs this conv's or batch norm's
   // graphs (accumulating fe_workspace_), the shapes it plans, the forwards and the backward.
   bool accept_conv_stats(const Op& op);
+  std::shared_ptr<const FeConvPlan> fe_conv_plan(const Op& op, std::string& why);
+  std::shared_ptr<const FeBnPlan> fe_bn_plan(const Op& op, std::string& why);
   FeConvShape fe_conv_shape(const Layer& l, bool prologue) const;
   FePrologue fe_prologue(const GpuLayer& conv) const;
   FeBnShape fe_bn_shape(const Op& op) const;
@@ -220,10 +221,6 @@ class CudnnNet {
   void backward_conv_prologue(const Layer& l, GpuLayer& g, float beta);
   void forward_bn_from_stats(const Op& op);
   void backward_bn_from_stats(const Op& op, float beta);
-  void forward_batchnorm(const Layer& l, GpuLayer& g, bool train);
-  void bn_forward_train(const Layer& l, GpuLayer& g);
-  void bn_backward(const Layer& l, GpuLayer& g, float beta);
-  void plan_batchnorm(const Layer& l, GpuLayer& g, size_t& workspace);
   void plan_buckets();  // data parallelism: buckets, their finish chunks, the stream
   void start_bucket(size_t b);
   void join_buckets();
@@ -238,12 +235,12 @@ class CudnnNet {
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;  // the backend's (GpuLibraries)
   cublasHandle_t cublas_ = nullptr;
-  FeGraphs* fe_ = nullptr;   // the backend's (GpuLibraries), null without the frontend
-  size_t fe_workspace_ = 0;  // the conv_stats graphs' largest workspace (set_fusion)
-  std::string fe_refusal_;   // the first conv_stats instance refused, and why
+  FeGraphs* fe_ = nullptr;    // the backend's (GpuLibraries), null without the frontend
+  OpPlans* plans_ = nullptr;  // the backend's (GpuLibraries)
+  size_t fe_workspace_ = 0;   // the conv_stats graphs' largest workspace (set_fusion)
+  std::string fe_refusal_;    // the first conv_stats instance refused, and why
   cudnnBatchNormMode_t bn_mode_ = CUDNN_BATCHNORM_SPATIAL;
   int fusion_ = kFusePlain;  // NHWC: cuDNN's persistent Ex kernels, fused (set_fusion, bn_start)
-  ActivationDesc relu_desc_;
   // The ops the programs run (set_fusion): a fused pattern only where cuDNN offers its Ex
   // form for the layer's shapes and plan_tensors put its ReLU (and add) in place.
   Lowering lowering_;

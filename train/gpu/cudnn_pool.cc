@@ -1,49 +1,63 @@
 // SPDX-License-Identifier: Apache-2.0
-// CudnnNet's pooling: cuDNN's max and average pooling forward, average pooling's backward,
-// and our max pooling backward (no atomics).
-#include "train/gpu/cudnn_net.h"
+#include "train/gpu/cudnn_pool.h"
 
+#include "common/error.h"
+#include "train/gpu/conv_cudnn.h"
 #include "train/gpu/cuda_check.h"
-#include "train/gpu/cudnn_common.h"
 
 namespace stoker::gpu {
 
-void CudnnNet::plan_pool(const Layer& l, GpuLayer& g) {
-  const int64_t n = config_.batch;
-  const ActShape& in = shapes_[size_t(l.inputs[0])];
-  const ActShape& out = shapes_[size_t(l.output)];
+std::shared_ptr<const PoolPlan> plan_pool(const PoolShape& s) {
+  auto p = std::make_shared<PoolPlan>();
+  p->shape = s;
+  p->x = make_tensor_desc(s.dtype, s.nhwc, s.n, s.c, s.h, s.w);
+  p->y = make_tensor_desc(s.dtype, s.nhwc, s.n, s.c, s.oh, s.ow);
   cudnnPoolingDescriptor_t d = nullptr;
   STOKER_GPU(cudnnCreatePoolingDescriptor(&d));
-  g.pool.reset(d);
-  if (l.kind == LayerKind::maxpool) {
-    STOKER_GPU(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN, l.kernel,
-                                           l.kernel, l.padding, l.padding, l.stride, l.stride));
-    g.pool_shape = MaxPoolShape{n, in.c, in.h, in.w, out.h, out.w, l.kernel, l.stride, l.padding};
-    alloc(g.pool_offsets, maxpool_offsets_bytes(g.pool_shape));
-  } else
+  p->pool.reset(d);
+  if (s.max) {
+    STOKER_GPU(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN, int(s.k),
+                                           int(s.k), int(s.pad), int(s.pad), int(s.stride),
+                                           int(s.stride)));
+    p->max = MaxPoolShape{s.n, s.c, s.h, s.w, s.oh, s.ow, s.k, s.stride, s.pad};
+    p->offsets_bytes = maxpool_offsets_bytes(p->max);
+  } else {
     STOKER_GPU(cudnnSetPooling2dDescriptor(d, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
-                                           CUDNN_PROPAGATE_NAN, int(in.h), int(in.w), 0, 0,
-                                           int(in.h), int(in.w)));
-}
-
-void CudnnNet::forward_pool(const Layer& l, GpuLayer& g) {
-  const GpuTensor& x = tensors_[size_t(l.inputs[0])];
-  GpuTensor& y = tensors_[size_t(l.output)];
-  STOKER_GPU(cudnnPoolingForward(cudnn_, g.pool.get(), &kOne, x.desc.get(), x.act, &kZero,
-                                 y.desc.get(), y.act));
-}
-
-void CudnnNet::backward_pool(const Layer& l, GpuLayer& g, float beta) {
-  const GpuTensor& x = tensors_[size_t(l.inputs[0])];
-  const GpuTensor& y = tensors_[size_t(l.output)];
-  if (l.kind == LayerKind::maxpool) {
-    // Not cuDNN's: its max-pool backward adds with atomics (not reproducible).
-    maxpool_backward(dtype_, nhwc_, g.pool_shape, x.act, y.dact, x.dact, g.pool_offsets.get(),
-                     beta != 0.0f, stream_);
-    return;
+                                           CUDNN_PROPAGATE_NAN, int(s.h), int(s.w), 0, 0, int(s.h),
+                                           int(s.w)));
   }
-  STOKER_GPU(cudnnPoolingBackward(cudnn_, g.pool.get(), &kOne, y.desc.get(), y.act, y.desc.get(),
-                                  y.dact, x.desc.get(), x.act, &beta, x.desc.get(), x.dact));
+  return p;
+}
+
+namespace {
+
+void pool_forward(const GpuExec& e, const PoolPlan& p, const void* x, void* y) {
+  STOKER_GPU(cudnnPoolingForward(e.cudnn, p.pool.get(), &kOne, p.x.get(), x, &kZero, p.y.get(), y));
+}
+
+}  // namespace
+
+void maxpool2d_forward(const GpuExec& e, const PoolPlan& p, const void* x, void* y) {
+  STOKER_CHECK(p.shape.max);
+  pool_forward(e, p, x, y);
+}
+
+void maxpool2d_backward(const GpuExec& e, const PoolPlan& p, const void* x, const void* dy,
+                        void* dx, void* offsets, bool accumulate) {
+  STOKER_CHECK(p.shape.max);
+  maxpool_backward(p.shape.dtype, p.shape.nhwc, p.max, x, dy, dx, offsets, accumulate, e.stream);
+}
+
+void global_avgpool_forward(const GpuExec& e, const PoolPlan& p, const void* x, void* y) {
+  STOKER_CHECK(!p.shape.max);
+  pool_forward(e, p, x, y);
+}
+
+void global_avgpool_backward(const GpuExec& e, const PoolPlan& p, const void* x, const void* y,
+                             const void* dy, void* dx, float beta) {
+  STOKER_CHECK(!p.shape.max);
+  STOKER_GPU(cudnnPoolingBackward(e.cudnn, p.pool.get(), &kOne, p.y.get(), y, p.y.get(), dy,
+                                  p.x.get(), x, &beta, p.x.get(), dx));
 }
 
 }  // namespace stoker::gpu
