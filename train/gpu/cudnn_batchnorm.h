@@ -43,8 +43,8 @@ struct BnPlan {
 std::shared_ptr<const BnPlan> plan_batchnorm(cudnnHandle_t handle, const BnShape& shape);
 
 // A batch norm's buffers: x, z, y (and their gradients) n x c x h x w in the plan's dtype and
-// layout; the rest c floats. `reserve`: the layer's own (the Ex forms keep what their backward
-// reads there), plan.reserve bytes.
+// layout; the rest c floats. `reserve`: the layer's own, at least plan.reserve bytes (the Ex
+// forms keep what their backward reads there; the plain calls take none).
 struct BnBuffers {
   const void* x = nullptr;
   const void* z = nullptr;  // add_relu: the shortcut

@@ -4,8 +4,8 @@
 // A conv writes its output's per-channel sums beside the output; the batch norm that alone
 // reads it finalizes them and applies scale and bias (with the add and ReLU of its op), and
 // its backward is one frontend graph with the ReLU's gradient in front. Eval runs the layers
-// as without it (cudnn_batchnorm.cc). Behind --fusions conv_stats until a GPU run has shown it
-// right and faster (docs/GPU.md).
+// as without it (cudnn_net_ops.cc: forward_batchnorm_op). Behind --fusions conv_stats until a GPU
+// run has shown it right and faster (docs/GPU.md).
 #include <algorithm>
 
 #include "common/error.h"

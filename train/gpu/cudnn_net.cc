@@ -165,7 +165,6 @@ void CudnnNet::plan_tensors() {
     g.elements = n * s.elements();
     const bool logits = t + 1 == count;
     const DType type = logits ? DType::f32 : dtype_;
-    if (!logits) g.desc = make_tensor_desc(dtype_, nhwc_, n, s.c, s.h, s.w);
     // A ReLU or residual add over an input only it reads runs in place (grad_slots.h).
     if (const int in = in_place_over(net_, readers_, t); in >= 0) {
       g.alias_of = in;

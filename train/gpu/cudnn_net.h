@@ -38,7 +38,6 @@ struct GpuTensor {
   void* act = nullptr;                 // compute dtype (logits: f32)
   void* dact = nullptr;                // its gradient; null for the images
   int64_t elements = 0;                // batch x per-image elements
-  TensorDesc desc;                     // n x c x h x w in the compute layout (not for logits)
   int alias_of = -1;                   // a ReLU computed in place over this tensor id
 };
 
@@ -50,7 +49,7 @@ struct GpuLayer {
   LinearShape linear;                    // fc
   DeviceBuffer save_mean;                // batchnorm: batch statistics for the backward (f32, C)
   DeviceBuffer save_invvar;
-  DeviceBuffer reserve;         // batchnorm: the Ex forms' reserve space (bn->reserve)
+  DeviceBuffer reserve;         // batchnorm: the Ex forms' reserve space (bn->reserve as planned)
   BnCall call = BnCall::plain;  // batchnorm: how it runs in training (set_fusion)
   // batchnorm under add_relu: the residual z and the ReLU's output (tensor ids).
   int z = -1, fused_out = -1;
@@ -64,7 +63,9 @@ struct GpuLayer {
   std::shared_ptr<const FeConvPlan> fe_conv;
   std::shared_ptr<const FeBnPlan> fe_bn;
   DeviceBuffer fe_stats;
-  DeviceBuffer fe_mask;       // batchnorm under conv_stats: its ReLU's mask (fe_mask_bytes)
+  // batchnorm under conv_stats with its ReLU, not applied in its reader: the ReLU's mask
+  // (fe_mask_bytes).
+  DeviceBuffer fe_mask;
   DeviceBuffer pool_offsets;  // maxpool: its backward's scratch (pool->offsets_bytes)
 };
 

@@ -2,9 +2,10 @@
 // Plans built once per shape and kept: the cuDNN frontend's life cycle (a graph is validated,
 // planned and its workspace sized once for its shapes, then executed many times on buffers and
 // a stream). Keyed by a text that names everything the plan depends on (the op, shapes, dtypes,
-// layout, constants baked into it). A shape the library does not support is remembered as
-// such, so it is not asked again. Host-side only; the GPU backend keeps one across reshapes
-// (a size schedule goes back to a size it planned before).
+// layout, constants baked into it). A shape the library does not support (a builder that
+// returns null: the frontend's graphs) is remembered as such, so it is not asked again. Host-side
+// only; the GPU backend keeps one across reshapes (a size schedule goes back to a size it planned
+// before).
 #pragma once
 
 #include <cstddef>

@@ -36,23 +36,36 @@ TEST(OpShapes, ConvKeyNamesEveryField) {
   base.nhwc = true;
   base.precision = Precision::f16;
   base.workspace_limit = size_t(1) << 30;
-  expect_distinct<ConvShape>(
-      base, conv_plan_key,
-      {[](ConvShape& s) { s.g.n = 128; }, [](ConvShape& s) { s.g.c = 128; },
-       [](ConvShape& s) { s.g.h = 28; }, [](ConvShape& s) { s.g.w = 28; },
-       [](ConvShape& s) { s.g.k = 128; }, [](ConvShape& s) { s.g.r = 1; },
-       [](ConvShape& s) { s.g.s = 1; }, [](ConvShape& s) { s.g.oh = 28; },
-       [](ConvShape& s) { s.g.ow = 28; }, [](ConvShape& s) { s.g.stride = 2; },
-       [](ConvShape& s) { s.g.pad = 0; }, [](ConvShape& s) { s.g.groups = 2; },
-       [](ConvShape& s) { s.dtype = DType::bf16; }, [](ConvShape& s) { s.nhwc = false; },
-       [](ConvShape& s) { s.precision = Precision::tf32; },
-       [](ConvShape& s) { s.need_bwd_data = false; },
-       [](ConvShape& s) { s.policy.kind = ConvPolicy::Kind::exhaustive; },
-       [](ConvShape& s) {
-         s.policy.kind = ConvPolicy::Kind::fixed;
-         s.policy.fixed = "implicit_gemm";
-       },
-       [](ConvShape& s) { s.workspace_limit = size_t(1) << 20; }});
+  expect_distinct<ConvShape>(base, conv_plan_key,
+                             {[](ConvShape& s) { s.g.n = 128; },
+                              [](ConvShape& s) { s.g.c = 128; },
+                              [](ConvShape& s) { s.g.h = 28; },
+                              [](ConvShape& s) { s.g.w = 28; },
+                              [](ConvShape& s) { s.g.k = 128; },
+                              [](ConvShape& s) { s.g.r = 1; },
+                              [](ConvShape& s) { s.g.s = 1; },
+                              [](ConvShape& s) { s.g.oh = 28; },
+                              [](ConvShape& s) { s.g.ow = 28; },
+                              [](ConvShape& s) { s.g.stride = 2; },
+                              [](ConvShape& s) { s.g.pad = 0; },
+                              [](ConvShape& s) { s.g.groups = 2; },
+                              [](ConvShape& s) { s.dtype = DType::bf16; },
+                              [](ConvShape& s) { s.nhwc = false; },
+                              [](ConvShape& s) {  // f32 and tf32 differ by the math alone
+                                s.dtype = DType::f32;
+                                s.precision = Precision::f32;
+                              },
+                              [](ConvShape& s) {
+                                s.dtype = DType::f32;
+                                s.precision = Precision::tf32;
+                              },
+                              [](ConvShape& s) { s.need_bwd_data = false; },
+                              [](ConvShape& s) { s.policy.kind = ConvPolicy::Kind::exhaustive; },
+                              [](ConvShape& s) {
+                                s.policy.kind = ConvPolicy::Kind::fixed;
+                                s.policy.fixed = "implicit_gemm";
+                              },
+                              [](ConvShape& s) { s.workspace_limit = size_t(1) << 20; }});
 }
 
 TEST(OpShapes, BatchNormKeyNamesEveryField) {
