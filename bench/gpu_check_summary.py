@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+from fusion_choice import choose  # beside this script, in the repository and the bundle
+
 # Dense tensor-core peaks, TFLOP/s, f16/bf16 (tf32 is half, f32 without tensor cores 1/14.7):
 # H100 SXM and H200 989, H100 PCIe 756, A100 312. STOKER_PEAK_TFLOPS overrides.
 PEAKS = [("H200", 989.0), ("H100 PCIe", 756.0), ("H100", 989.0), ("A100", 312.0)]
@@ -110,6 +112,16 @@ def gtest_counts(path):
                 names.append(f"{suite['name']}.{t['name']}")
     c.update(skipped=skipped, failed_names=names[:30])
     return c
+
+
+def planted_of(w):
+    """The planted error's verdict (gpu_check.sh step_planted): caught, not caught or not run."""
+    rows = tsv(os.path.join(w, "planted.tsv"))
+    if not rows or len(rows[0]) < 2:
+        return None
+    verdict, rc = rows[0][0], rows[0][1]
+    return {"error": "STOKER_FE_PLANT=finalize_count", "verdict": verdict, "exit": int(rc),
+            **gtest_counts(os.path.join(w, "gtest_planted.json"))}
 
 
 def train_row(w, tag, run, idle, peak):
@@ -301,6 +313,7 @@ def build(a):
     t_eager, t_comp = torch_doc(w, "torch"), torch_doc(w, "torch_compile")
     torch_results = [r for d in (t_eager, t_comp) if d for r in d.get("results", [])]
     best = fastest(stoker)
+    planted = planted_of(w)
     torch_rates = [r["images_per_s"] for r in torch_results if r.get("images_per_s")]
     rates = ([best["images_per_s"]] if best else []) + torch_rates
     rate = max(rates) if rates else None
@@ -327,6 +340,12 @@ def build(a):
                    "note": s[4] if len(s) > 4 else ""} for s in tsv(os.path.join(w, "steps.tsv"))],
         "tests": {t: {"exit": int(rc), "skipped": rc == "77", **gtest_counts(os.path.join(w, f"gtest_{t}.json"))}
                   for t, rc in tsv(os.path.join(w, "tests.tsv"))},
+        "planted": planted,
+        "fusion_choice": choose(
+            {r["run"][len("stoker_"):]: r["images_per_s"] for r in stoker
+             if r.get("exit") == 0 and r.get("plausible") and r.get("images_per_s")},
+            load(os.path.join(w, "gtest_backend_conformance_test.json")),
+            planted["verdict"] if planted else None),
         "synthetic": {"stoker": stoker, "torch": t_eager, "torch_compile": t_comp,
                       "comparison": comparison(stoker, torch_results)},
         "fastest_mode": best["run"][len("stoker_"):] if best else None,
@@ -373,6 +392,8 @@ def print_tables(doc):
         for r in (d or {}).get("results", []):
             if "error" in r:
                 print(f"  torch {r['variant']:12} {r['error'][:100]}")
+    for c in doc["fusion_choice"]:
+        print(f"  {c['pattern']}: {c['reason']}")
     print(f"fastest Stoker mode: {doc['fastest_mode']}; rate to feed: {fmt(doc['rate_to_feed'])} img/s")
     print("loader-fed training, CPU decode against GPU decode (fastest mode, steady state)")
     print(f"  {'size':>5} {'decode-reader':18} {'img/s':>8} {'steps':>5} {'wait%':>6} {'gap%':>6} {'cores':>6}  note")

@@ -61,6 +61,7 @@ for p in "${benches[@]}"; do install -m 755 "$build/$p" "$out/bench/"; done
 carried=("$out"/bin/stoker* "$out"/tests/* "${benches[@]/#/$out/}")
 install -m 755 "$root/scripts/gpu_check.sh" "$out/scripts/"
 install -m 755 "$root/bench/torch_gpu_bench.py" "$root/bench/gpu_check_summary.py" "$out/bench/"
+install -m 644 "$root/bench/fusion_choice.py" "$out/bench/"
 install -m 755 "$root/scripts/gpu_run.sh" "$out/bin/run"
 # A few real photos (opencv-doc's; about 240 KB), so that gpu_decode_test's oracle runs on real
 # JPEGs on the bare GPU machine too (tests/augment/gpu/gpu_decode_test.cc: kPhotos, the same list).

@@ -282,8 +282,31 @@ step_tests() {
     printf '%s\t%s\n' "$t" "$rc" >>"$work/tests.tsv"
     [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || bad=1
   done
+  step_planted || bad=1
   [ -n "$gen_pid" ] && wait "$gen_pid"
   return $bad
+}
+
+# A planted error in a fused op's epilogue must fail the conv_stats conformance row (issue 45):
+# STOKER_FE_PLANT=finalize_count makes bn_finalize count n*h*w - 1 elements (the statistics off
+# by one element: 1/16 in ResNet-18's last stage at 64 px). Last in the tests step: it takes
+# the time the tests leave. Its verdict in planted.tsv and gpu_check.json's `planted`; the
+# step fails only when the row passes with the error in.
+step_planted() {
+  local rc verdict
+  cmd_of backend_conformance_test
+  x test_planted 20 env STOKER_FE_PLANT=finalize_count "${cmd[@]}" \
+    --gtest_filter='*cuda*_conv_stats' --gtest_output="json:$work/gtest_planted.json"
+  rc=$?
+  [ "$mode" = check ] && return 0
+  if grep -q '^\[  FAILED  \] .*conv_stats' "$work/test_planted.out"; then verdict=caught
+  elif grep -q '^\[  PASSED  \] [1-9]' "$work/test_planted.out"; then verdict="not caught"
+  else verdict="not run"; fi
+  printf '%s\t%s\n' "$verdict" "$rc" >"$work/planted.tsv"
+  { echo "== planted STOKER_FE_PLANT=finalize_count (exit $rc: $verdict)"; cat "$work/test_planted.out"; } \
+    >>"$out/tests.log"
+  echo "-- planted bn_finalize count n*h*w - 1: $verdict (exit $rc)"
+  [ "$verdict" != "not caught" ]
 }
 
 # The loader's datasets are made while the tests run, niced (the tests come first, and they

@@ -44,8 +44,10 @@ assert sum(s["budget_s"] for s in doc["steps"]) == p["budget_s"], (doc["steps"],
 # Every GPU command was checked: 7 tests, 4 synthetic modes, eager torch, gen, 6 decode runs
 # (CPU and GPU decode at 3 sizes), 5 auto runs (auto with CPU and GPU decode at 256 and 1024
 # px, threads:16 over as many steps), 3 scaling sweeps, the trace, the study; and the steps
-# outside the plan: bf16 beside torch.compile, 2 runs at batch 400.
-assert p["commands"] == 33 and not p["not_parsing"], p
+# outside the plan: bf16 beside torch.compile, 2 runs at batch 400; the planted error's row.
+assert p["commands"] == 34 and not p["not_parsing"], p
+# The planted error's row ran and, with no device, was skipped: not run, not "not caught".
+assert doc["planted"] and doc["planted"]["verdict"] == "not run", doc["planted"]
 checked = {c["run"] for c in p["checked"]}
 assert {"stoker_f16-nhwc-graph", "torch", "gen", "loader_1024_gpu-threads16",
         "loader_256_cpu-threads16", "loader_1024_gpu-auto", "loader_1024_gpu-threads16-50", "scaling_512", "stoker_traced",

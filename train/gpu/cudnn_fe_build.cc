@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
 #include <utility>
 
 namespace stoker::gpu::fe_build {
@@ -169,6 +171,19 @@ std::shared_ptr<Built> build_conv_wgrad_prologue(const FeConvShape& s) {
   return b;
 }
 
+// A test hook, for the GPU check's planted error (scripts/gpu_check.sh step_planted):
+// STOKER_FE_PLANT=finalize_count has bn_finalize count one element fewer than the batch
+// statistics hold, an error of 1 / (n h w) in the mean and variance that the conformance rows
+// must catch. Unset, as everywhere but in that check, nothing changes.
+namespace {
+
+int64_t planted_count_error() {
+  const char* plant = std::getenv("STOKER_FE_PLANT");
+  return plant != nullptr && std::string_view(plant) == "finalize_count" ? 1 : 0;
+}
+
+}  // namespace
+
 std::shared_ptr<Built> build_bn_finalize(const FeBnShape& s) {
   auto b = new_graph(DType::f32);
   fe::graph::Graph& g = b->graph;
@@ -177,10 +192,10 @@ std::shared_ptr<Built> build_bn_finalize(const FeBnShape& s) {
   auto momentum = g.tensor(Attr(s.momentum));
   fe::graph::BN_finalize_attributes attributes;
   attributes.set_previous_running_stats(prev_mean, prev_var, momentum);
-  const auto [eq_scale, eq_bias, mean, inv_var, next_mean, next_var] =
-      g.bn_finalize(channel(g, kSum, "sum", s.c), channel(g, kSqSum, "sq_sum", s.c),
-                    channel(g, kGamma, "gamma", s.c), channel(g, kBeta, "beta", s.c),
-                    g.tensor(Attr(s.eps)), g.tensor(Attr(int64_t(s.n * s.h * s.w))), attributes);
+  const auto [eq_scale, eq_bias, mean, inv_var, next_mean, next_var] = g.bn_finalize(
+      channel(g, kSum, "sum", s.c), channel(g, kSqSum, "sq_sum", s.c),
+      channel(g, kGamma, "gamma", s.c), channel(g, kBeta, "beta", s.c), g.tensor(Attr(s.eps)),
+      g.tensor(Attr(int64_t(s.n * s.h * s.w) - planted_count_error())), attributes);
   mark_channel_output(eq_scale, kEqScale, s.c);
   mark_channel_output(eq_bias, kEqBias, s.c);
   if (s.prologue) {  // for the reading conv's prologue, in the activations' dtype
