@@ -107,14 +107,14 @@ class CudaBackend final : public Backend, public BackendDiagnostics {
     cudaRuntimeGetVersion(&runtime);
     return fmt::format(
         "cuda: device {} ({}), CUDA runtime {}.{}, cuDNN {}, {} {}, conv {}, BN {}{}, "
-        "workspace {} MiB, {} MiB planned{}{}",
+        "workspace {} MiB, {} MiB planned, {}{}{}",
         config_.device, net_->device_name(), runtime / 1000, runtime % 1000 / 10, cudnnGetVersion(),
         precision_name(config_.precision), net_->nhwc() ? "NHWC" : "NCHW", config_.conv_algorithm,
         net_->bn_persistent() ? "persistent" : "spatial",
         net_->bn_add_fused()    ? "+add+ReLU fused"
         : net_->bn_relu_fused() ? "+ReLU fused"
                                 : "",
-        net_->workspace_bytes() >> 20, net_->device_bytes() >> 20,
+        net_->workspace_bytes() >> 20, net_->device_bytes() >> 20, net_->plans_shared(),
         config_.graph ? ", CUDA Graph" : "", conv_stats_text());
   }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "common/error.h"
 #include "train/gpu/cuda_check.h"
@@ -59,6 +60,24 @@ void CudnnNet::plan_layers() {
   if (policy.kind == ConvPolicy::Kind::exhaustive && cache_file && *cache_file)
     AlgoCache::process().save(cache_file);
   alloc(workspace_, std::max(workspace, fe_workspace_));
+}
+
+std::string CudnnNet::plans_shared() const {
+  // Per kind: the distinct plans, and the layers holding one.
+  std::set<const void*> plans[3];
+  int layers[3] = {0, 0, 0};
+  const auto count = [&](int kind, const void* plan) {
+    if (plan == nullptr) return;
+    ++layers[kind];
+    plans[kind].insert(plan);
+  };
+  for (const GpuLayer& g : layers_) {
+    count(0, g.conv.get());
+    count(1, g.bn.get());
+    count(2, g.pool.get());
+  }
+  return fmt::format("plans {}/{} conv, {}/{} batchnorm, {}/{} pool", plans[0].size(), layers[0],
+                     plans[1].size(), layers[1], plans[2].size(), layers[2]);
 }
 
 // The batch norm's plan at the net's mode; with the Ex forms' offers unless the plain calls are

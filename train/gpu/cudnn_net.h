@@ -173,6 +173,9 @@ class CudnnNet {
   int conv_stats_fused() const;
   int conv_prologue_fused() const;
   const std::string& conv_stats_refusal() const { return fe_refusal_; }
+  // The plans the layers share (OpPlans): "plans 23/53 conv, 12/53 batchnorm, 2/2 pool"
+  // (distinct plans / layers of each kind).
+  std::string plans_shared() const;
   size_t workspace_bytes() const { return workspace_.bytes(); }
   size_t device_bytes() const { return device_bytes_; }
   // The stream the gradient all-reduces run on (data parallelism), else null.
