@@ -135,35 +135,50 @@ void run(const Built& b, cudnnHandle_t handle, std::unordered_map<int64_t, void*
 
 }  // namespace
 
-// By ConvGraph, BnGraph: null where the instance does not run that graph.
-struct FeConvPlan {
-  FeConvShape shape;
+namespace {
+
+// An instance's graphs by ConvGraph or BnGraph (null where it does not run that one), for its
+// shape.
+template <class Shape, class Which>
+struct GraphSet {
+  Shape shape;
+  const char* const* names = nullptr;  // kConvGraphName, kBnGraphName
   std::shared_ptr<const Built> graph[3];
-  const Built& operator[](ConvGraph g) const {
-    STOKER_CHECK_MSG(graph[int(g)], "the conv's plan has no {} graph", kConvGraphName[int(g)]);
-    return *graph[int(g)];
-  }
-};
-struct FeBnPlan {
-  FeBnShape shape;
-  std::shared_ptr<const Built> graph[3];
-  const Built& operator[](BnGraph g) const {
-    STOKER_CHECK_MSG(graph[int(g)], "the batch norm's plan has no {} graph", kBnGraphName[int(g)]);
+  const Built& operator[](Which g) const {
+    STOKER_CHECK_MSG(graph[int(g)], "the plan has no {} graph", names[int(g)]);
     return *graph[int(g)];
   }
 };
 
+// Every graph the instance runs, planned (or found in the cache), the workspace raised; null
+// with the first refusal in `why`.
+template <class Plan, class Which, class Shape>
+std::shared_ptr<const Plan> plan_graphs(FeGraphs& graphs, cudnnHandle_t handle, const Shape& s,
+                                        const std::vector<Which>& which, const char* const names[],
+                                        std::shared_ptr<Built> (*graph)(FeGraphs&, cudnnHandle_t,
+                                                                        Which, const Shape&),
+                                        size_t& workspace, std::string& why) {
+  auto plan = std::make_shared<Plan>();
+  plan->shape = s;
+  plan->names = names;
+  for (const Which w : which) {
+    auto b = graph(graphs, handle, w, s);
+    if (!supported(*b, workspace, why)) return nullptr;
+    plan->graph[int(w)] = std::move(b);
+  }
+  return plan;
+}
+
+}  // namespace
+
+struct FeConvPlan : GraphSet<FeConvShape, ConvGraph> {};
+struct FeBnPlan : GraphSet<FeBnShape, BnGraph> {};
+
 std::shared_ptr<const FeConvPlan> fe_plan_conv_stats(FeGraphs& graphs, cudnnHandle_t handle,
                                                      const FeConvShape& conv, size_t& workspace,
                                                      std::string& why) {
-  auto plan = std::make_shared<FeConvPlan>();
-  plan->shape = conv;
-  for (const ConvGraph which : conv_graphs(conv)) {
-    auto b = conv_graph(graphs, handle, which, conv);
-    if (!supported(*b, workspace, why)) return nullptr;
-    plan->graph[int(which)] = std::move(b);
-  }
-  return plan;
+  return plan_graphs<FeConvPlan>(graphs, handle, conv, conv_graphs(conv), kConvGraphName,
+                                 conv_graph, workspace, why);
 }
 
 std::shared_ptr<const FeBnPlan> fe_plan_batchnorm(FeGraphs& graphs, cudnnHandle_t handle,
@@ -173,14 +188,8 @@ std::shared_ptr<const FeBnPlan> fe_plan_batchnorm(FeGraphs& graphs, cudnnHandle_
     why = "a batch norm with the add and no ReLU is not a pattern here";
     return nullptr;
   }
-  auto plan = std::make_shared<FeBnPlan>();
-  plan->shape = bn;
-  for (const BnGraph which : bn_graphs(bn)) {
-    auto b = bn_graph(graphs, handle, which, bn);
-    if (!supported(*b, workspace, why)) return nullptr;
-    plan->graph[int(which)] = std::move(b);
-  }
-  return plan;
+  return plan_graphs<FeBnPlan>(graphs, handle, bn, bn_graphs(bn), kBnGraphName, bn_graph, workspace,
+                               why);
 }
 
 namespace {
